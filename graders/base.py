@@ -1,0 +1,98 @@
+"""The grader boundary: evidence in, verdict with reasons out.
+
+A grader never talks to the agent. It reads the initial and final state, the trajectory,
+the agent's answer and messages, and the task's expectations; a grader that must run
+something (hidden tests) gets the sandbox after the agent has finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.config.models import Task
+from harness.sandbox.base import Sandbox
+from harness.trajectory import Event
+
+
+class GraderParams(BaseModel):
+    """Base for each grader's parameters; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: str
+    name: str | None = None
+    """Optional label, to tell two graders of the same type apart in evidence."""
+
+
+@dataclass
+class Evidence:
+    task: Task
+    answer: str | None = None
+    messages: list[str] = field(default_factory=list)
+    """Everything the agent told the user, in order (the final answer included)."""
+    trajectory: list[Event] = field(default_factory=list)
+    initial_state: dict[str, Any] | None = None
+    final_state: dict[str, Any] | None = None
+    state_ignore: list[str] = field(default_factory=list)
+    """Environment-level ignore paths for state comparison."""
+    sandbox: Sandbox | None = None
+    hidden_dir: str | None = None
+    """Where the task's hidden material was copied in the sandbox, after the agent."""
+
+
+@dataclass
+class Verdict:
+    grader: str
+    passed: bool
+    score: float = 0.0
+    """Partial credit in [0, 1]; equals float(passed) for all-or-nothing graders."""
+    reasons: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    role: Literal["outcome", "path"] = "outcome"
+    harms: list[dict[str, Any]] = field(default_factory=list)
+    """Forbidden actions taken: {"action", "step", "severity"}."""
+    version: str = "1"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "grader": self.grader,
+            "version": self.version,
+            "role": self.role,
+            "passed": self.passed,
+            "score": self.score,
+            "reasons": self.reasons,
+            "details": self.details,
+            "harms": self.harms,
+        }
+
+
+@runtime_checkable
+class Grader(Protocol):
+    type_name: ClassVar[str]
+    version: ClassVar[str]
+    Params: ClassVar[type[GraderParams]]
+    params: GraderParams
+
+    async def grade(self, evidence: Evidence) -> Verdict: ...
+
+
+@dataclass
+class Combined:
+    passed: bool
+    score: float
+    reasons: list[str]
+    harms: list[dict[str, Any]]
+
+
+def combine(verdicts: list[Verdict]) -> Combined:
+    """A task's verdict: the AND of its outcome graders, with path graders as gates.
+
+    The score is the mean partial credit over graders, kept separate from the verdict.
+    """
+    passed = all(v.passed for v in verdicts) and bool(verdicts)
+    score = sum(v.score for v in verdicts) / len(verdicts) if verdicts else 0.0
+    reasons = [f"{v.grader}: {r}" for v in verdicts if not v.passed for r in v.reasons]
+    harms = [h for v in verdicts for h in v.harms]
+    return Combined(passed=passed, score=score, reasons=reasons, harms=harms)

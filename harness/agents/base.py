@@ -1,0 +1,189 @@
+"""The agent boundary: ``await agent.run(context) -> AgentResult``.
+
+The context carries everything an agent may use (instruction, tools, sandbox, model
+settings, seed, budgets, trajectory recorder). Budgets are enforced here, in one place:
+``context.charge`` and ``context.call_tool`` raise ``BudgetExceeded``, which ends the trial
+as the agent's failure, never as an infrastructure error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from harness.config.models import Arm, Budgets, ModelSettings, Task, ToolSpec, Variant
+from harness.errors import BudgetExceeded
+from harness.sandbox.base import Environment, Sandbox
+from harness.trajectory import Trajectory
+
+
+@dataclass
+class Usage:
+    """Token and cost accounting of one trial. ``cost_usd`` is None when a price is unknown:
+    unknown is never reported as zero."""
+
+    tokens_in: int = 0
+    tokens_cached: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = 0.0
+    cost_known: bool = True
+    steps: int = 0
+    model_calls: int = 0
+    malformed_tool_calls: int = 0
+
+    @property
+    def tokens_total(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    output: str
+    exit_code: int = 0
+
+
+@dataclass
+class AgentContext:
+    task: Task
+    arm: Arm
+    instruction: str
+    sandbox: Sandbox
+    environment: Environment | None
+    seed: int
+    budgets: Budgets
+    trajectory: Trajectory = field(default_factory=Trajectory)
+    usage: Usage = field(default_factory=Usage)
+    variant: Variant | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.arm.params
+
+    @property
+    def model(self) -> ModelSettings | None:
+        return self.arm.model
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        tools = list(self.environment.spec.tools) if self.environment else []
+        if self.variant and self.variant.tool_order:
+            order = {n: i for i, n in enumerate(self.variant.tool_order)}
+            tools.sort(key=lambda t: order.get(t.name, len(order)))
+        return tools
+
+    @property
+    def policy(self) -> str:
+        env = self.environment
+        if env and env.spec.policy:
+            path = env.root / env.spec.policy
+            if path.is_file():
+                return path.read_text()
+        return ""
+
+    # -- budgets ------------------------------------------------------------------------
+    def charge(
+        self,
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        tokens_cached: int = 0,
+        cost_usd: float | None = 0.0,
+        steps: int = 0,
+    ) -> None:
+        """Account usage, then raise BudgetExceeded if a limit is now passed."""
+        u = self.usage
+        u.tokens_in += tokens_in
+        u.tokens_out += tokens_out
+        u.tokens_cached += tokens_cached
+        u.steps += steps
+        if cost_usd is None:
+            u.cost_known = False
+        elif u.cost_usd is not None:
+            u.cost_usd += cost_usd
+        if not u.cost_known:
+            u.cost_usd = None
+        b = self.budgets
+        if b.max_steps is not None and u.steps > b.max_steps:
+            raise BudgetExceeded("max_steps", f"{u.steps} steps > {b.max_steps}")
+        if b.max_tokens is not None and u.tokens_total > b.max_tokens:
+            raise BudgetExceeded("max_tokens", f"{u.tokens_total} tokens > {b.max_tokens}")
+        if b.max_cost_usd is not None and u.cost_usd is not None and u.cost_usd > b.max_cost_usd:
+            raise BudgetExceeded("max_cost_usd", f"${u.cost_usd:.4f} > ${b.max_cost_usd}")
+
+    # -- acting -------------------------------------------------------------------------
+    async def call_tool(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+        """Run one environment tool in the sandbox and record it as a trajectory step.
+
+        Arguments go to the tool command as JSON on stdin. An unknown tool or bad arguments
+        give an error result (fed back to the agent), never an exception.
+        """
+        self.charge(steps=1)
+        spec = next((t for t in self.tools if t.name == name), None)
+        start = time.monotonic()
+        if spec is None:
+            self.usage.malformed_tool_calls += 1
+            msg = f"error: unknown tool '{name}'"
+            self.trajectory.record("tool_call", tool=name, args=args or {}, content=msg, ok=False)
+            return ToolResult(False, msg, 127)
+        if args is not None and not isinstance(args, dict):
+            self.usage.malformed_tool_calls += 1
+            msg = "error: tool arguments must be a JSON object"
+            self.trajectory.record("tool_call", tool=name, args={}, content=msg, ok=False)
+            return ToolResult(False, msg, 2)
+        result = await self.sandbox.exec(
+            spec.command, stdin=json.dumps(args or {}), timeout=spec.timeout_s
+        )
+        output = result.stdout if result.ok else (result.stdout + result.stderr)
+        if result.timed_out:
+            output = f"error: tool '{name}' timed out after {spec.timeout_s}s"
+        if self.variant and self.variant.distractor and result.ok:
+            output = f"{output}\n{self.variant.distractor}"
+        self.trajectory.record(
+            "tool_call",
+            tool=name,
+            args=args or {},
+            content=output,
+            ok=result.ok,
+            latency_s=time.monotonic() - start,
+        )
+        return ToolResult(result.ok, output, result.exit_code)
+
+    async def run_command(self, command: str, timeout: float | None = None) -> ToolResult:
+        """Run a raw shell command (for shell-style agents) and record it as a step."""
+        self.charge(steps=1)
+        start = time.monotonic()
+        result = await self.sandbox.exec(command, timeout=timeout)
+        output = result.stdout + result.stderr
+        self.trajectory.record(
+            "command",
+            tool="bash",
+            args={"command": command},
+            content=output,
+            ok=result.ok,
+            latency_s=time.monotonic() - start,
+        )
+        return ToolResult(result.ok, output, result.exit_code)
+
+    def say(self, text: str) -> None:
+        """Tell the user something (graded by answer and required-output graders)."""
+        self.trajectory.record("message", content=text)
+
+
+@dataclass
+class AgentResult:
+    answer: str | None = None
+    """The agent's final answer to the user (None when it gave none)."""
+    confidence: float | None = None
+    """Stated confidence in [0, 1], when the agent gives one (used for calibration)."""
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: ClassVar[str]
+
+    async def run(self, ctx: AgentContext) -> AgentResult: ...

@@ -1,0 +1,265 @@
+"""Typed configuration: suites, arms, tasks and environments.
+
+Every model forbids unknown keys, so a typo in a YAML file is an error that names the field,
+not a silently ignored setting. Defaults live here, not in the CLI.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# ------------------------------------------------------------------------------ budgets
+class Budgets(Strict):
+    """Per-trial limits. Exceeding one ends the trial as an agent failure, never a retry."""
+
+    max_steps: int | None = Field(50, ge=1, description="tool calls / model turns")
+    max_tokens: int | None = Field(None, ge=1, description="input + output tokens")
+    max_cost_usd: float | None = Field(None, gt=0, description="US dollars")
+    timeout_s: float | None = Field(600.0, gt=0, description="wall-clock seconds for the agent")
+
+    def merged(self, override: BudgetOverride | None) -> Budgets:
+        if override is None:
+            return self
+        return self.model_copy(update=override.model_dump(exclude_unset=True))
+
+
+class BudgetOverride(Strict):
+    max_steps: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, gt=0)
+    timeout_s: float | None = Field(None, gt=0)
+
+
+class Retries(Strict):
+    """Infrastructure-only retries. There is deliberately no option to retry failed trials."""
+
+    max_attempts: int = Field(3, ge=1, description="attempts per trial, first one included")
+    backoff_s: float = Field(1.0, ge=0, description="base of the exponential backoff, seconds")
+
+
+class Limits(Strict):
+    """Resource limits applied to each sandbox (Docker backend)."""
+
+    memory: str = "1g"
+    pids: int = Field(256, ge=16)
+    cpus: float = Field(1.0, gt=0)
+
+
+class ModelSettings(Strict):
+    """An OpenAI-compatible endpoint. The API key is read from ``api_key_env`` at run time
+    and is never stored, logged or passed into a sandbox."""
+
+    name: str
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    extra: dict[str, Any] = Field(default_factory=dict)
+    price: Price | None = None
+
+
+class Price(Strict):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    cached_input: float | None = Field(None, ge=0)
+    output: float = Field(ge=0)
+
+
+class Arm(Strict):
+    """One configuration under test: an agent, its parameters and its model."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    agent: str = Field(description="registered agent name or 'module:Class'")
+    params: dict[str, Any] = Field(default_factory=dict)
+    model: ModelSettings | None = None
+
+
+class PrimaryComparison(Strict):
+    baseline: str
+    candidate: str
+
+
+class ReportSettings(Strict):
+    k: list[int] | None = Field(None, description="k values for pass@k / pass^k; default 1..trials")
+    cluster_key: Literal["cluster", "task"] = "cluster"
+    primary: PrimaryComparison | None = None
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+    @field_validator("k")
+    @classmethod
+    def _positive(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(k < 1 for k in v):
+            raise ValueError("every k must be >= 1")
+        return v
+
+
+class Suite(Strict):
+    """A suite file: what to run, how often, against which arms, and where to store it."""
+
+    name: str
+    description: str = ""
+    seed: int = 0
+    trials: int = Field(1, ge=1, description="trials per task per arm")
+    tasks: list[str] = Field(min_length=1, description="task files or globs, relative to the suite")
+    environments_dir: str | None = Field(
+        None, description="where environments live; default: nearest 'environments/' upward"
+    )
+    arms: list[Arm] = Field(min_length=1)
+    concurrency: int = Field(4, ge=1)
+    sandbox: Literal["auto", "local", "docker"] = "auto"
+    budgets: Budgets = Field(default_factory=Budgets)
+    retries: Retries = Field(default_factory=Retries)
+    limits: Limits = Field(default_factory=Limits)
+    store: str | None = Field(
+        None, description="SQLAlchemy URL; default sqlite:///.harness/harness.db"
+    )
+    report: ReportSettings = Field(default_factory=ReportSettings)
+    variants: bool = Field(False, description="also run each task's declared variants, paired")
+    denominator: Literal["failure", "exclude"] = Field(
+        "failure", description="how unresolved trials count: as failures (default) or excluded"
+    )
+    gate: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _unique_arms(self) -> Suite:
+        names = [a.name for a in self.arms]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate arm name(s): {', '.join(sorted(dup))}")
+        if self.report.primary:
+            for side in (self.report.primary.baseline, self.report.primary.candidate):
+                if side not in names:
+                    raise ValueError(f"report.primary names unknown arm '{side}'")
+        return self
+
+
+# ------------------------------------------------------------------------------ tasks
+class GraderSpec(BaseModel):
+    """``type`` picks a registered grader; the other keys are that grader's parameters,
+    validated by the grader's own model."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class ToolCall(Strict):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Solution(Strict):
+    """The reference solution the oracle agent runs; proves the task is solvable."""
+
+    commands: list[str] = Field(default_factory=list, description="shell commands in the sandbox")
+    actions: list[ToolCall] = Field(default_factory=list, description="environment tool calls")
+    answer: str | None = Field(None, description="what the agent finally tells the user")
+
+
+class Variant(Strict):
+    """A meaning-preserving variant of a task, run as a paired trial with the same seed."""
+
+    id: str
+    instruction: str | None = None
+    tool_order: list[str] | None = None
+    distractor: str | None = None
+
+
+class UserScript(Strict):
+    """A scripted simulated user for conversational tasks."""
+
+    turns: list[str] = Field(default_factory=list)
+    model: ModelSettings | None = None
+    persona: str | None = None
+
+
+class Task(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$")
+    instruction: str
+    environment: str | None = Field(None, description="environment name under environments/")
+    class_: str = Field("default", alias="class")
+    cluster: str | None = Field(None, description="independent unit above tasks; default: the task")
+    stratum: str | None = None
+    weight: float = Field(1.0, gt=0)
+    setup: list[str] = Field(default_factory=list)
+    graders: list[GraderSpec] = Field(min_length=1)
+    solution: Solution | None = None
+    budgets: BudgetOverride | None = None
+    hidden: str | None = Field(
+        None, description="dir of hidden material, copied in after the agent"
+    )
+    variants: list[Variant] = Field(default_factory=list)
+    simulated: dict[str, Any] = Field(
+        default_factory=dict, description="parameters for the simulated agent, e.g. {p: 0.7}"
+    )
+    user: UserScript | None = None
+    must_never: bool = False
+
+    @property
+    def cluster_id(self) -> str:
+        return self.cluster or self.id
+
+
+class TaskFile(Strict):
+    """A file holding several tasks under ``tasks:`` with optional shared defaults."""
+
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    tasks: list[dict[str, Any]] = Field(min_length=1)
+
+
+# ------------------------------------------------------------------------------ environments
+class ImageRecipe(Strict):
+    dockerfile: str | None = Field(None, description="path relative to the environment dir")
+    ref: str | None = Field(None, description="an image reference, e.g. harness-base:bookworm")
+
+    @model_validator(mode="after")
+    def _one(self) -> ImageRecipe:
+        if bool(self.dockerfile) == bool(self.ref):
+            raise ValueError("give exactly one of 'dockerfile' or 'ref'")
+        return self
+
+
+class ToolSpec(Strict):
+    """A tool the agent may call: run as ``command`` in the sandbox, arguments as JSON on stdin."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    description: str
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    command: str
+    timeout_s: float = Field(30.0, gt=0)
+
+
+class StateSpec(Strict):
+    """How to snapshot state: a command printing JSON, a file-system walk, or nothing."""
+
+    kind: Literal["none", "command", "files"] = "none"
+    command: str | None = None
+    paths: list[str] = Field(default_factory=list, description="for 'files': roots under workdir")
+    ignore: list[str] = Field(default_factory=list, description="dotted paths, '*' wildcards")
+
+
+class EnvironmentSpec(Strict):
+    name: str
+    description: str = ""
+    version: str = "1"
+    image: ImageRecipe = Field(default_factory=lambda: ImageRecipe(ref="harness-base:latest"))
+    workdir: str = "/work"
+    files: str | None = Field(None, description="dir (relative) copied into the workdir")
+    setup: list[str] = Field(default_factory=list)
+    state: StateSpec = Field(default_factory=StateSpec)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    policy: str | None = Field(None, description="file with the policy shown to the agent")
+    network: list[str] = Field(default_factory=list, description="hosts the sandbox may reach")
+    user: str | None = Field(None, description="non-root user to run agent commands as")
+
+
+ModelSettings.model_rebuild()

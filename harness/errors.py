@@ -1,0 +1,87 @@
+"""The error taxonomy: one place that decides what is retried and how a trial ends.
+
+The orchestrator never matches exception messages or class-name strings; it asks
+``classify(exc)`` which returns one of the trial statuses below. Only
+``InfraError`` (and its subclasses) is retried.
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+
+class ConfigError(HarnessError):
+    """A suite, task or environment file is invalid. Printed as one line; exit code 2."""
+
+    def __init__(self, file: str, field: str, message: str, line: int | None = None):
+        self.file, self.field, self.message, self.line = file, field, message, line
+        where = f"{file}:{line}" if line else file
+        loc = f" field '{field}':" if field else ""
+        super().__init__(f"{where}:{loc} {message}")
+
+
+# --- infrastructure: retried up to the suite's max_attempts -------------------------------
+class InfraError(HarnessError):
+    """Something under the agent broke (sandbox, daemon, model API, store). Retried."""
+
+
+class SandboxError(InfraError):
+    """A sandbox could not be created, started, reached or was killed by the platform."""
+
+
+class ModelUnavailable(InfraError):
+    """The model API kept failing after the client's own retries."""
+
+
+class StoreConflict(InfraError):
+    """A store write failed transiently (locked database, serialization failure)."""
+
+
+# --- agent failures: the agent's fault, never retried ---------------------------------------
+class AgentFailure(HarnessError):
+    """The agent did not finish properly: budget, timeout, or its own process crashed."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        self.reason, self.detail = reason, detail
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+class BudgetExceeded(AgentFailure):
+    """A declared budget (steps, tokens, cost, time) ran out."""
+
+
+# --- grader errors: the grader could not decide, never retried ------------------------------
+class GraderError(HarnessError):
+    """A grader crashed or could not read its evidence."""
+
+
+class EnvironmentBuildError(HarnessError):
+    """An image recipe is broken. Fails the run before any trial starts; never retried."""
+
+
+# Trial statuses (stored on every trial row).
+PASSED = "passed"
+FAILED = "failed"
+INFRA_ERROR = "infra_error"
+GRADER_ERROR = "grader_error"
+HARNESS_ERROR = "harness_error"  # an exception the taxonomy does not know: a bug of ours
+STATUSES = (PASSED, FAILED, INFRA_ERROR, GRADER_ERROR, HARNESS_ERROR)
+RESOLVED = (PASSED, FAILED)
+
+
+def classify(exc: BaseException) -> str:
+    """Map an exception to the status a trial ends with if it is not retried."""
+    if isinstance(exc, InfraError):
+        return INFRA_ERROR
+    if isinstance(exc, AgentFailure):
+        return FAILED
+    if isinstance(exc, GraderError):
+        return GRADER_ERROR
+    return HARNESS_ERROR
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Only infrastructure crashes are retried: never failures, never unknown errors."""
+    return isinstance(exc, InfraError)

@@ -1,0 +1,40 @@
+"""Sandbox backends, registered by name. Adding one touches a new file and this table."""
+
+from __future__ import annotations
+
+import importlib
+
+from harness.sandbox.base import (
+    Environment,
+    ExecResult,
+    Sandbox,
+    SandboxProvider,
+    SandboxRequest,
+    snapshot_state,
+)
+
+BACKENDS: dict[str, str] = {
+    "local": "harness.sandbox.local:LocalProvider",
+    "docker": "harness.sandbox.docker:DockerProvider",
+}
+
+
+def get_provider(name: str, **options) -> SandboxProvider:
+    """Instantiate the backend registered as ``name`` (or given as 'module:Class')."""
+    target = BACKENDS.get(name, name)
+    if ":" not in target:
+        raise KeyError(f"unknown sandbox backend '{name}' (known: {', '.join(BACKENDS)})")
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)(**options)
+
+
+__all__ = [
+    "BACKENDS",
+    "Environment",
+    "ExecResult",
+    "Sandbox",
+    "SandboxProvider",
+    "SandboxRequest",
+    "get_provider",
+    "snapshot_state",
+]

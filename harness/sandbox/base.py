@@ -1,0 +1,161 @@
+"""The sandbox boundary: where a trial's commands run.
+
+A ``SandboxProvider`` is chosen by name (``local``, ``docker``). Before any trial it
+``prepare``s every environment the run needs (build or resolve images and pin them to
+immutable ids); then it ``create``s one fresh ``Sandbox`` per trial attempt, which is
+destroyed when the attempt ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from harness.config.models import EnvironmentSpec, Limits
+
+
+@dataclass(frozen=True)
+class Environment:
+    """An environment spec together with the directory it was loaded from."""
+
+    spec: EnvironmentSpec
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def files_dir(self) -> Path | None:
+        return (self.root / self.spec.files) if self.spec.files else None
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_s: float = 0.0
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass
+class SandboxRequest:
+    """Everything a provider needs to create one sandbox for one trial attempt."""
+
+    environment: Environment
+    image_id: str | None
+    labels: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    id: str
+    image_id: str | None
+    workdir: str
+
+    async def exec(
+        self,
+        cmd: str,
+        *,
+        stdin: str | bytes | None = None,
+        timeout: float | None = None,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run ``cmd`` with ``bash -c`` in the workdir. Never raises for a non-zero exit;
+        raises ``SandboxError`` only when the sandbox itself failed."""
+        ...
+
+    async def read_file(self, path: str) -> bytes: ...
+
+    async def write_file(self, path: str, data: bytes) -> None: ...
+
+    async def copy_in(self, src: Path, dest: str) -> None:
+        """Copy a host directory's contents into ``dest`` (relative to the workdir)."""
+        ...
+
+    async def destroy(self, interrupted: bool = False) -> None: ...
+
+
+@runtime_checkable
+class SandboxProvider(Protocol):
+    name: str
+    isolated: bool
+
+    async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
+        """Build or resolve each environment's image once; return name -> pinned image id."""
+        ...
+
+    async def create(self, request: SandboxRequest) -> Sandbox: ...
+
+    async def close(self) -> None: ...
+
+
+# ----------------------------------------------------------------------------- state
+_FS_STATE_SCRIPT = r"""
+import hashlib, json, os, stat, sys
+out = {}
+def add(p):
+    try:
+        st = os.lstat(p)
+        mode = oct(stat.S_IMODE(st.st_mode))
+        if stat.S_ISLNK(st.st_mode):
+            out[p] = {"type": "link", "target": os.readlink(p)}
+        elif stat.S_ISDIR(st.st_mode):
+            out[p] = {"type": "dir", "mode": mode}
+        elif stat.S_ISREG(st.st_mode):
+            with open(p, "rb") as fh:
+                out[p] = {"type": "file", "sha256": hashlib.sha256(fh.read()).hexdigest(), "mode": mode}
+    except OSError as exc:
+        out[p] = {"type": "unreadable", "error": exc.strerror}
+for root in json.loads(sys.argv[1]):
+    root = os.path.normpath(root)
+    if not os.path.lexists(root):
+        continue
+    add(root)
+    if os.path.isdir(root) and not os.path.islink(root):
+        for d, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in sorted(dirs) + sorted(files):
+                add(os.path.join(d, name))
+print(json.dumps({"files": out}, sort_keys=True))
+"""
+
+
+async def snapshot_state(sandbox: Sandbox, environment: Environment) -> dict | None:
+    """The environment's state as a JSON document (what state-diff grading compares).
+
+    ``command``: the environment's dump command prints JSON. ``files``: path -> content
+    hash and mode under the declared roots. ``none``: no state (answer-only tasks).
+    """
+    from harness.errors import SandboxError
+
+    spec = environment.spec.state
+    if spec.kind == "none":
+        return None
+    if spec.kind == "command":
+        assert spec.command, "state.command is required for kind 'command'"
+        cmd = spec.command
+    else:
+        cmd = f"python3 -c {shlex.quote(_FS_STATE_SCRIPT)} {shlex.quote(json.dumps(spec.paths))}"
+    result = await sandbox.exec(cmd, timeout=120)
+    if not result.ok:
+        raise SandboxError(
+            f"state dump of environment '{environment.name}' failed "
+            f"(exit {result.exit_code}): {result.stderr.strip()[-300:]}"
+        )
+    try:
+        return json.loads(result.stdout)
+    except json.JSONDecodeError as exc:
+        raise SandboxError(
+            f"state dump of environment '{environment.name}' printed invalid JSON: {exc}"
+        ) from exc

@@ -1,0 +1,65 @@
+"""Trajectory events: what an agent did, step by step, as graders and viewers read it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+RESULT_PREVIEW_CHARS = 4000
+
+
+class Event(BaseModel):
+    """One recorded step of a trial.
+
+    kind: ``tool_call`` (the agent called an environment tool), ``message`` (the agent told
+    the user something), ``user`` (the simulated user spoke), ``model_call`` (one model API
+    request), ``command`` (a raw shell command), ``note`` (harness annotation).
+    """
+
+    step: int
+    kind: str
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    content: str | None = None
+    """Message text, or the tool result truncated to RESULT_PREVIEW_CHARS."""
+    ok: bool = True
+    blob_ref: str | None = None
+    """sha256 of the full result when ``content`` was truncated (kept in the blobs table)."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    ts: float = Field(default_factory=time.time)
+
+
+class Trajectory:
+    """Append-only recorder handed to agents; events are numbered in order of arrival."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.blobs: dict[str, bytes] = {}
+
+    def record(self, kind: str, **fields: Any) -> Event:
+        content = fields.pop("content", None)
+        if isinstance(content, bytes):
+            content = content.decode("utf-8", errors="replace")
+        if content is not None and len(content) > RESULT_PREVIEW_CHARS:
+            import hashlib
+
+            data = content.encode("utf-8", errors="replace")
+            ref = hashlib.sha256(data).hexdigest()
+            self.blobs[ref] = data
+            fields["blob_ref"] = ref
+            content = (
+                content[:RESULT_PREVIEW_CHARS]
+                + f"\n…[truncated, {len(data)} bytes in blob {ref[:12]}]"
+            )
+        event = Event(step=len(self.events), kind=kind, content=content, **fields)
+        self.events.append(event)
+        return event
+
+    def tool_calls(self) -> list[Event]:
+        return [e for e in self.events if e.kind == "tool_call"]
