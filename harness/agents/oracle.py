@@ -1,0 +1,28 @@
+"""oracle: runs the task's reference solution. Proves a task is solvable and its graders
+accept a correct solution."""
+
+from __future__ import annotations
+
+from harness.agents.base import AgentContext, AgentResult
+from harness.errors import AgentFailure
+
+
+async def perform_solution(ctx: AgentContext) -> str | None:
+    """Execute the reference solution's commands and tool calls; return its answer."""
+    solution = ctx.task.solution
+    if solution is None:
+        raise AgentFailure("no_solution", f"task '{ctx.task.id}' declares no reference solution")
+    for command in solution.commands:
+        await ctx.run_command(command)
+    for action in solution.actions:
+        await ctx.call_tool(action.tool, action.args)
+    if solution.answer is not None:
+        ctx.say(solution.answer)
+    return solution.answer
+
+
+class OracleAgent:
+    name = "oracle"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        return AgentResult(answer=await perform_solution(ctx), confidence=1.0)

@@ -1,0 +1,177 @@
+"""The `harness` command line. Options are thin: config models own defaults and validation.
+
+Heavy modules (numpy, sqlmodel, docker) are imported inside commands so `--help` is instant.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness import exitcodes
+
+app = typer.Typer(
+    help="Run agents on tasks in sandboxes and report, with honest uncertainty, how good they are.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+StoreOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional
+    typer.Option(
+        "--store",
+        help="SQLAlchemy URL of the store (default $HARNESS_STORE or "
+        "sqlite:///.harness/harness.db).",
+    ),
+]
+
+
+def _fail(message: str, code: int) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    suite: Annotated[Optional[Path], typer.Argument(help="The suite file.")] = None,  # noqa: UP045
+    resume: Annotated[
+        Optional[str], typer.Option(help="Resume RUN_ID: run only trials without a final row.")
+    ] = None,  # noqa: UP045
+    sandbox: Annotated[
+        Optional[str], typer.Option(help="Sandbox backend: auto, local or docker.")
+    ] = None,  # noqa: UP045
+    trials: Annotated[Optional[int], typer.Option(help="Trials per task per arm.")] = None,  # noqa: UP045
+    concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
+    seed: Annotated[Optional[int], typer.Option(help="Suite seed.")] = None,  # noqa: UP045
+    store: StoreOpt = None,
+    locked: Annotated[
+        bool,
+        typer.Option("--locked", help="Refuse to start if an image differs from the lock file."),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Run a suite (or resume a run) and print its summary."""
+    from harness.report.cli import print_report
+    from harness.runner import start
+
+    if suite is None and resume is None:
+        _fail("give a suite file, or --resume RUN_ID", exitcodes.BAD_CONFIG)
+    overrides = {"sandbox": sandbox, "trials": trials, "concurrency": concurrency, "seed": seed}
+    result = start(
+        str(suite) if suite else "",
+        overrides,
+        store,
+        resume,
+        progress_enabled=not quiet,
+        locked=locked,
+    )
+    print_report(result.run_id, result.store_url)
+    o = result.outcome
+    typer.echo(
+        f"run id: {result.run_id}  ({o.finished} of {o.planned} trials finished this "
+        f"session, {o.unresolved} unresolved)",
+        err=True,
+    )
+    if o.interrupted:
+        typer.echo(f"interrupted: resume with `harness run --resume {result.run_id}`", err=True)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def report(
+    run_id: Annotated[
+        Optional[str], typer.Argument(help="Run id (default: the latest run).")
+    ] = None,  # noqa: UP045
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Machine-readable JSON on stdout.")
+    ] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Print a run's report: rates with n and intervals, pass^k, unresolved trials."""
+    from harness.report.cli import print_report
+
+    print_report(run_id, store, fmt="json" if as_json else "markdown" if markdown else "terminal")
+
+
+@app.command()
+def runs(
+    suite: Annotated[Optional[str], typer.Option(help="Only runs of this suite name.")] = None,  # noqa: UP045
+    store: StoreOpt = None,
+) -> None:
+    """List runs in the store, newest first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.store import Store, resolve_url
+
+    s = Store(resolve_url(store))
+    table = Table()
+    for col in ("run id", "suite", "status", "started", "arms", "trials planned", "config"):
+        table.add_column(col)
+    for r in s.list_runs(suite):
+        table.add_row(
+            r.id,
+            r.suite_name,
+            r.status,
+            f"{r.started_at:%Y-%m-%d %H:%M}",
+            ", ".join(r.arms),
+            str(r.jobs_planned),
+            r.config_hash[:12],
+        )
+    Console().print(table)
+
+
+def main() -> None:
+    """Entry point: turns known errors into one line and an exit code, never a traceback."""
+    from harness.errors import ConfigError, EnvironmentBuildError, HarnessError
+
+    try:
+        app(standalone_mode=False)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exitcodes.BAD_CONFIG)
+    except EnvironmentBuildError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exitcodes.ENVIRONMENT)
+    except HarnessError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exitcodes.ENVIRONMENT)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(exitcodes.INTERRUPTED)
+    except KeyboardInterrupt:
+        sys.exit(exitcodes.INTERRUPTED)
+    except Exception as exc:  # click usage errors and real bugs
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exitcodes.BAD_CONFIG)
+        _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> None:
+    import tempfile
+    import traceback
+
+    path = Path(tempfile.gettempdir()) / "harness-last-error.log"
+    path.write_text("".join(traceback.format_exception(exc)))
+    typer.echo(
+        f"internal error: {type(exc).__name__}: {exc} (traceback in {path}; "
+        "this is a bug in harness, please report it)",
+        err=True,
+    )
+    sys.exit(exitcodes.INTERNAL)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+
+__all__ = ["app", "json", "main"]

@@ -1,0 +1,333 @@
+"""Read suite, task and environment files into validated models, with one-line errors.
+
+Every problem becomes a ``ConfigError`` naming the file, the field path (``arms[0].agent``)
+and, where the YAML parser knows it, the line. The CLI prints it and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from harness.config.models import EnvironmentSpec, Suite, Task, TaskFile
+from harness.errors import ConfigError
+from harness.sandbox.base import Environment
+
+Path_ = tuple[str | int, ...]
+
+
+# ------------------------------------------------------------------------------ YAML
+def _line_map(node: yaml.Node, path: Path_ = (), out: dict | None = None) -> dict[Path_, int]:
+    """Map each field path in a composed YAML document to its 1-based line."""
+    out = {} if out is None else out
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            sub = (*path, str(key.value))
+            out[sub] = key.start_mark.line + 1
+            _line_map(value, sub, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, (*path, i), out)
+    return out
+
+
+def read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
+    """Parse a YAML file, returning its data and a field-path → line map."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(str(path), "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), "", f"cannot read file: {exc}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            str(path), "", f"invalid YAML: {problem}", mark.line + 1 if mark else None
+        ) from None
+    return data, (_line_map(node) if node is not None else {})
+
+
+def field_path(loc: Path_) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _nearest_line(lines: dict[Path_, int], loc: Path_) -> int | None:
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            return lines[loc[:cut]]
+    return None
+
+
+def validate(
+    model: type[BaseModel], data: Any, file: Path, lines: dict[Path_, int], prefix: Path_ = ()
+) -> Any:
+    """Validate ``data`` against ``model``; the first error becomes a one-line ConfigError."""
+    if not isinstance(data, dict):
+        raise ConfigError(
+            str(file),
+            field_path(prefix),
+            f"expected a mapping, got {_kind(data)}",
+            _nearest_line(lines, prefix),
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(exc, file, lines, prefix) from None
+
+
+def _from_validation(
+    exc: ValidationError, file: Path, lines: dict[Path_, int], prefix: Path_ = ()
+) -> ConfigError:
+    err = exc.errors()[0]
+    loc = (*prefix, *[p for p in err["loc"] if p != "__root__"])
+    msg = _message(err)
+    more = len(exc.errors()) - 1
+    if more:
+        msg += f" (and {more} more error{'s' if more > 1 else ''})"
+    return ConfigError(str(file), field_path(loc), msg, _nearest_line(lines, loc))
+
+
+def _message(err: dict[str, Any]) -> str:
+    kind, msg = err["type"], err["msg"]
+    if kind == "extra_forbidden":
+        return "unknown key (check the spelling; see the README's reference)"
+    if kind == "missing":
+        return "required field is missing"
+    got = err.get("input")
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"{msg.lower()}, got {_kind(got)} {_short(got)}".rstrip()
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    return msg
+
+
+def _kind(value: Any) -> str:
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "nothing",
+    }.get(type(value), type(value).__name__)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return ""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ------------------------------------------------------------------------------ resolution
+@dataclass
+class LoadedTask:
+    task: Task
+    file: Path
+
+    @property
+    def hidden_dir(self) -> Path | None:
+        return (self.file.parent / self.task.hidden) if self.task.hidden else None
+
+
+@dataclass
+class ResolvedSuite:
+    """A suite with its tasks and environments loaded, validated and hashed."""
+
+    suite: Suite
+    path: Path
+    tasks: list[LoadedTask]
+    environments: dict[str, Environment] = field(default_factory=dict)
+    config_hash: str = ""
+
+    def task(self, task_id: str) -> LoadedTask:
+        return self._by_id[task_id]
+
+    def __post_init__(self) -> None:
+        self._by_id = {t.task.id: t for t in self.tasks}
+
+
+def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> ResolvedSuite:
+    """Load a suite file, apply CLI overrides, then load and check every task and environment."""
+    path = Path(path)
+    data, lines = read_yaml(path)
+    if isinstance(data, dict) and overrides:
+        data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
+    suite: Suite = validate(Suite, data, path, lines)
+    _check_agents(suite, path, lines)
+    tasks = _load_tasks(suite, path, lines)
+    env_root = _environments_dir(suite, path, lines)
+    environments: dict[str, Environment] = {}
+    for lt in tasks:
+        name = lt.task.environment
+        if name and name not in environments:
+            environments[name] = load_environment(env_root, name, lt.file)
+    resolved = ResolvedSuite(suite, path, tasks, environments)
+    resolved.config_hash = config_hash(resolved)
+    return resolved
+
+
+def _check_agents(suite: Suite, path: Path, lines: dict[Path_, int]) -> None:
+    from harness.agents import AGENTS
+
+    for i, arm in enumerate(suite.arms):
+        if arm.agent not in AGENTS and ":" not in arm.agent:
+            loc = ("arms", i, "agent")
+            raise ConfigError(
+                str(path),
+                field_path(loc),
+                f"unknown agent '{arm.agent}' (known: {', '.join(sorted(AGENTS))})",
+                _nearest_line(lines, loc),
+            )
+
+
+def _load_tasks(suite: Suite, path: Path, lines: dict[Path_, int]) -> list[LoadedTask]:
+    base = path.parent
+    files: list[Path] = []
+    for i, pattern in enumerate(suite.tasks):
+        loc = ("tasks", i)
+        matches = sorted(Path(p) for p in glob.glob(str(base / pattern), recursive=True))
+        matches = [m for m in matches if m.is_file() and m.resolve() != path.resolve()]
+        if not matches:
+            what = "file not found" if not glob.has_magic(pattern) else "glob matched no task file"
+            raise ConfigError(
+                str(path), field_path(loc), f"{what}: {pattern}", _nearest_line(lines, loc)
+            )
+        files.extend(m for m in matches if m not in files)
+    seen: dict[str, Path] = {}
+    tasks: list[LoadedTask] = []
+    for file in files:
+        for lt in load_task_file(file):
+            if lt.task.id in seen:
+                raise ConfigError(
+                    str(file),
+                    "id",
+                    f"duplicate task id '{lt.task.id}' (also in {seen[lt.task.id]})",
+                )
+            seen[lt.task.id] = file
+            tasks.append(lt)
+    return tasks
+
+
+def load_task_file(file: Path) -> list[LoadedTask]:
+    """A task file holds one task, or ``{defaults: {...}, tasks: [...]}``."""
+    from graders import build_grader
+
+    data, lines = read_yaml(file)
+    if isinstance(data, dict) and "tasks" in data:
+        tf: TaskFile = validate(TaskFile, data, file, lines)
+        items = [(("tasks", i), _deep_merge(tf.defaults, t)) for i, t in enumerate(tf.tasks)]
+    else:
+        items = [((), data)]
+    out = []
+    for prefix, item in items:
+        task: Task = validate(Task, item, file, lines, prefix)
+        for g, spec in enumerate(task.graders):
+            loc = (*prefix, "graders", g)
+            try:
+                build_grader(spec)
+            except KeyError as exc:
+                raise ConfigError(
+                    str(file),
+                    field_path((*loc, "type")),
+                    exc.args[0],
+                    _nearest_line(lines, (*loc, "type")),
+                ) from None
+            except ValidationError as exc:
+                raise _from_validation(exc, file, lines, loc) from None
+        if task.hidden and not (file.parent / task.hidden).is_dir():
+            loc = (*prefix, "hidden")
+            raise ConfigError(
+                str(file),
+                field_path(loc),
+                f"directory not found: {task.hidden}",
+                _nearest_line(lines, loc),
+            )
+        out.append(LoadedTask(task, file))
+    return out
+
+
+def _deep_merge(base: dict[str, Any], over: Any) -> Any:
+    if not isinstance(over, dict):
+        return over
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = (
+            _deep_merge(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
+        )
+    return out
+
+
+def _environments_dir(suite: Suite, path: Path, lines: dict[Path_, int]) -> Path:
+    if suite.environments_dir:
+        root = (path.parent / suite.environments_dir).resolve()
+        if not root.is_dir():
+            raise ConfigError(
+                str(path),
+                "environments_dir",
+                f"directory not found: {root}",
+                _nearest_line(lines, ("environments_dir",)),
+            )
+        return root
+    for parent in [path.parent.resolve(), *path.parent.resolve().parents]:
+        if (parent / "environments").is_dir():
+            return parent / "environments"
+    return path.parent / "environments"
+
+
+def load_environment(root: Path, name: str, referenced_from: Path) -> Environment:
+    env_dir = root / name
+    file = env_dir / "environment.yaml"
+    if not file.is_file():
+        raise ConfigError(
+            str(referenced_from), "environment", f"unknown environment '{name}' (no {file})"
+        )
+    data, lines = read_yaml(file)
+    spec: EnvironmentSpec = validate(EnvironmentSpec, data, file, lines)
+    if spec.name != name:
+        raise ConfigError(
+            str(file),
+            "name",
+            f"must equal the directory name '{name}'",
+            _nearest_line(lines, ("name",)),
+        )
+    if spec.state.kind == "command" and not spec.state.command:
+        raise ConfigError(
+            str(file),
+            "state.command",
+            "required when state.kind is 'command'",
+            _nearest_line(lines, ("state",)),
+        )
+    return Environment(spec, env_dir)
+
+
+def config_hash(resolved: ResolvedSuite) -> str:
+    """sha256 of the resolved configuration: suite, every task and every environment spec."""
+    doc = {
+        "suite": resolved.suite.model_dump(mode="json"),
+        "tasks": [t.task.model_dump(mode="json", by_alias=True) for t in resolved.tasks],
+        "environments": {
+            n: e.spec.model_dump(mode="json") for n, e in sorted(resolved.environments.items())
+        },
+    }
+    blob = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()

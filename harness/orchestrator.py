@@ -1,0 +1,122 @@
+"""The orchestrator: runs a plan's jobs with bounded concurrency and writes one row each.
+
+It is the only writer of the store. SIGINT/SIGTERM once: no new trials start, in-flight
+trials finish and are written. Twice: in-flight trials are cancelled (their sandboxes are
+still destroyed) and stay unfinished, so ``harness run --resume RUN_ID`` re-runs them.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import anyio
+
+from harness import errors
+from harness.plan import Job
+from harness.store import Store
+from harness.trial import RunContext, TrialRecord, run_trial
+
+
+class ProgressSink(Protocol):
+    def trial_done(self, status: str) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+class _Silent:
+    def trial_done(self, status: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@dataclass
+class RunOutcome:
+    planned: int
+    counts: Counter = field(default_factory=Counter)
+    interrupted: bool = False
+
+    @property
+    def finished(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def unresolved(self) -> int:
+        return self.finished - self.counts[errors.PASSED] - self.counts[errors.FAILED]
+
+
+async def execute(
+    rc: RunContext,
+    jobs: Iterable[Job],
+    store: Store,
+    *,
+    concurrency: int,
+    progress: ProgressSink | None = None,
+    handle_signals: bool = True,
+) -> RunOutcome:
+    jobs = list(jobs)
+    sink = progress or _Silent()
+    outcome = RunOutcome(planned=len(jobs))
+    pending = iter(jobs)
+    stopping = anyio.Event()
+    writer = anyio.CapacityLimiter(1)
+
+    async def write(record: TrialRecord) -> None:
+        for attempt in range(5):
+            try:
+                await anyio.to_thread.run_sync(
+                    store.write_trial,
+                    record.trial,
+                    record.attempts,
+                    record.events,
+                    record.blobs,
+                    limiter=writer,
+                )
+                return
+            except errors.StoreConflict:
+                if attempt == 4:
+                    raise
+                await anyio.sleep(0.2 * 2**attempt)
+
+    async def worker() -> None:
+        for job in pending:
+            if stopping.is_set():
+                return
+            record = await run_trial(job, rc)
+            with anyio.CancelScope(shield=True):
+                await write(record)
+            outcome.counts[record.trial.status] += 1
+            sink.trial_done(record.trial.status)
+
+    async with anyio.create_task_group() as outer:
+        work_scope = anyio.CancelScope()
+
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                count = 0
+                async for _ in signals:
+                    count += 1
+                    outcome.interrupted = True
+                    stopping.set()
+                    if count == 1:
+                        sink.note("stopping: in-flight trials finish; signal again to abort them")
+                    else:
+                        sink.note("aborting in-flight trials; they stay unfinished (resumable)")
+                        work_scope.cancel()
+
+        if handle_signals:
+            outer.start_soon(watch_signals)
+        with work_scope:
+            async with anyio.create_task_group() as tg:
+                for _ in range(max(1, concurrency)):
+                    tg.start_soon(worker)
+        if rc.interrupted:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(store.write_attempts, list(rc.interrupted))
+        outer.cancel_scope.cancel()
+    return outcome

@@ -1,0 +1,74 @@
+"""Terminal progress: a bar with ETA and live passed / failed / errored counts.
+
+On a terminal it is a live rich bar; otherwise (a nightly job's log) it prints a line
+every 10% so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from harness import errors
+
+
+class TrialProgress:
+    def __init__(self, total: int, title: str, enabled: bool = True):
+        self.console = Console(stderr=True)
+        self.total = total
+        self.counts: Counter = Counter()
+        self.live = enabled and self.console.is_terminal
+        self.enabled = enabled
+        self._next_line = 0.1
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            disable=not self.live,
+        )
+        self._task = self._progress.add_task(title, total=total, counts=self._counts_text())
+
+    def _counts_text(self) -> str:
+        c = self.counts
+        errored = sum(c[s] for s in errors.STATUSES if s not in errors.RESOLVED)
+        return (
+            f"[green]{c[errors.PASSED]} passed[/] [red]{c[errors.FAILED]} failed[/] "
+            f"[yellow]{errored} errored[/]"
+        )
+
+    def __enter__(self) -> TrialProgress:
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.__exit__(*exc)
+
+    def trial_done(self, status: str) -> None:
+        self.counts[status] += 1
+        done = sum(self.counts.values())
+        self._progress.update(self._task, completed=done, counts=self._counts_text())
+        if self.enabled and not self.live and self.total and done / self.total >= self._next_line:
+            self._next_line += 0.1
+            plain = self._counts_text()
+            for tag in ("[green]", "[red]", "[yellow]", "[/]"):
+                plain = plain.replace(tag, "")
+            print(f"[{done}/{self.total}] {plain}", file=sys.stderr, flush=True)
+
+    def note(self, text: str) -> None:
+        if self.enabled:
+            self.console.print(f"[yellow]{text}[/]")

@@ -1,0 +1,1 @@
+"""Reports: store → report data (pure) → renderers (terminal, JSON, Markdown)."""

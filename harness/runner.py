@@ -1,0 +1,174 @@
+"""Starting and resuming runs: choose the sandbox, pin images, record the run, execute."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import anyio
+
+from harness import __version__, exitcodes
+from harness.config.loader import ResolvedSuite, load_suite
+from harness.errors import ConfigError
+from harness.orchestrator import RunOutcome, execute
+from harness.plan import build_plan
+from harness.sandbox import get_provider
+from harness.store import Run, Store, now, resolve_url
+from harness.trial import RunContext
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    outcome: RunOutcome
+    store_url: str
+    sandbox: str
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome.interrupted:
+            return exitcodes.INTERRUPTED
+        if self.outcome.unresolved:
+            return exitcodes.UNRESOLVED
+        return exitcodes.OK
+
+
+def new_run_id() -> str:
+    return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def choose_sandbox(requested: str) -> str:
+    """'auto' means docker when a daemon answers, else local (which says it isolates nothing)."""
+    if requested != "auto":
+        return requested
+    try:
+        from harness.sandbox.docker import docker_available
+    except ImportError:
+        return "local"
+    return "docker" if docker_available() else "local"
+
+
+def start(
+    suite_path: str,
+    overrides: dict[str, Any] | None = None,
+    store_url: str | None = None,
+    resume: str | None = None,
+    progress_enabled: bool = True,
+    locked: bool = False,
+) -> RunResult:
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    store = Store(resolve_url(store_url))
+    if resume:
+        run = store.get_run(resume)
+        if run is None:
+            raise ConfigError(store.url, "--resume", f"no run with id '{resume}' in this store")
+        resolved = load_suite(run.suite_path, run.overrides)
+        if resolved.config_hash != run.config_hash:
+            raise ConfigError(
+                run.suite_path,
+                "",
+                f"the suite or its tasks changed since run {resume} started "
+                "(config hash differs); start a new run instead of resuming",
+            )
+        run_id, overrides = run.id, run.overrides
+    else:
+        resolved = load_suite(suite_path, overrides)
+        store = Store(resolve_url(store_url, resolved.suite.store))
+        run_id = new_run_id()
+
+    sandbox_name = choose_sandbox(resolved.suite.sandbox)
+    provider = (
+        get_provider(sandbox_name, limits=resolved.suite.limits) if resolved.environments else None
+    )
+    return anyio.run(
+        _run,
+        resolved,
+        store,
+        provider,
+        sandbox_name,
+        run_id,
+        overrides,
+        bool(resume),
+        progress_enabled,
+        locked,
+    )
+
+
+async def _run(
+    resolved: ResolvedSuite,
+    store: Store,
+    provider,
+    sandbox_name: str,
+    run_id: str,
+    overrides: dict,
+    resuming: bool,
+    progress_enabled: bool,
+    locked: bool,
+) -> RunResult:
+    from harness.progress import TrialProgress
+
+    image_ids: dict[str, str | None] = {}
+    if provider is not None:
+        envs = list(resolved.environments.values())
+        if locked:
+            from harness.lockfile import check_lock_for
+
+            check_lock_for(resolved, provider)
+        image_ids = await provider.prepare(envs)
+    all_jobs = build_plan(resolved)
+    if resuming:
+        done = await anyio.to_thread.run_sync(store.finished_keys, run_id)
+        jobs = [j for j in all_jobs if j.key not in done]
+        store.update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname())
+    else:
+        jobs = all_jobs
+        store.create_run(
+            Run(
+                id=run_id,
+                suite_name=resolved.suite.name,
+                suite_path=str(resolved.path),
+                description=resolved.suite.description,
+                config_hash=resolved.config_hash,
+                harness_version=__version__,
+                config={
+                    "suite": resolved.suite.model_dump(mode="json"),
+                    "tasks": {
+                        t.task.id: t.task.model_dump(mode="json", by_alias=True)
+                        for t in resolved.tasks
+                    },
+                    "environments": {
+                        n: {**e.spec.model_dump(mode="json"), "root": str(e.root)}
+                        for n, e in resolved.environments.items()
+                    },
+                },
+                overrides=overrides,
+                seed=resolved.suite.seed,
+                trials_per_task=resolved.suite.trials,
+                arms=[a.name for a in resolved.suite.arms],
+                sandbox=sandbox_name,
+                image_ids=image_ids,
+                jobs_planned=len(all_jobs),
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                started_at=now(),
+            )
+        )
+    rc = RunContext(
+        run_id, resolved, provider, image_ids, backoff_s=resolved.suite.retries.backoff_s
+    )
+    try:
+        with TrialProgress(len(jobs), f"run {run_id}", enabled=progress_enabled) as progress:
+            outcome = await execute(
+                rc, jobs, store, concurrency=resolved.suite.concurrency, progress=progress
+            )
+    finally:
+        if provider is not None:
+            with anyio.CancelScope(shield=True):
+                await provider.close()
+    status = "interrupted" if outcome.interrupted else "finished"
+    store.update_run(run_id, status=status, finished_at=now())
+    return RunResult(run_id, outcome, store.url, sandbox_name)

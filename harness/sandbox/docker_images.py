@@ -1,0 +1,401 @@
+"""Docker images for environments: build or resolve once, bake the files in, pin, lock.
+
+Everything here is synchronous Docker SDK code; ``DockerProvider`` runs it in a worker
+thread. The pinning rule (DESIGN rule 1): an environment resolves to ONE immutable image id
+(``sha256:...``) at run start, and every sandbox of the run is created from that id, never
+from a tag, so rebuilding a tag mid-run changes nothing.
+
+Pinning steps for one environment:
+
+1. **recipe image**: ``image.dockerfile`` is built with the environment dir as context
+   (tagged ``harness-env/<name>:<version>``); ``image.ref`` is resolved locally (pulled once
+   when missing and pulling is allowed).
+2. **files**: when the environment declares ``files`` and the recipe image does not already
+   hold identical files in its workdir (recommended: the Dockerfile COPYs them), they are
+   baked into a derived image (one ``put_archive`` + ``commit``, owned by the environment's
+   user). The derived image is labelled with a key over (recipe image id, files digest,
+   workdir, owner) and reused by later runs, so the pinned id is stable across runs. Trials
+   then start with the files already in place: no per-trial copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import posixpath
+import re
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import EnvironmentBuildError, SandboxError
+from harness.sandbox.base import Environment
+
+log = logging.getLogger(__name__)
+
+FILES_KEY_LABEL = "harness.files.key"
+ENV_LABEL = "harness.environment"
+
+
+@dataclass(frozen=True)
+class PinnedImage:
+    """What ``prepare`` learned about one environment's image."""
+
+    environment: str
+    image_id: str
+    """The id every sandbox is created from (recipe image, plus baked files when needed)."""
+    recipe_image_id: str
+    """The id the recipe (Dockerfile build or ref) resolved to, before baking files."""
+    uid: int = 0
+    gid: int = 0
+    """Owner given to files the harness writes (the environment's user, else root)."""
+    files_digest: str | None = None
+    base_images: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """For a Dockerfile: each FROM image -> {"id", "digests"}; for a ref: the ref itself."""
+
+
+# ----------------------------------------------------------------------------- helpers
+def slug(text: str) -> str:
+    """A lowercase string usable as a Docker repository path component or tag."""
+    s = re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-._")
+    return s[:100] or "env"
+
+
+def files_manifest(root: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every regular file under ``root`` (symlinks: their target)."""
+    out: dict[str, str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            out[rel] = "link:" + str(p.readlink())
+        elif p.is_file():
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def files_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for rel, digest in files_manifest(root).items():
+        mode = (root / rel).lstat().st_mode & 0o777
+        h.update(f"{rel}\0{digest}\0{mode:o}\n".encode())
+    return h.hexdigest()
+
+
+def tar_directory(
+    src: Path, arc_prefix: str, uid: int, gid: int, dir_entries: list[str] = ()
+) -> bytes:
+    """An in-memory tar of ``src``'s contents under ``arc_prefix`` (a path relative to '/'),
+    every member owned by ``uid:gid``. ``dir_entries`` are extra directory members (the
+    parents of ``arc_prefix`` that should belong to the same owner)."""
+    buf = io.BytesIO()
+
+    def own(ti: tarfile.TarInfo) -> tarfile.TarInfo:
+        ti.uid, ti.gid, ti.uname, ti.gname = uid, gid, "", ""
+        return ti
+
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for d in dir_entries:
+            ti = tarfile.TarInfo(d)
+            ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(own(ti))
+        for p in sorted(src.rglob("*")):
+            if "__pycache__" in p.parts:
+                continue
+            arc = posixpath.join(arc_prefix, p.relative_to(src).as_posix())
+            tar.add(str(p), arcname=arc, recursive=False, filter=own)
+    return buf.getvalue()
+
+
+def parents_below(workdir: str, path: str) -> list[str]:
+    """Directories strictly below ``workdir`` down to ``path`` (inclusive), as tar names
+    relative to '/'. Empty when ``path`` is not under ``workdir``."""
+    workdir, path = posixpath.normpath(workdir), posixpath.normpath(path)
+    if path == workdir or not path.startswith(workdir.rstrip("/") + "/"):
+        return []
+    rel = posixpath.relpath(path, workdir).split("/")
+    out, cur = [], workdir
+    for part in rel:
+        cur = posixpath.join(cur, part)
+        out.append(cur.lstrip("/"))
+    return out
+
+
+def _read_tar_member(chunks, name: str | None = None) -> bytes | None:
+    data = b"".join(chunks)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for m in tar:
+            if m.isfile() and (name is None or m.name == name):
+                fh = tar.extractfile(m)
+                return fh.read() if fh else b""
+    return None
+
+
+# ----------------------------------------------------------------------------- resolving
+def _docker_errors():
+    import docker.errors
+    import requests.exceptions
+
+    return docker.errors, requests.exceptions
+
+
+def resolve_ref(client, env: Environment, pull: bool) -> str:
+    errors, rexc = _docker_errors()
+    ref = env.spec.image.ref
+    try:
+        return client.images.get(ref).id
+    except errors.ImageNotFound:
+        pass
+    except (errors.APIError, rexc.RequestException) as exc:
+        raise SandboxError(f"environment '{env.name}': cannot inspect image '{ref}': {exc}") from exc
+    hint = (
+        " (build it offline with: bash docker/build-base.sh)"
+        if ref.startswith("harness-base")
+        else ""
+    )
+    if not pull:
+        raise EnvironmentBuildError(
+            f"environment '{env.name}': image '{ref}' is not present locally{hint}"
+        )
+    try:
+        log.info("pulling %s for environment '%s'", ref, env.name)
+        return client.images.pull(ref).id
+    except (errors.APIError, rexc.RequestException) as exc:
+        raise EnvironmentBuildError(
+            f"environment '{env.name}': image '{ref}' is not present locally and pulling it "
+            f"failed{hint}: {exc}"
+        ) from exc
+
+
+def build_dockerfile(client, env: Environment) -> str:
+    errors, rexc = _docker_errors()
+    dockerfile = env.spec.image.dockerfile
+    if not (env.root / dockerfile).is_file():
+        raise EnvironmentBuildError(
+            f"environment '{env.name}': Dockerfile '{dockerfile}' not found in {env.root}"
+        )
+    tag = f"harness-env/{slug(env.name)}:{slug(env.spec.version)}"
+    log.info("building image for environment '%s' (%s)", env.name, tag)
+    try:
+        image, _logs = client.images.build(
+            path=str(env.root),
+            dockerfile=dockerfile,
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            labels={ENV_LABEL: env.name},
+        )
+    except errors.BuildError as exc:
+        tail = "".join(
+            str(item.get("stream") or item.get("error") or "") for item in exc.build_log
+        )
+        tail = "\n".join(tail.strip().splitlines()[-15:])
+        raise EnvironmentBuildError(
+            f"environment '{env.name}': image build failed: {exc.msg}\n{tail}"
+        ) from exc
+    except errors.APIError as exc:
+        if exc.is_client_error():
+            raise EnvironmentBuildError(
+                f"environment '{env.name}': image build rejected: {exc.explanation or exc}"
+            ) from exc
+        raise SandboxError(f"environment '{env.name}': image build failed: {exc}") from exc
+    except rexc.RequestException as exc:
+        raise SandboxError(f"environment '{env.name}': Docker daemon unreachable: {exc}") from exc
+    return image.id
+
+
+_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE | re.MULTILINE)
+
+
+def base_images(client, env: Environment) -> dict[str, dict[str, Any]]:
+    """The images a recipe starts from, with their local ids and registry digests."""
+    errors, _ = _docker_errors()
+    if env.spec.image.ref:
+        refs = [env.spec.image.ref]
+    else:
+        text = (env.root / env.spec.image.dockerfile).read_text(errors="replace")
+        refs, stages = [], set()
+        for m in _FROM.finditer(text):
+            ref, alias = m.group(1), m.group(2)
+            if ref.lower() != "scratch" and ref not in stages and "$" not in ref:
+                refs.append(ref)
+            if alias:
+                stages.add(alias)
+    out: dict[str, dict[str, Any]] = {}
+    for ref in refs:
+        try:
+            img = client.images.get(ref)
+            out[ref] = {"id": img.id, "digests": sorted(img.attrs.get("RepoDigests") or [])}
+        except errors.DockerException:
+            out[ref] = {"id": None, "digests": []}
+    return out
+
+
+def _owner(client, image_id: str, env: Environment) -> tuple[int, int]:
+    """uid:gid of the environment's user inside the image (root when none is declared)."""
+    user = env.spec.user
+    if not user:
+        return 0, 0
+    name, _, group = user.partition(":")
+    if name.isdigit() and (not group or group.isdigit()):
+        return int(name), int(group or name)
+    errors, _ = _docker_errors()
+    container = client.containers.create(image_id, entrypoint=["true"], network_mode="none")
+    try:
+        stream, _stat = container.get_archive("/etc/passwd")
+        passwd = (_read_tar_member(stream) or b"").decode(errors="replace")
+    except errors.NotFound:
+        passwd = ""
+    finally:
+        container.remove(force=True)
+    for line in passwd.splitlines():
+        fields = line.split(":")
+        if len(fields) >= 4 and fields[0] == name:
+            return int(fields[2]), int(fields[3])
+    raise EnvironmentBuildError(
+        f"environment '{env.name}': user '{name}' does not exist in its image "
+        "(create it in the Dockerfile, e.g. FROM harness-base:latest has 'agent')"
+    )
+
+
+def _image_has_files(container, workdir: str, manifest: dict[str, str]) -> bool:
+    errors, _ = _docker_errors()
+    try:
+        stream, _stat = container.get_archive(workdir.rstrip("/") + "/.")
+    except errors.NotFound:
+        return False
+    found: dict[str, str] = {}
+    data = b"".join(stream)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for m in tar:
+            rel = m.name.split("/", 1)[1] if "/" in m.name else ""
+            if rel not in manifest:
+                continue
+            if m.issym():
+                found[rel] = "link:" + m.linkname
+            elif m.isfile():
+                fh = tar.extractfile(m)
+                found[rel] = hashlib.sha256(fh.read() if fh else b"").hexdigest()
+    return found == manifest
+
+
+def bake_files(client, env: Environment, recipe_id: str, uid: int, gid: int, digest: str) -> str:
+    """The id of ``recipe_id`` with the environment's files in its workdir (see module doc)."""
+    files = env.files_dir
+    workdir = env.spec.workdir
+    key = hashlib.sha256(f"{recipe_id}\0{digest}\0{workdir}\0{uid}:{gid}".encode()).hexdigest()
+    existing = client.images.list(filters={"label": f"{FILES_KEY_LABEL}={key}"})
+    if existing:
+        return existing[0].id
+    image = client.images.get(recipe_id)
+    config = dict(image.attrs.get("Config") or {})
+    container = client.containers.create(
+        recipe_id, entrypoint=["true"], command=[], network_mode="none"
+    )
+    try:
+        if _image_has_files(container, workdir, files_manifest(files)):
+            log.info("environment '%s': image already holds its files", env.name)
+            return recipe_id
+        # The workdir itself keeps its metadata when it exists; it is created for the owner
+        # when it does not (a tar entry for an existing dir would re-own it).
+        arc = workdir.strip("/")
+        tar = tar_directory(files, arc, uid, gid)
+        container.put_archive("/", tar)
+        labels = dict(config.get("Labels") or {})
+        labels.update({FILES_KEY_LABEL: key, ENV_LABEL: env.name})
+        config["Labels"] = labels
+        baked = container.commit(
+            repository=f"harness-env/{slug(env.name)}",
+            tag=f"files-{key[:12]}",
+            message=f"harness: files of environment '{env.name}'",
+            pause=False,
+            conf=config,
+        )
+        log.info("environment '%s': baked its files into %s", env.name, baked.id[:19])
+        return baked.id
+    finally:
+        container.remove(force=True)
+
+
+def pin_environment(client, env: Environment, pull: bool = True) -> PinnedImage:
+    """Build or resolve ``env``'s image and return its immutable id (see module doc)."""
+    errors, rexc = _docker_errors()
+    recipe_id = build_dockerfile(client, env) if env.spec.image.dockerfile else resolve_ref(
+        client, env, pull
+    )
+    try:
+        uid, gid = _owner(client, recipe_id, env)
+        digest = None
+        image_id = recipe_id
+        files = env.files_dir
+        if env.spec.files:
+            if not files or not files.is_dir():
+                raise EnvironmentBuildError(
+                    f"environment '{env.name}': files dir '{env.spec.files}' does not exist"
+                )
+            digest = files_digest(files)
+            image_id = bake_files(client, env, recipe_id, uid, gid, digest)
+        bases = base_images(client, env)
+    except (errors.APIError, rexc.RequestException) as exc:
+        raise SandboxError(f"environment '{env.name}': preparing its image failed: {exc}") from exc
+    return PinnedImage(
+        environment=env.name,
+        image_id=image_id,
+        recipe_image_id=recipe_id,
+        uid=uid,
+        gid=gid,
+        files_digest=digest,
+        base_images=bases,
+    )
+
+
+# ----------------------------------------------------------------------------- lock file
+def lock_entry(env: Environment, pinned: PinnedImage) -> dict[str, Any]:
+    """One environment's entry of a lock file (plain JSON/YAML-serialisable data)."""
+    recipe = (
+        {"dockerfile": env.spec.image.dockerfile}
+        if env.spec.image.dockerfile
+        else {"ref": env.spec.image.ref}
+    )
+    return {
+        "version": env.spec.version,
+        "recipe": recipe,
+        "image_id": pinned.image_id,
+        "recipe_image_id": pinned.recipe_image_id,
+        "base_images": pinned.base_images,
+        "files_digest": pinned.files_digest,
+    }
+
+
+def check_lock(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
+    """Compare a lock file's entries with freshly computed ones (both from ``lock_entries``).
+
+    Returns one human-readable line per mismatch, each naming the environment; an empty list
+    means every environment in ``current`` resolves exactly as locked. Environments present
+    only in ``locked`` are ignored (a suite may run a subset). Checked: the pinned image id,
+    the recipe image id, every base image id, and the files digest.
+    """
+    problems: list[str] = []
+    for name in sorted(current):
+        now = current[name]
+        was = locked.get(name)
+        if was is None:
+            problems.append(f"environment '{name}': not in the lock file")
+            continue
+        for key in ("image_id", "recipe_image_id", "files_digest"):
+            if was.get(key) != now.get(key):
+                problems.append(
+                    f"environment '{name}': {key} is {now.get(key)} but the lock says "
+                    f"{was.get(key)}"
+                )
+        was_bases, now_bases = was.get("base_images") or {}, now.get("base_images") or {}
+        for ref in sorted(set(was_bases) | set(now_bases)):
+            a = (was_bases.get(ref) or {}).get("id")
+            b = (now_bases.get(ref) or {}).get("id")
+            if a != b:
+                problems.append(
+                    f"environment '{name}': base image '{ref}' is {b} but the lock says {a}"
+                )
+    return problems

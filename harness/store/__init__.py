@@ -1,0 +1,18 @@
+"""The store: the only thing statistics and reports read."""
+
+from harness.store.db import DEFAULT_URL, ENV_VAR, SCHEMA_VERSION, Store, now, resolve_url
+from harness.store.tables import Attempt, Blob, Run, TrajectoryEvent, Trial
+
+__all__ = [
+    "DEFAULT_URL",
+    "ENV_VAR",
+    "SCHEMA_VERSION",
+    "Attempt",
+    "Blob",
+    "Run",
+    "Store",
+    "Trial",
+    "TrajectoryEvent",
+    "now",
+    "resolve_url",
+]

@@ -1,0 +1,194 @@
+"""The store: where runs and per-trial rows live. SQLite by default, any SQLAlchemy URL.
+
+Only the orchestrator's driver writes; one transaction per finished trial, so a killed
+process loses at most the trials that were in flight, never a finished one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, func, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, SQLModel, create_engine, select
+
+from harness.errors import StoreConflict
+from harness.store.tables import Attempt, Blob, Run, SchemaVersion, TrajectoryEvent, Trial
+
+DEFAULT_URL = "sqlite:///.harness/harness.db"
+ENV_VAR = "HARNESS_STORE"
+
+
+def resolve_url(cli: str | None = None, suite: str | None = None) -> str:
+    """--store beats $HARNESS_STORE beats the suite's ``store`` beats the default file."""
+    return cli or os.environ.get(ENV_VAR) or suite or DEFAULT_URL
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# Migrations: (version, function(connection)). Append; never edit an applied one.
+def _v1(conn) -> None:
+    SQLModel.metadata.create_all(conn)
+
+
+MIGRATIONS: list[tuple[int, Callable]] = [(1, _v1)]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class Store:
+    def __init__(self, url: str | None = None, *, pool_size: int = 5):
+        self.url = url or resolve_url()
+        self.engine = _make_engine(self.url, pool_size)
+        self.migrate()
+
+    # -- schema -------------------------------------------------------------------------
+    def migrate(self) -> int:
+        """Apply pending migrations; returns the schema version now in force."""
+        with self.engine.begin() as conn:
+            SchemaVersion.__table__.create(conn, checkfirst=True)
+            current = conn.execute(select(func.max(SchemaVersion.version))).scalar() or 0
+            for version, step in MIGRATIONS:
+                if version > current:
+                    step(conn)
+                    conn.execute(
+                        SchemaVersion.__table__.insert().values(version=version, applied_at=now())
+                    )
+                    current = version
+        return current
+
+    # -- runs ---------------------------------------------------------------------------
+    def create_run(self, run: Run) -> None:
+        with Session(self.engine) as s:
+            s.add(run)
+            s.commit()
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with Session(self.engine) as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(run_id)
+            for k, v in fields.items():
+                setattr(run, k, v)
+            s.add(run)
+            s.commit()
+
+    def get_run(self, run_id: str) -> Run | None:
+        with Session(self.engine) as s:
+            return s.get(Run, run_id)
+
+    def latest_run(self) -> Run | None:
+        with Session(self.engine) as s:
+            return s.exec(select(Run).order_by(Run.started_at.desc()).limit(1)).first()
+
+    def list_runs(self, suite: str | None = None, limit: int = 50) -> list[Run]:
+        with Session(self.engine) as s:
+            q = select(Run).order_by(Run.started_at.desc()).limit(limit)
+            if suite:
+                q = q.where(Run.suite_name == suite)
+            return list(s.exec(q))
+
+    # -- trials -------------------------------------------------------------------------
+    def write_trial(
+        self,
+        trial: Trial,
+        attempts: Iterable[Attempt] = (),
+        events: Iterable[TrajectoryEvent] = (),
+        blobs: dict[str, bytes] | None = None,
+    ) -> int:
+        """Write one finished trial with its attempts, events and blobs in ONE transaction."""
+        try:
+            with Session(self.engine) as s:
+                s.add(trial)
+                s.flush()
+                for a in attempts:
+                    s.add(a)
+                for e in events:
+                    e.trial_id = trial.id
+                    s.add(e)
+                for ref, data in (blobs or {}).items():
+                    if s.get(Blob, ref) is None:
+                        s.add(Blob(sha256=ref, data=data))
+                s.commit()
+                return trial.id
+        except OperationalError as exc:
+            raise StoreConflict(f"store write failed: {exc.orig}") from exc
+
+    def write_attempts(self, attempts: Iterable[Attempt]) -> None:
+        """Record attempts of a trial that has no final row (interrupted)."""
+        with Session(self.engine) as s:
+            s.add_all(list(attempts))
+            s.commit()
+
+    def finished_keys(self, run_id: str) -> set[tuple[str, str, int, str]]:
+        with Session(self.engine) as s:
+            rows = s.exec(
+                select(Trial.arm, Trial.task_id, Trial.trial_index, Trial.variant).where(
+                    Trial.run_id == run_id
+                )
+            )
+            return {tuple(r) for r in rows}
+
+    def trials(self, run_id: str, arm: str | None = None) -> list[Trial]:
+        with Session(self.engine) as s:
+            q = select(Trial).where(Trial.run_id == run_id)
+            if arm:
+                q = q.where(Trial.arm == arm)
+            return list(s.exec(q.order_by(Trial.id)))
+
+    def trial(self, trial_id: int) -> Trial | None:
+        with Session(self.engine) as s:
+            return s.get(Trial, trial_id)
+
+    def events(self, trial_id: int) -> list[TrajectoryEvent]:
+        with Session(self.engine) as s:
+            q = select(TrajectoryEvent).where(TrajectoryEvent.trial_id == trial_id)
+            return list(s.exec(q.order_by(TrajectoryEvent.step)))
+
+    def attempts(self, run_id: str) -> list[Attempt]:
+        with Session(self.engine) as s:
+            return list(s.exec(select(Attempt).where(Attempt.run_id == run_id)))
+
+    def blob(self, ref: str) -> bytes | None:
+        with Session(self.engine) as s:
+            b = s.get(Blob, ref)
+            return b.data if b else None
+
+    def trial_columns(self, run_id: str, columns: list[str]) -> dict[str, list]:
+        """Selected trial columns as lists (fast path for statistics over many rows)."""
+        cols = ", ".join(columns)
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(f"SELECT {cols} FROM trials WHERE run_id = :r ORDER BY id"), {"r": run_id}
+            ).all()
+        return {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _make_engine(url: str, pool_size: int) -> Engine:
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return create_engine(url, pool_size=pool_size, pool_pre_ping=True)

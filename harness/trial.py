@@ -1,0 +1,335 @@
+"""One trial, top to bottom: provision → setup → snapshot → agent → snapshot → grade → teardown.
+
+``run_trial`` owns the retry decision (infrastructure crashes only, by exception type) and
+returns a ``TrialRecord`` ready to be written as one store row. Nothing here writes the store.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from graders import Evidence, Verdict, build_grader, combine
+from harness import errors
+from harness.agents import AgentContext, AgentResult, agent_class
+from harness.agents.base import Usage
+from harness.config.loader import ResolvedSuite
+from harness.plan import Job
+from harness.sandbox.base import (
+    Environment,
+    Sandbox,
+    SandboxProvider,
+    SandboxRequest,
+    snapshot_state,
+)
+from harness.store import Attempt, TrajectoryEvent, Trial, now
+
+HIDDEN_DIR = ".harness_hidden"
+
+
+class TaskSetupError(errors.HarnessError):
+    """A setup command of the environment or task failed: the task is broken, not flaky."""
+
+
+@dataclass
+class RunContext:
+    """What every trial of a run shares."""
+
+    run_id: str
+    resolved: ResolvedSuite
+    provider: SandboxProvider | None
+    image_ids: dict[str, str | None]
+    backoff_s: float = 1.0
+    interrupted: list[Attempt] = field(default_factory=list)
+    """Attempts cut short by cancellation; the orchestrator records them."""
+
+
+@dataclass
+class TrialRecord:
+    trial: Trial
+    attempts: list[Attempt]
+    events: list[TrajectoryEvent]
+    blobs: dict[str, bytes] = field(default_factory=dict)
+
+
+class _NoSandbox:
+    """Stands in for a sandbox when a task has no environment (answer-only tasks)."""
+
+    id = "none"
+    image_id = None
+    workdir = "."
+
+    async def exec(self, cmd, **_: Any):
+        raise errors.AgentFailure("no_sandbox", "this task has no environment to run commands in")
+
+    async def read_file(self, path: str) -> bytes:
+        raise errors.AgentFailure("no_sandbox", "this task has no environment")
+
+    write_file = copy_in = read_file  # type: ignore[assignment]
+
+    async def destroy(self, interrupted: bool = False) -> None:
+        return None
+
+
+async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
+    """Run a job until it has a verdict or its infrastructure attempts are used up."""
+    max_attempts = rc.resolved.suite.retries.max_attempts
+    attempts: list[Attempt] = []
+    for number in range(1, max_attempts + 1):
+        started = now()
+        try:
+            record = await _attempt(job, rc, number)
+        except errors.InfraError as exc:
+            attempts.append(_attempt_row(job, rc, number, "infra_error", repr(exc), started))
+            if number == max_attempts:
+                return _error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
+            delay = rc.backoff_s * (2 ** (number - 1)) * (0.5 + random.random())
+            await anyio.sleep(delay)
+            continue
+        except anyio.get_cancelled_exc_class():
+            # No final row: the trial stays unfinished and a resume runs it again.
+            attempts.append(_attempt_row(job, rc, number, "interrupted", None, started))
+            rc.interrupted.extend(attempts)
+            raise
+        except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
+            attempts.append(_attempt_row(job, rc, number, errors.classify(exc), _tb(exc), started))
+            return _error_record(job, rc, errors.classify(exc), exc, attempts, started)
+        attempts.append(_attempt_row(job, rc, number, "ok", None, started))
+        record.attempts = attempts
+        record.trial.attempts = number
+        return record
+    raise AssertionError("unreachable")
+
+
+async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
+    loaded = rc.resolved.task(job.task_id)
+    task = loaded.task
+    suite = rc.resolved.suite
+    arm = next(a for a in suite.arms if a.name == job.arm)
+    env = rc.resolved.environments.get(task.environment) if task.environment else None
+    variant = next((v for v in task.variants if v.id == job.variant), None) if job.variant else None
+    started, t0 = now(), time.monotonic()
+
+    sandbox: Sandbox
+    if env is None or rc.provider is None:
+        sandbox = _NoSandbox()
+    else:
+        labels = {
+            "harness.run": rc.run_id,
+            "harness.trial": f"{job.arm}/{job.task_id}/{job.trial_index}/{job.variant}",
+            "harness.attempt": str(number),
+        }
+        request = SandboxRequest(env, rc.image_ids.get(env.name), labels, suite.limits)
+        sandbox = await rc.provider.create(request)
+    try:
+        initial = await _setup(sandbox, env, task) if env else None
+        ctx = AgentContext(
+            task=task,
+            arm=arm,
+            instruction=(
+                variant.instruction if variant and variant.instruction else task.instruction
+            ),
+            sandbox=sandbox,
+            environment=env,
+            seed=job.seed,
+            budgets=suite.budgets.merged(task.budgets),
+            variant=variant,
+        )
+        agent = agent_class(arm.agent)()
+        failure: errors.AgentFailure | None = None
+        result = AgentResult()
+        try:
+            if ctx.budgets.timeout_s:
+                with anyio.fail_after(ctx.budgets.timeout_s):
+                    result = await agent.run(ctx)
+            else:
+                result = await agent.run(ctx)
+        except TimeoutError:
+            failure = errors.BudgetExceeded("timeout", f"agent ran over {ctx.budgets.timeout_s}s")
+        except errors.AgentFailure as exc:
+            failure = exc
+        latency = time.monotonic() - t0
+        if failure is not None:
+            verdicts: list[Verdict] = []
+            status, passed, score = errors.FAILED, False, 0.0
+            reasons = [f"agent failure: {failure}"]
+            final = None
+            harms: list[dict] = []
+        else:
+            final = await snapshot_state(sandbox, env) if env else None
+            hidden = None
+            if loaded.hidden_dir is not None:
+                await sandbox.copy_in(loaded.hidden_dir, HIDDEN_DIR)
+                hidden = HIDDEN_DIR
+            evidence = Evidence(
+                task=task,
+                answer=result.answer,
+                messages=[e.content or "" for e in ctx.trajectory.events if e.kind == "message"],
+                trajectory=ctx.trajectory.events,
+                initial_state=initial,
+                final_state=final,
+                state_ignore=list(env.spec.state.ignore) if env else [],
+                sandbox=sandbox,
+                hidden_dir=hidden,
+            )
+            verdicts = await _grade(task, evidence)
+            combined = combine(verdicts)
+            passed, score, reasons, harms = (
+                combined.passed,
+                combined.score,
+                combined.reasons,
+                combined.harms,
+            )
+            status = errors.PASSED if passed else errors.FAILED
+    finally:
+        with anyio.CancelScope(shield=True):
+            await sandbox.destroy()
+
+    return TrialRecord(
+        trial=_trial_row(
+            job,
+            rc,
+            task,
+            status,
+            started,
+            latency,
+            ctx.usage,
+            sandbox,
+            passed=passed,
+            score=score,
+            reason="; ".join(reasons)[:2000],
+            evidence={
+                "graders": [v.to_json() for v in verdicts],
+                "failure": str(failure) if failure else None,
+                "info": result.info,
+                "harms": harms,
+            },
+            answer=result.answer,
+            confidence=result.confidence,
+            harm=max((_severity(h) for h in harms), default=0.0),
+            grader_versions={v.grader: v.version for v in verdicts},
+        ),
+        attempts=[],
+        events=[TrajectoryEvent(**e.model_dump()) for e in ctx.trajectory.events],
+        blobs=ctx.trajectory.blobs,
+    )
+
+
+async def _setup(sandbox: Sandbox, env: Environment, task) -> dict | None:
+    for command in [*env.spec.setup, *task.setup]:
+        result = await sandbox.exec(command, timeout=300)
+        if not result.ok:
+            raise TaskSetupError(
+                f"setup command {command!r} of task '{task.id}' failed "
+                f"(exit {result.exit_code}): {result.stderr.strip()[-300:]}"
+            )
+    return await snapshot_state(sandbox, env)
+
+
+async def _grade(task, evidence: Evidence) -> list[Verdict]:
+    verdicts = []
+    for spec in task.graders:
+        grader = build_grader(spec)
+        try:
+            verdicts.append(await grader.grade(evidence))
+        except errors.InfraError:
+            raise
+        except errors.GraderError:
+            raise
+        except Exception as exc:
+            raise errors.GraderError(f"grader '{spec.type}' crashed: {_tb(exc)}") from exc
+    return verdicts
+
+
+_SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
+
+
+def _severity(harm: dict) -> float:
+    s = harm.get("severity", 1.0)
+    return float(_SEVERITY.get(s, s)) if isinstance(s, str) else float(s)
+
+
+def _tb(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc)).strip()[-4000:]
+
+
+def _trial_row(
+    job: Job,
+    rc: RunContext,
+    task,
+    status: str,
+    started,
+    latency: float,
+    usage: Usage,
+    sandbox,
+    **fields: Any,
+) -> Trial:
+    return Trial(
+        run_id=rc.run_id,
+        arm=job.arm,
+        task_id=job.task_id,
+        variant=job.variant,
+        trial_index=job.trial_index,
+        seed=job.seed,
+        cluster=task.cluster_id,
+        task_class=task.class_,
+        stratum=task.stratum,
+        weight=task.weight,
+        status=status,
+        tokens_in=usage.tokens_in,
+        tokens_cached=usage.tokens_cached,
+        tokens_out=usage.tokens_out,
+        cost_usd=usage.cost_usd,
+        steps=usage.steps,
+        model_calls=usage.model_calls,
+        latency_s=latency,
+        image_id=getattr(sandbox, "image_id", None)
+        or rc.image_ids.get(task.environment or "", None),
+        started_at=started,
+        finished_at=now(),
+        **fields,
+    )
+
+
+def _attempt_row(
+    job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started
+) -> Attempt:
+    return Attempt(
+        run_id=rc.run_id,
+        arm=job.arm,
+        task_id=job.task_id,
+        variant=job.variant,
+        trial_index=job.trial_index,
+        attempt=number,
+        outcome=outcome,
+        error=error,
+        started_at=started,
+        finished_at=now(),
+    )
+
+
+def _error_record(
+    job: Job, rc: RunContext, status: str, exc: BaseException, attempts: list[Attempt], started
+) -> TrialRecord:
+    task = rc.resolved.task(job.task_id).task
+    trial = _trial_row(
+        job,
+        rc,
+        task,
+        status,
+        started,
+        0.0,
+        Usage(cost_usd=None),
+        None,
+        passed=None,
+        score=None,
+        reason=f"{type(exc).__name__}: {exc}"[:2000],
+        error=_tb(exc),
+        attempts=len(attempts),
+    )
+    return TrialRecord(trial=trial, attempts=attempts, events=[])
