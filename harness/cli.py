@@ -40,10 +40,10 @@ def _fail(message: str, code: int) -> None:
 def run(
     suite: Annotated[Optional[Path], typer.Argument(help="The suite file.")] = None,  # noqa: UP045
     resume: Annotated[
-        Optional[str], typer.Option(help="Resume RUN_ID: run only trials without a final row.")
+        str | None, typer.Option(help="Resume RUN_ID: run only trials without a final row.")
     ] = None,  # noqa: UP045
     sandbox: Annotated[
-        Optional[str], typer.Option(help="Sandbox backend: auto, local or docker.")
+        str | None, typer.Option(help="Sandbox backend: auto, local or docker.")
     ] = None,  # noqa: UP045
     trials: Annotated[Optional[int], typer.Option(help="Trials per task per arm.")] = None,  # noqa: UP045
     concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
@@ -84,9 +84,7 @@ def run(
 
 @app.command()
 def report(
-    run_id: Annotated[
-        Optional[str], typer.Argument(help="Run id (default: the latest run).")
-    ] = None,  # noqa: UP045
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,  # noqa: UP045
     as_json: Annotated[
         bool, typer.Option("--json", help="Machine-readable JSON on stdout.")
     ] = False,
@@ -112,7 +110,8 @@ def runs(
 
     s = Store(resolve_url(store))
     table = Table()
-    for col in ("run id", "suite", "status", "started", "arms", "trials planned", "config"):
+    table.add_column("run id", no_wrap=True)
+    for col in ("suite", "status", "started", "arms", "trials planned", "config"):
         table.add_column(col)
     for r in s.list_runs(suite):
         table.add_row(
@@ -132,7 +131,7 @@ def main() -> None:
     from harness.errors import ConfigError, EnvironmentBuildError, HarnessError
 
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exitcodes.BAD_CONFIG)
@@ -155,6 +154,7 @@ def main() -> None:
             exc.show()
             sys.exit(exitcodes.BAD_CONFIG)
         _internal_error(exc)
+    sys.exit(code if isinstance(code, int) else exitcodes.OK)
 
 
 def _internal_error(exc: BaseException) -> None:

@@ -12,13 +12,13 @@ order, a skipped step).
 
 Params: p | a, b; shift (added to p, clipped to [0, 1]); population_seed (default 0);
 failure_modes (names to choose from); confidence ("calibrated" | "overconfident" | none);
-variant_drop (relative drop of p on meaning-preserving variants).
+variant_drop (relative drop of p on meaning-preserving variants); delay_s (seconds to
+"think" before acting, to simulate latency).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
 
 from harness.agents.base import AgentContext, AgentResult
 from harness.agents.oracle import perform_solution
@@ -43,47 +43,14 @@ def task_probability(params: dict, task, variant: str = "") -> float:
     return min(1.0, max(0.0, p))
 
 
-def _wrong(answer: str) -> str:
-    from graders.answer_match import last_number
+def failure_modes(task) -> list[str]:
+    """The failure modes (mutants) that apply to ``task``: when the task changes state, the
+    acting mistakes; otherwise a wrong or missing answer."""
+    from harness.agents.mutants import applicable_mutants
 
-    value = last_number(answer)
-    if value is not None:
-        return f"{value + 1:g}"
-    return f"not {answer}"
-
-
-async def _wrong_answer(ctx: AgentContext) -> str | None:
-    sol = ctx.task.solution
-    answer = _wrong(sol.answer) if sol and sol.answer else "I am not sure."
-    ctx.say(answer)
-    return answer
-
-
-async def _no_answer(ctx: AgentContext) -> str | None:
-    return None
-
-
-BASIC_MODES: dict[str, Callable[[AgentContext], Awaitable[str | None]]] = {
-    "wrong_answer": _wrong_answer,
-    "no_answer": _no_answer,
-}
-
-
-def failure_modes(task) -> dict[str, Callable[[AgentContext], Awaitable[str | None]]]:
-    """The failure modes that apply to ``task`` (mutants when the task acts on state)."""
-    modes = dict(BASIC_MODES)
-    try:
-        from harness.agents import mutants
-    except ImportError:  # pragma: no cover - mutants arrive with the graders work
-        return modes
-    for name in mutants.applicable_mutants(task):
-        modes[name] = mutants.MUTANTS[name]
-    if task.solution and (task.solution.actions or task.solution.commands):
-        # With state to change, an answer-only failure is not realistic; prefer mutants.
-        acting = {k: v for k, v in modes.items() if k not in BASIC_MODES}
-        if acting:
-            return acting
-    return modes
+    names = applicable_mutants(task)
+    acting = [n for n in names if n not in ("wrong_answer", "no_answer")]
+    return acting or names or ["no_answer"]
 
 
 class SimulatedAgent:
@@ -95,6 +62,10 @@ class SimulatedAgent:
         p = task_probability(params, ctx.task, variant)
         rng = random.Random(ctx.seed)
         success = rng.random() < p
+        if params.get("delay_s"):
+            import anyio
+
+            await anyio.sleep(float(params["delay_s"]))
         confidence = None
         style = params.get("confidence")
         if style == "calibrated":
@@ -104,11 +75,13 @@ class SimulatedAgent:
         if success:
             answer = await perform_solution(ctx)
             return AgentResult(answer=answer, confidence=confidence, info={"planted_p": p})
+        from harness.agents.mutants import MUTANTS
+
         modes = failure_modes(ctx.task)
         allowed = params.get("failure_modes")
-        names = sorted(n for n in modes if not allowed or n in allowed) or sorted(modes)
+        names = [n for n in modes if not allowed or n in allowed] or modes
         mode = random.Random(derive_seed("mode", ctx.seed, ctx.arm.name)).choice(names)
-        answer = await modes[mode](ctx)
-        return AgentResult(
-            answer=answer, confidence=confidence, info={"planted_p": p, "failure_mode": mode}
-        )
+        result = await MUTANTS[mode](ctx)
+        result.confidence = confidence
+        result.info.update(planted_p=p, failure_mode=mode)
+        return result

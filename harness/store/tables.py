@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -29,7 +29,7 @@ class Run(SQLModel, table=True):
     config: dict[str, Any] = Field(sa_column=Column(JSON))
     """The resolved suite (tasks and environments included), as validated."""
     overrides: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    seed: int
+    seed: int = Field(sa_column=Column(BigInteger, nullable=False))
     trials_per_task: int
     arms: list[str] = Field(sa_column=Column(JSON))
     sandbox: str
@@ -54,7 +54,8 @@ class Trial(SQLModel, table=True):
     task_id: str
     variant: str = ""
     trial_index: int
-    seed: int
+    seed: int = Field(sa_column=Column(BigInteger, nullable=False))
+    """63-bit seed derived from (suite seed, task id, trial index); replays the trial."""
     cluster: str
     task_class: str
     stratum: str | None = None

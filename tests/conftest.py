@@ -1,0 +1,152 @@
+"""Shared fixtures: temporary stores, suite writers, a CLI runner and a real PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+def run_cli(
+    *args: str,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess:
+    """Run `harness ARGS` in a subprocess, as a user would."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full_env.pop("HARNESS_STORE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=cwd or REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def write_suite(
+    directory: Path, *, task_list: list[dict] | None = None, n_tasks: int = 4, **suite: object
+) -> Path:
+    """Write a small answer-only suite (and its task file) into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tasks = task_list
+    if tasks is None:
+        tasks = [
+            {
+                "id": f"t{i}",
+                "instruction": f"What is {i} + {i}?",
+                "cluster": f"c{i % 2}",
+                "graders": [{"type": "answer_match", "mode": "numeric", "expected": 2 * i}],
+                "solution": {"answer": str(2 * i)},
+            }
+            for i in range(n_tasks)
+        ]
+    (directory / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}, sort_keys=False))
+    doc = {
+        "name": "test-suite",
+        "seed": 1,
+        "trials": 2,
+        "tasks": ["tasks.yaml"],
+        "arms": [
+            {"name": "base", "agent": "simulated", "params": {"p": 0.5}},
+            {"name": "cand", "agent": "oracle"},
+        ],
+        "sandbox": "local",
+        "retries": {"max_attempts": 2, "backoff_s": 0},
+    }
+    doc.update(suite)
+    path = directory / "suite.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def suite_writer():
+    return write_suite
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory) -> str:
+    """A real PostgreSQL server on a temporary directory and port, for the whole session."""
+    initdb = shutil.which("initdb") or "/usr/lib/postgresql/15/bin/initdb"
+    pg_ctl = shutil.which("pg_ctl") or "/usr/lib/postgresql/15/bin/pg_ctl"
+    if not Path(initdb).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("PostgreSQL binaries (initdb, pg_ctl) are missing")
+        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) are not installed")
+    import tempfile
+
+    # Not under pytest's tmp dir: that is private to root, and postgres runs as its own user.
+    base = Path(tempfile.mkdtemp(prefix="harness-pg-"))
+    data, sock = base / "data", base / "sock"
+    sock.mkdir()
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        shutil.chown(base, "postgres")
+        shutil.chown(sock, "postgres")
+        os.chmod(base, 0o755)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(
+        [*prefix, initdb, "-D", str(data), "-U", "harness", "--auth=trust", "-E", "UTF8"],
+        check=True,
+        capture_output=True,
+    )
+    port = _free_port()
+    subprocess.run(
+        [
+            *prefix,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-l",
+            str(base / "log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    url = f"postgresql+psycopg://harness@127.0.0.1:{port}/postgres"
+    yield url
+    subprocess.run(
+        [*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True
+    )
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False

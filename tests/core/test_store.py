@@ -1,0 +1,123 @@
+"""Store round trip on SQLite and on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.store import Attempt, Run, Store, Trial, TrajectoryEvent, now
+
+
+def _roundtrip(url: str) -> None:
+    store = Store(url)
+    assert store.migrate() == 1  # idempotent
+    run = Run(
+        id="r1",
+        suite_name="s",
+        suite_path="s.yaml",
+        config_hash="h" * 64,
+        harness_version="0",
+        config={"suite": {"name": "s"}},
+        seed=7,
+        trials_per_task=2,
+        arms=["a", "b"],
+        sandbox="local",
+        image_ids={"env": "sha256:abc"},
+        jobs_planned=4,
+        started_at=now(),
+    )
+    store.create_run(run)
+    trial = Trial(
+        run_id="r1",
+        arm="a",
+        task_id="t1",
+        trial_index=0,
+        seed=123456789012345,
+        cluster="c",
+        task_class="k",
+        status="passed",
+        passed=True,
+        score=1.0,
+        evidence={"graders": [{"grader": "answer_match", "passed": True}]},
+        tokens_in=10,
+        tokens_out=5,
+        cost_usd=None,
+        latency_s=0.5,
+        steps=2,
+        image_id="sha256:abc",
+        attempts=2,
+        started_at=now(),
+        finished_at=now(),
+    )
+    attempts = [
+        Attempt(
+            run_id="r1",
+            arm="a",
+            task_id="t1",
+            trial_index=0,
+            attempt=1,
+            outcome="infra_error",
+            error="daemon gone",
+            started_at=now(),
+            finished_at=now(),
+        ),
+        Attempt(
+            run_id="r1",
+            arm="a",
+            task_id="t1",
+            trial_index=0,
+            attempt=2,
+            outcome="ok",
+            started_at=now(),
+            finished_at=now(),
+        ),
+    ]
+    events = [
+        TrajectoryEvent(
+            trial_id=0,
+            step=0,
+            kind="tool_call",
+            tool="find_user",
+            args={"email": "x@y"},
+            content="{}",
+            blob_ref="f" * 64,
+        )
+    ]
+    tid = store.write_trial(trial, attempts, events, {"f" * 64: b"\x00full result\xff"})
+    got = store.trial(tid)
+    assert got.seed == 123456789012345 and got.cost_usd is None and got.passed is True
+    assert got.evidence["graders"][0]["grader"] == "answer_match"
+    assert [e.tool for e in store.events(tid)] == ["find_user"]
+    assert store.events(tid)[0].args == {"email": "x@y"}
+    assert [a.outcome for a in store.attempts("r1")] == ["infra_error", "ok"]
+    assert store.blob("f" * 64) == b"\x00full result\xff"
+    assert store.finished_keys("r1") == {("a", "t1", 0, "")}
+    store.update_run("r1", status="finished", finished_at=now())
+    assert store.get_run("r1").status == "finished"
+    assert store.latest_run().id == "r1"
+    assert store.get_run("r1").image_ids == {"env": "sha256:abc"}
+    cols = store.trial_columns("r1", ["arm", "passed"])
+    assert cols["arm"] == ["a"] and bool(cols["passed"][0]) is True
+    # one final row per trial: a duplicate is refused by the database
+    dup = trial.model_copy(update={"id": None})
+    with pytest.raises(Exception):  # noqa: B017 - IntegrityError differs per driver
+        store.write_trial(Trial.model_validate(dup.model_dump()))
+    store.close()
+
+
+def test_sqlite_roundtrip(tmp_path):
+    _roundtrip(f"sqlite:///{tmp_path / 'h.db'}")
+
+
+@pytest.mark.postgres
+def test_postgres_roundtrip(postgres_url):
+    _roundtrip(postgres_url)
+
+
+@pytest.mark.postgres
+def test_demo_run_into_postgres(postgres_url, tmp_path, cli, suite_writer):
+    suite = suite_writer(tmp_path, trials=2)
+    result = cli("run", str(suite), "--store", postgres_url, "-q")
+    assert result.returncode == 0, result.stderr
+    report = cli("report", "--json", "--store", postgres_url)
+    assert report.returncode == 0, report.stderr
+    assert '"trials_completed": 8' in report.stdout
