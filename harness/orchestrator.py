@@ -7,7 +7,10 @@ still destroyed) and stay unfinished, so ``harness run --resume RUN_ID`` re-runs
 
 from __future__ import annotations
 
+import queue
 import signal
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -64,34 +67,16 @@ async def execute(
     outcome = RunOutcome(planned=len(jobs))
     pending = iter(jobs)
     stopping = anyio.Event()
-    writer = anyio.CapacityLimiter(1)
-
-    async def write(record: TrialRecord) -> None:
-        for attempt in range(5):
-            try:
-                await anyio.to_thread.run_sync(
-                    store.write_trial,
-                    record.trial,
-                    record.attempts,
-                    record.events,
-                    record.blobs,
-                    limiter=writer,
-                )
-                return
-            except errors.StoreConflict:
-                if attempt == 4:
-                    raise
-                await anyio.sleep(0.2 * 2**attempt)
+    writer = _Writer(store)
 
     async def worker() -> None:
         for job in pending:
-            if stopping.is_set():
+            if stopping.is_set() or writer.error:
                 return
             record = await run_trial(job, rc)
-            with anyio.CancelScope(shield=True):
-                await write(record)
-            outcome.counts[record.trial.status] += 1
-            sink.trial_done(record.trial.status)
+            writer.put(record)
+            outcome.counts[record.trial["status"]] += 1
+            sink.trial_done(record.trial["status"])
 
     async with anyio.create_task_group() as outer:
         work_scope = anyio.CancelScope()
@@ -115,8 +100,50 @@ async def execute(
             async with anyio.create_task_group() as tg:
                 for _ in range(max(1, concurrency)):
                     tg.start_soon(worker)
-        if rc.interrupted:
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(writer.close)
+            if rc.interrupted:
                 await anyio.to_thread.run_sync(store.write_attempts, list(rc.interrupted))
         outer.cancel_scope.cancel()
+    if writer.error:
+        raise writer.error
     return outcome
+
+
+class _Writer:
+    """The single store writer: a thread committing one transaction per finished trial.
+
+    Workers hand records over without waiting for the commit (a thread hop per trial costs
+    more than the SQLite write itself); ``close`` waits until every record is committed.
+    Transient write conflicts are retried; a persistent failure stops new trials.
+    """
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.queue: queue.SimpleQueue[TrialRecord | None] = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, record: TrialRecord) -> None:
+        self.queue.put(record)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+
+    def _loop(self) -> None:
+        while (record := self.queue.get()) is not None:
+            for attempt in range(5):
+                try:
+                    self.store.write_trial(
+                        record.trial, record.attempts, record.events, record.blobs
+                    )
+                    break
+                except errors.StoreConflict as exc:
+                    if attempt == 4:
+                        self.error = exc
+                    time.sleep(0.2 * 2**attempt)
+                except Exception as exc:  # a bug or a broken database: stop the run
+                    self.error = exc
+                    break

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from graders import Evidence, Verdict, build_grader, combine
+from graders import Evidence, Grader, Verdict, build_grader, combine
 from harness import errors
 from harness.agents import AgentContext, AgentResult, agent_class
 from harness.agents.base import Usage
@@ -27,7 +27,7 @@ from harness.sandbox.base import (
     SandboxRequest,
     snapshot_state,
 )
-from harness.store import Attempt, TrajectoryEvent, Trial, now
+from harness.store import now
 
 HIDDEN_DIR = ".harness_hidden"
 
@@ -45,15 +45,25 @@ class RunContext:
     provider: SandboxProvider | None
     image_ids: dict[str, str | None]
     backoff_s: float = 1.0
-    interrupted: list[Attempt] = field(default_factory=list)
+    interrupted: list[dict[str, Any]] = field(default_factory=list)
     """Attempts cut short by cancellation; the orchestrator records them."""
+    _graders: dict[str, list[Grader]] = field(default_factory=dict)
+
+    def graders(self, task) -> list[Grader]:
+        """The task's graders, built (and validated) once per run."""
+        if task.id not in self._graders:
+            self._graders[task.id] = [build_grader(spec) for spec in task.graders]
+        return self._graders[task.id]
 
 
 @dataclass
 class TrialRecord:
-    trial: Trial
-    attempts: list[Attempt]
-    events: list[TrajectoryEvent]
+    """One finished trial as store rows: plain column dicts of the ``trials``, ``attempts``
+    and ``trajectory_events`` tables (dicts, not ORM objects: this is the hot path)."""
+
+    trial: dict[str, Any]
+    attempts: list[dict[str, Any]]
+    events: list[dict[str, Any]]
     blobs: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -79,7 +89,7 @@ class _NoSandbox:
 async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     """Run a job until it has a verdict or its infrastructure attempts are used up."""
     max_attempts = rc.resolved.suite.retries.max_attempts
-    attempts: list[Attempt] = []
+    attempts: list[dict[str, Any]] = []
     for number in range(1, max_attempts + 1):
         started = now()
         try:
@@ -101,7 +111,7 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             return _error_record(job, rc, errors.classify(exc), exc, attempts, started)
         attempts.append(_attempt_row(job, rc, number, "ok", None, started))
         record.attempts = attempts
-        record.trial.attempts = number
+        record.trial["attempts"] = number
         return record
     raise AssertionError("unreachable")
 
@@ -177,7 +187,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
                 sandbox=sandbox,
                 hidden_dir=hidden,
             )
-            verdicts = await _grade(task, evidence)
+            verdicts = await _grade(rc.graders(task), evidence)
             combined = combine(verdicts)
             passed, score, reasons, harms = (
                 combined.passed,
@@ -215,7 +225,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             grader_versions={v.grader: v.version for v in verdicts},
         ),
         attempts=[],
-        events=[TrajectoryEvent(**e.model_dump()) for e in ctx.trajectory.events],
+        events=[e.model_dump() for e in ctx.trajectory.events],
         blobs=ctx.trajectory.blobs,
     )
 
@@ -231,10 +241,9 @@ async def _setup(sandbox: Sandbox, env: Environment, task) -> dict | None:
     return await snapshot_state(sandbox, env)
 
 
-async def _grade(task, evidence: Evidence) -> list[Verdict]:
+async def _grade(graders: list[Grader], evidence: Evidence) -> list[Verdict]:
     verdicts = []
-    for spec in task.graders:
-        grader = build_grader(spec)
+    for grader in graders:
         try:
             verdicts.append(await grader.grade(evidence))
         except errors.InfraError:
@@ -242,7 +251,7 @@ async def _grade(task, evidence: Evidence) -> list[Verdict]:
         except errors.GraderError:
             raise
         except Exception as exc:
-            raise errors.GraderError(f"grader '{spec.type}' crashed: {_tb(exc)}") from exc
+            raise errors.GraderError(f"grader '{grader.type_name}' crashed: {_tb(exc)}") from exc
     return verdicts
 
 
@@ -268,8 +277,8 @@ def _trial_row(
     usage: Usage,
     sandbox,
     **fields: Any,
-) -> Trial:
-    return Trial(
+) -> dict[str, Any]:
+    return dict(
         run_id=rc.run_id,
         arm=job.arm,
         task_id=job.task_id,
@@ -298,8 +307,8 @@ def _trial_row(
 
 def _attempt_row(
     job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started
-) -> Attempt:
-    return Attempt(
+) -> dict[str, Any]:
+    return dict(
         run_id=rc.run_id,
         arm=job.arm,
         task_id=job.task_id,
@@ -314,7 +323,12 @@ def _attempt_row(
 
 
 def _error_record(
-    job: Job, rc: RunContext, status: str, exc: BaseException, attempts: list[Attempt], started
+    job: Job,
+    rc: RunContext,
+    status: str,
+    exc: BaseException,
+    attempts: list[dict[str, Any]],
+    started,
 ) -> TrialRecord:
     task = rc.resolved.task(job.task_id).task
     trial = _trial_row(

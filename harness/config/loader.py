@@ -21,6 +21,7 @@ from harness.errors import ConfigError
 from harness.sandbox.base import Environment
 
 Path_ = tuple[str | int, ...]
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 
 
 # ------------------------------------------------------------------------------ YAML
@@ -47,15 +48,18 @@ def read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
         raise ConfigError(str(path), "", "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), "", f"cannot read file: {exc}") from None
+    loader = _Loader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(
             str(path), "", f"invalid YAML: {problem}", mark.line + 1 if mark else None
         ) from None
+    finally:
+        loader.dispose()
     return data, (_line_map(node) if node is not None else {})
 
 

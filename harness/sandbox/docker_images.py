@@ -10,12 +10,14 @@ Pinning steps for one environment:
 1. **recipe image**: ``image.dockerfile`` is built with the environment dir as context
    (tagged ``harness-env/<name>:<version>``); ``image.ref`` is resolved locally (pulled once
    when missing and pulling is allowed).
-2. **files**: when the environment declares ``files`` and the recipe image does not already
-   hold identical files in its workdir (recommended: the Dockerfile COPYs them), they are
-   baked into a derived image (one ``put_archive`` + ``commit``, owned by the environment's
-   user). The derived image is labelled with a key over (recipe image id, files digest,
-   workdir, owner) and reused by later runs, so the pinned id is stable across runs. Trials
-   then start with the files already in place: no per-trial copy.
+2. **workdir and files**: the workdir must belong to the environment's user (root when
+   none is declared: sandboxes drop all capabilities, so even root cannot write into a
+   directory it does not own) and hold the environment's ``files``. When the recipe image
+   already has both (recommended: the Dockerfile COPYs the files with ``--chown``), it is
+   used as is. Otherwise they are baked into a derived image (one ``put_archive`` +
+   ``commit``), labelled with a key over (recipe image id, files digest, workdir, owner)
+   and reused by later runs, so the pinned id is stable across runs. Trials then start
+   with everything in place: no per-trial copy.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import posixpath
 import re
 import tarfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 
 FILES_KEY_LABEL = "harness.files.key"
 ENV_LABEL = "harness.environment"
+BAKE_VERSION = "2"  # part of the reuse key: bump when what a derived image holds changes
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ def tar_directory(
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for d in dir_entries:
             ti = tarfile.TarInfo(d)
-            ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
             tar.addfile(own(ti))
         for p in sorted(src.rglob("*")):
             if "__pycache__" in p.parts:
@@ -148,7 +152,9 @@ def resolve_ref(client, env: Environment, pull: bool) -> str:
     except errors.ImageNotFound:
         pass
     except (errors.APIError, rexc.RequestException) as exc:
-        raise SandboxError(f"environment '{env.name}': cannot inspect image '{ref}': {exc}") from exc
+        raise SandboxError(
+            f"environment '{env.name}': cannot inspect image '{ref}': {exc}"
+        ) from exc
     hint = (
         " (build it offline with: bash docker/build-base.sh)"
         if ref.startswith("harness-base")
@@ -188,9 +194,7 @@ def build_dockerfile(client, env: Environment) -> str:
             labels={ENV_LABEL: env.name},
         )
     except errors.BuildError as exc:
-        tail = "".join(
-            str(item.get("stream") or item.get("error") or "") for item in exc.build_log
-        )
+        tail = "".join(str(item.get("stream") or item.get("error") or "") for item in exc.build_log)
         tail = "\n".join(tail.strip().splitlines()[-15:])
         raise EnvironmentBuildError(
             f"environment '{env.name}': image build failed: {exc.msg}\n{tail}"
@@ -233,43 +237,65 @@ def base_images(client, env: Environment) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _owner(client, image_id: str, env: Environment) -> tuple[int, int]:
+class _ChunkReader(io.RawIOBase):
+    """A file-like view of a chunk iterator, so a tar stream is read only as far as needed."""
+
+    def __init__(self, chunks):
+        self._chunks, self._buf = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._buf:
+            try:
+                self._buf = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buf))
+        b[:n], self._buf = self._buf[:n], self._buf[n:]
+        return n
+
+
+def _owner(container, env: Environment) -> tuple[int, int]:
     """uid:gid of the environment's user inside the image (root when none is declared)."""
+    errors, _ = _docker_errors()
     user = env.spec.user
     if not user:
         return 0, 0
     name, _, group = user.partition(":")
     if name.isdigit() and (not group or group.isdigit()):
         return int(name), int(group or name)
-    errors, _ = _docker_errors()
-    container = client.containers.create(image_id, entrypoint=["true"], network_mode="none")
     try:
         stream, _stat = container.get_archive("/etc/passwd")
         passwd = (_read_tar_member(stream) or b"").decode(errors="replace")
     except errors.NotFound:
         passwd = ""
-    finally:
-        container.remove(force=True)
     for line in passwd.splitlines():
         fields = line.split(":")
         if len(fields) >= 4 and fields[0] == name:
             return int(fields[2]), int(fields[3])
     raise EnvironmentBuildError(
         f"environment '{env.name}': user '{name}' does not exist in its image "
-        "(create it in the Dockerfile, e.g. FROM harness-base:latest has 'agent')"
+        "(create it in the Dockerfile; harness-base:latest has 'agent')"
     )
 
 
-def _image_has_files(container, workdir: str, manifest: dict[str, str]) -> bool:
+def _workdir_state(container, workdir: str, manifest: dict[str, str]):
+    """(owner uid:gid or None when the workdir is missing, whether it holds ``manifest``)."""
     errors, _ = _docker_errors()
     try:
         stream, _stat = container.get_archive(workdir.rstrip("/") + "/.")
     except errors.NotFound:
-        return False
+        return None, False
     found: dict[str, str] = {}
-    data = b"".join(stream)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    owner = None
+    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(stream)), mode="r|") as tar:
         for m in tar:
+            if owner is None:
+                owner = (m.uid, m.gid)  # the first member is the workdir itself
+                if not manifest:
+                    break
             rel = m.name.split("/", 1)[1] if "/" in m.name else ""
             if rel not in manifest:
                 continue
@@ -278,65 +304,83 @@ def _image_has_files(container, workdir: str, manifest: dict[str, str]) -> bool:
             elif m.isfile():
                 fh = tar.extractfile(m)
                 found[rel] = hashlib.sha256(fh.read() if fh else b"").hexdigest()
-    return found == manifest
+    # Drain the rest so the HTTP connection goes back to the pool cleanly.
+    for _ in stream:
+        pass
+    return owner, found == manifest
 
 
-def bake_files(client, env: Environment, recipe_id: str, uid: int, gid: int, digest: str) -> str:
-    """The id of ``recipe_id`` with the environment's files in its workdir (see module doc)."""
+def _finish_image(client, env: Environment, recipe_id: str):
+    """(image id, uid, gid, files digest): ``recipe_id`` with the workdir owned by the
+    environment's user and holding its files, baking a derived image only when needed."""
     files = env.files_dir
+    digest, manifest = None, {}
+    if env.spec.files:
+        if not files or not files.is_dir():
+            raise EnvironmentBuildError(
+                f"environment '{env.name}': files dir '{env.spec.files}' does not exist"
+            )
+        digest, manifest = files_digest(files), files_manifest(files)
     workdir = env.spec.workdir
-    key = hashlib.sha256(f"{recipe_id}\0{digest}\0{workdir}\0{uid}:{gid}".encode()).hexdigest()
-    existing = client.images.list(filters={"label": f"{FILES_KEY_LABEL}={key}"})
-    if existing:
-        return existing[0].id
-    image = client.images.get(recipe_id)
-    config = dict(image.attrs.get("Config") or {})
     container = client.containers.create(
         recipe_id, entrypoint=["true"], command=[], network_mode="none"
     )
     try:
-        if _image_has_files(container, workdir, files_manifest(files)):
-            log.info("environment '%s': image already holds its files", env.name)
-            return recipe_id
-        # The workdir itself keeps its metadata when it exists; it is created for the owner
-        # when it does not (a tar entry for an existing dir would re-own it).
+        uid, gid = _owner(container, env)
+        key = hashlib.sha256(
+            f"{BAKE_VERSION}\0{recipe_id}\0{digest}\0{workdir}\0{uid}:{gid}".encode()
+        ).hexdigest()
+        existing = client.images.list(filters={"label": f"{FILES_KEY_LABEL}={key}"})
+        if existing:
+            return existing[0].id, uid, gid, digest
+        owner, has_files = _workdir_state(container, workdir, manifest)
+        if owner == (uid, gid) and has_files:
+            return recipe_id, uid, gid, digest
+        # Bake: the workdir entry re-owns (or creates) it for the user; files go inside.
         arc = workdir.strip("/")
-        tar = tar_directory(files, arc, uid, gid)
+        if files is not None and manifest:
+            tar = tar_directory(files, arc, uid, gid, dir_entries=[arc])
+        else:
+            tar = _dir_only_tar(arc, uid, gid)
         container.put_archive("/", tar)
-        labels = dict(config.get("Labels") or {})
-        labels.update({FILES_KEY_LABEL: key, ENV_LABEL: env.name})
-        config["Labels"] = labels
+        config = dict(client.images.get(recipe_id).attrs.get("Config") or {})
+        config["Labels"] = {
+            **(config.get("Labels") or {}),
+            FILES_KEY_LABEL: key,
+            ENV_LABEL: env.name,
+        }
         baked = container.commit(
             repository=f"harness-env/{slug(env.name)}",
             tag=f"files-{key[:12]}",
-            message=f"harness: files of environment '{env.name}'",
+            message=f"harness: workdir and files of environment '{env.name}'",
             pause=False,
             conf=config,
         )
-        log.info("environment '%s': baked its files into %s", env.name, baked.id[:19])
-        return baked.id
+        log.info("environment '%s': baked its workdir into %s", env.name, baked.id[:19])
+        return baked.id, uid, gid, digest
     finally:
         container.remove(force=True)
+
+
+def _dir_only_tar(arc: str, uid: int, gid: int) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        ti = tarfile.TarInfo(arc)
+        ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+        ti.uid, ti.gid = uid, gid
+        tar.addfile(ti)
+    return buf.getvalue()
 
 
 def pin_environment(client, env: Environment, pull: bool = True) -> PinnedImage:
     """Build or resolve ``env``'s image and return its immutable id (see module doc)."""
     errors, rexc = _docker_errors()
-    recipe_id = build_dockerfile(client, env) if env.spec.image.dockerfile else resolve_ref(
-        client, env, pull
-    )
+    if env.spec.image.dockerfile:
+        recipe_id = build_dockerfile(client, env)
+    else:
+        recipe_id = resolve_ref(client, env, pull)
     try:
-        uid, gid = _owner(client, recipe_id, env)
-        digest = None
-        image_id = recipe_id
-        files = env.files_dir
-        if env.spec.files:
-            if not files or not files.is_dir():
-                raise EnvironmentBuildError(
-                    f"environment '{env.name}': files dir '{env.spec.files}' does not exist"
-                )
-            digest = files_digest(files)
-            image_id = bake_files(client, env, recipe_id, uid, gid, digest)
+        image_id, uid, gid, digest = _finish_image(client, env, recipe_id)
         bases = base_images(client, env)
     except (errors.APIError, rexc.RequestException) as exc:
         raise SandboxError(f"environment '{env.name}': preparing its image failed: {exc}") from exc

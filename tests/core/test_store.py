@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.store import Attempt, Run, Store, Trial, TrajectoryEvent, now
+from harness.store import Attempt, Run, Store, TrajectoryEvent, Trial, now
 
 
 def _roundtrip(url: str) -> None:

@@ -1,0 +1,388 @@
+"""command: run an external agent program, metered through the harness's model proxy.
+
+The program gets the instruction in ``HARNESS_INSTRUCTION`` and on stdin, and reaches the
+arm's model through a metering proxy on loopback (``harness.models.proxy``):
+``OPENAI_BASE_URL`` points at the proxy and ``OPENAI_API_KEY`` is a per-trial dummy token.
+The real API key stays in the harness process; the program never sees it. Every model call
+is recorded and charged to the trial, so token, cost and step budgets hold (one step per
+model call); past a budget the proxy refuses further calls and the program is stopped.
+
+Environment of the program (nothing else is inherited from the harness process):
+  HARNESS_INSTRUCTION   the task instruction (also on stdin unless ``stdin: false``)
+  HARNESS_ANSWER_FILE   where the program may write its final answer
+  HARNESS_TRAJECTORY    where the program may append JSONL events to merge into the trajectory
+  HARNESS_TOOLS         a JSON file: the environment's tools (name, description, parameters,
+                        command: run it in the sandbox with the arguments as JSON on stdin)
+  HARNESS_SEED, HARNESS_TASK_ID, HARNESS_WORKDIR, HARNESS_SANDBOX_ID
+  OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, HARNESS_MODEL   (only when the arm has a model)
+  PATH, LANG, LC_ALL, TZ, and ``params.env`` / ``params.pass_env``
+
+The answer: the content of ``HARNESS_ANSWER_FILE`` when the program wrote one, else the last
+non-empty line of its stdout. A ``CONFIDENCE: <p>`` line (last line of the file, or anywhere
+in stdout) is parsed as the stated confidence and is not part of the answer.
+
+Trajectory lines are JSON objects ``{"kind": "tool_call"|"command"|"message"|"note", "tool",
+"args", "content", "ok", "latency_s"}``; other kinds become notes. Token and cost fields are
+ignored: the proxy measures those. The events are appended after the run, after a note that
+says how many were merged.
+
+Params:
+  command     the shell command to run (required)
+  where       "host" (default) or "sandbox". ``host``: a host subprocess in its own session,
+              working in the sandbox directory when the sandbox is a local one, else in a
+              temporary directory. ``sandbox``: ``sandbox.exec``; the program then needs to
+              reach 127.0.0.1 on the host, which holds for the ``local`` backend but not
+              for a network-less container: proxying from inside Docker is not supported yet.
+  stdin       send the instruction on stdin (default true)
+  env         extra environment variables for the program (literal values)
+  pass_env    names of host environment variables to pass through (never the model key)
+  force_model replace the model name the program sends with the arm's (default true)
+  timeout_s   wall-clock limit (default: the trial's ``budgets.timeout_s``)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from harness.agents.base import AgentContext, AgentResult
+from harness.agents.llm import split_confidence
+from harness.errors import AgentFailure, BudgetExceeded, ConfigError
+
+_SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
+_OUTPUT_CAP = 4 * 1024 * 1024
+_TRAJECTORY_KINDS = {"tool_call", "command", "message", "note"}
+
+
+class CommandAgent:
+    name = "command"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        params = ctx.params
+        command = params.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigError("suite", f"arms.{ctx.arm.name}.params.command", "required")
+        where = params.get("where", "host")
+        if where not in ("host", "sandbox"):
+            raise ConfigError(
+                "suite", f"arms.{ctx.arm.name}.params.where", "must be 'host' or 'sandbox'"
+            )
+        timeout = params.get("timeout_s", ctx.budgets.timeout_s)
+
+        async with AsyncExitStack() as stack:
+            proxy = None
+            if ctx.model is not None:
+                from harness.models.proxy import metering_proxy
+
+                proxy = await stack.enter_async_context(
+                    metering_proxy(ctx, ctx.model, force_model=params.get("force_model", True))
+                )
+            files = await stack.enter_async_context(_exchange_files(ctx, where))
+            env = self._env(ctx, proxy, files)
+            start = time.monotonic()
+            outcome: dict[str, Any] = {}
+            timed_out = False
+            with anyio.move_on_after(timeout) as deadline:
+                async with anyio.create_task_group() as tg:
+
+                    async def runner() -> None:
+                        try:
+                            outcome.update(await self._execute(ctx, command, where, env, files))
+                        except Exception as exc:  # re-raised below, unwrapped
+                            outcome["error"] = exc
+                        tg.cancel_scope.cancel()
+
+                    async def watchdog() -> None:
+                        assert proxy is not None
+                        await proxy.budget_event.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(runner)
+                    if proxy is not None:
+                        tg.start_soon(watchdog)
+            timed_out = deadline.cancelled_caught
+            elapsed = time.monotonic() - start
+            answer_text = await files.read("answer")
+            trajectory_text = await files.read("trajectory")
+
+        if "error" in outcome:
+            raise outcome["error"]
+        code = outcome.get("exit_code")
+        stdout, stderr = outcome.get("stdout", ""), outcome.get("stderr", "")
+        ctx.trajectory.record(
+            "command",
+            tool="agent",
+            args={"command": command, "where": where},
+            content=_tail(stdout + ("\n" + stderr if stderr else ""), 4000),
+            ok=code == 0,
+            latency_s=elapsed,
+        )
+        self._merge_trajectory(ctx, trajectory_text)
+
+        if proxy is not None and proxy.exceeded is not None:
+            raise proxy.exceeded
+        if proxy is not None and proxy.infra_error is not None:
+            raise proxy.infra_error
+        if timed_out or outcome.get("timed_out"):
+            raise BudgetExceeded("timeout", f"the agent program ran longer than {timeout}s")
+        if code != 0:
+            raise AgentFailure(
+                "agent_crashed", f"exit code {code}; stderr: {_tail(stderr, 500).strip()}"
+            )
+
+        answer, confidence = _answer(answer_text, stdout)
+        if answer is not None:
+            ctx.say(answer)
+        return AgentResult(
+            answer=answer,
+            confidence=confidence,
+            info={
+                "exit_code": code,
+                "where": where,
+                "model_calls": proxy.calls if proxy else 0,
+            },
+        )
+
+    # -- environment ----------------------------------------------------------------------
+    def _env(self, ctx: AgentContext, proxy: Any, files: _ExchangeFiles) -> dict[str, str]:
+        params = ctx.params
+        env = {k: os.environ[k] for k in _SAFE_ENV_KEYS if k in os.environ}
+        secret_names = {ctx.model.api_key_env} if ctx.model and ctx.model.api_key_env else set()
+        secret_values = {os.environ[n] for n in secret_names if os.environ.get(n)}
+        for name in params.get("pass_env") or []:
+            if name in secret_names:
+                raise ConfigError(
+                    "suite",
+                    f"arms.{ctx.arm.name}.params.pass_env",
+                    f"'{name}' holds the model's API key; the program gets a proxy token instead",
+                )
+            if name in os.environ and os.environ[name] not in secret_values:
+                env[name] = os.environ[name]
+        env.update({str(k): str(v) for k, v in (params.get("env") or {}).items()})
+        env.update(
+            HARNESS_INSTRUCTION=ctx.instruction,
+            HARNESS_ANSWER_FILE=files.path("answer"),
+            HARNESS_TRAJECTORY=files.path("trajectory"),
+            HARNESS_TOOLS=files.path("tools"),
+            HARNESS_SEED=str(ctx.seed),
+            HARNESS_TASK_ID=ctx.task.id,
+            HARNESS_WORKDIR=ctx.sandbox.workdir,
+            HARNESS_SANDBOX_ID=ctx.sandbox.id,
+        )
+        if proxy is not None:
+            env.update(
+                OPENAI_BASE_URL=proxy.base_url,
+                OPENAI_API_BASE=proxy.base_url,
+                OPENAI_API_KEY=proxy.token,
+                OPENAI_MODEL=proxy.settings.name,
+                HARNESS_MODEL=proxy.settings.name,
+            )
+        if any(v in secret_values for v in env.values()):  # belt and braces
+            raise ConfigError("suite", f"arms.{ctx.arm.name}.params.env", "holds the API key")
+        return env
+
+    # -- running ----------------------------------------------------------------------------
+    async def _execute(
+        self,
+        ctx: AgentContext,
+        command: str,
+        where: str,
+        env: dict[str, str],
+        files: _ExchangeFiles,
+    ) -> dict[str, Any]:
+        stdin = ctx.instruction if ctx.params.get("stdin", True) else None
+        if where == "sandbox":
+            result = await ctx.sandbox.exec(command, stdin=stdin, env=env)
+            return {
+                "exit_code": result.exit_code,
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+                "timed_out": result.timed_out,
+            }
+        cwd = files.host_cwd
+        return await _run_host(command, stdin=stdin, cwd=cwd, env=env)
+
+    def _merge_trajectory(self, ctx: AgentContext, text: str | None) -> None:
+        if not text or not text.strip():
+            return
+        lines = [line for line in text.splitlines() if line.strip()]
+        ctx.trajectory.record(
+            "note", content=f"merged {len(lines)} event(s) from the program's trajectory file"
+        )
+        for line in lines:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                obj = None
+            if not isinstance(obj, dict):
+                ctx.trajectory.record(
+                    "note", content=f"unparseable trajectory line: {line[:500]}", ok=False
+                )
+                continue
+            kind = obj.get("kind") if obj.get("kind") in _TRAJECTORY_KINDS else "note"
+            fields: dict[str, Any] = {}
+            if isinstance(obj.get("tool"), str):
+                fields["tool"] = obj["tool"]
+            if isinstance(obj.get("args"), dict):
+                fields["args"] = obj["args"]
+            if kind == "note" and obj.get("kind") not in (None, "note"):
+                fields["args"] = {**fields.get("args", {}), "program_kind": str(obj.get("kind"))}
+            content = obj.get("content")
+            if content is not None:
+                fields["content"] = content if isinstance(content, str) else json.dumps(content)
+            if isinstance(obj.get("ok"), bool):
+                fields["ok"] = obj["ok"]
+            if isinstance(obj.get("latency_s"), int | float):
+                fields["latency_s"] = float(obj["latency_s"])
+            ctx.trajectory.record(kind, **fields)
+
+
+# ------------------------------------------------------------------------------ helpers
+class _ExchangeFiles:
+    """The answer, trajectory and tools files the program shares with the harness.
+
+    They live outside the sandbox's working directory (so file-state snapshots do not see
+    them): in a host temporary directory for ``where: host``, under ``/tmp`` inside the
+    sandbox for ``where: sandbox``.
+    """
+
+    NAMES = {"answer": "answer.txt", "trajectory": "trajectory.jsonl", "tools": "tools.json"}
+
+    def __init__(self, ctx: AgentContext, where: str, base: str, host_cwd: str | None):
+        self.ctx, self.where, self.base, self.host_cwd = ctx, where, base, host_cwd
+
+    def path(self, name: str) -> str:
+        return f"{self.base}/{self.NAMES[name]}"
+
+    async def read(self, name: str) -> str | None:
+        """The file's text, or None when the program did not write it."""
+        try:
+            if self.where == "host":
+                data = Path(self.path(name)).read_bytes()
+            else:
+                data = await self.ctx.sandbox.read_file(self.path(name))
+        except Exception:  # OSError, or a sandbox backend's own "missing file" error
+            return None
+        return data.decode("utf-8", errors="replace")
+
+
+@asynccontextmanager
+async def _exchange_files(ctx: AgentContext, where: str) -> AsyncIterator[_ExchangeFiles]:
+    """Create the exchange files (the tools list written), remove them afterwards."""
+    tools = json.dumps([t.model_dump() for t in ctx.tools], indent=1).encode()
+    if where == "host":
+        base = tempfile.mkdtemp(prefix="harness-agent-")
+        local = _local_root(ctx)
+        cwd = local or tempfile.mkdtemp(prefix="harness-agent-cwd-")
+        files = _ExchangeFiles(ctx, where, base, cwd)
+        Path(files.path("tools")).write_bytes(tools)
+        try:
+            yield files
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+            if local is None:
+                shutil.rmtree(cwd, ignore_errors=True)
+    else:
+        base = f"/tmp/harness-agent-{uuid.uuid4().hex[:12]}"
+        files = _ExchangeFiles(ctx, where, base, None)
+        await ctx.sandbox.write_file(files.path("tools"), tools)
+        try:
+            yield files
+        finally:
+            with anyio.CancelScope(shield=True):
+                await ctx.sandbox.exec(f"rm -rf {shlex.quote(base)}", timeout=30)
+
+
+def _local_root(ctx: AgentContext) -> str | None:
+    from harness.sandbox.local import LocalSandbox
+
+    return str(ctx.sandbox.root) if isinstance(ctx.sandbox, LocalSandbox) else None
+
+
+async def _run_host(
+    command: str, *, stdin: str | None, cwd: str | None, env: dict[str, str]
+) -> dict[str, Any]:
+    """Run ``bash -c command`` in its own session; kill the whole session when done or
+    cancelled, so no background process of the program outlives its trial."""
+    from subprocess import PIPE
+
+    out, err = bytearray(), bytearray()
+
+    async def pump(stream: ByteReceiveStream | None, buf: bytearray) -> None:
+        if stream is None:
+            return
+        with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in stream:
+                buf += chunk
+                if len(buf) > _OUTPUT_CAP:
+                    del buf[: len(buf) - _OUTPUT_CAP]
+
+    async def feed(proc: Any) -> None:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            if stdin is not None:
+                await proc.stdin.send(stdin.encode())
+            await proc.stdin.aclose()
+
+    proc = await anyio.open_process(
+        ["bash", "-c", command],
+        stdin=PIPE,
+        stdout=PIPE,
+        stderr=PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump, proc.stdout, out)
+            tg.start_soon(pump, proc.stderr, err)
+            tg.start_soon(feed, proc)
+            await proc.wait()
+            _kill_session(proc.pid)  # stragglers holding the pipes open
+    finally:
+        if proc.returncode is None:
+            _kill_session(proc.pid)
+        with anyio.CancelScope(shield=True):
+            await proc.aclose()
+    return {
+        "exit_code": proc.returncode,
+        "stdout": out.decode("utf-8", errors="replace"),
+        "stderr": err.decode("utf-8", errors="replace"),
+    }
+
+
+def _kill_session(pid: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _answer(file_text: str | None, stdout: str) -> tuple[str | None, float | None]:
+    if file_text is not None and file_text.strip():
+        return split_confidence(file_text)
+    _, confidence = split_confidence(stdout)
+    lines = [ln.strip() for ln in stdout.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        answer, stated = split_confidence(line)
+        if stated is None and answer:
+            return answer, confidence
+    return None, confidence
+
+
+def _tail(text: str, n: int) -> str:
+    return text if len(text) <= n else "…" + text[-n:]
+
+
+__all__ = ["CommandAgent"]

@@ -1,0 +1,222 @@
+"""llm: a tool-calling agent on any OpenAI-compatible chat-completions endpoint.
+
+The loop: system prompt (the environment's policy and a short harness preamble), the task
+instruction as the user's message, the environment's tools as functions. Each model call is
+recorded as a ``model_call`` event and charged (tokens, cost), each tool call goes through
+``ctx.call_tool`` (recorded, one step). The agent stops at a final answer (an assistant
+message without tool calls) or when a budget runs out. A malformed tool call (arguments that
+are not JSON, an unknown tool) is answered with a tool error message, counted in
+``ctx.usage.malformed_tool_calls``, and never crashes the trial.
+
+Conversational tasks (``task.user``): the instruction is the user's opening message; each
+final message goes to the simulated user (``harness.agents.user``) whose reply continues the
+conversation, until the user says ``###STOP###`` or its turns run out.
+
+Params (``arm.params``):
+  system_prompt      replaces the harness preamble (the policy is still prepended)
+  confidence         true: ask for a final ``CONFIDENCE: <p>`` line (parsed either way)
+  send_seed          pass the trial seed to the model as ``seed`` (default true)
+  max_model_calls    a hard stop on model calls per trial (default 200; ``BudgetExceeded``)
+  max_user_turns     cap on model-backed user turns (default: 10)
+  max_tool_output_chars  tool output fed back to the model is cut to this (default 20000)
+  backoff_base_s     base of the client's retry backoff, seconds (default 0.5)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from harness.agents.base import AgentContext, AgentResult
+from harness.agents.user import STOP, make_user
+from harness.config.models import Price, ToolSpec
+from harness.errors import BudgetExceeded, ConfigError
+
+PREAMBLE = (
+    "You are an agent being evaluated on a task. Act only through the provided tools; "
+    "their results are the ground truth about the environment. Follow the policy above, "
+    "if any. When you are done, reply with your final answer to the user and no tool call."
+)
+CONFIDENCE_REQUEST = (
+    "End your final answer with a line 'CONFIDENCE: <p>', where <p> is a number between 0 "
+    "and 1: the probability that you completed the task correctly."
+)
+_CONFIDENCE = re.compile(
+    r"^[ \t*_>-]*confidence[ \t*_]*[:=][ \t*_]*([0-9]*\.?[0-9]+)[ \t]*(%?)[ \t*_.]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def split_confidence(text: str | None) -> tuple[str | None, float | None]:
+    """Split a final message into (answer without the confidence line, confidence in [0, 1]).
+
+    Accepts ``CONFIDENCE: 0.8``, ``Confidence = 80%``; a bare number above 1 and up to 100
+    is read as a percentage. The last such line counts; out-of-range values give None.
+    """
+    if text is None:
+        return None, None
+    matches = list(_CONFIDENCE.finditer(text))
+    if not matches:
+        return text.strip() or None, None
+    last = matches[-1]
+    value = float(last.group(1))
+    if last.group(2) or 1.0 < value <= 100.0:
+        value /= 100.0
+    confidence = value if 0.0 <= value <= 1.0 else None
+    answer = _CONFIDENCE.sub("", text).strip()
+    return answer or None, confidence
+
+
+def tool_schema(spec: ToolSpec) -> dict[str, Any]:
+    """An environment tool as an OpenAI function definition."""
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }
+
+
+def system_prompt(ctx: AgentContext) -> str:
+    params = ctx.params
+    parts = [ctx.policy.strip(), str(params.get("system_prompt") or PREAMBLE)]
+    if params.get("confidence"):
+        parts.append(CONFIDENCE_REQUEST)
+    return "\n\n".join(p for p in parts if p)
+
+
+class LLMAgent:
+    name = "llm"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        from harness.models.client import ChatClient
+        from harness.models.pricing import price_for
+
+        settings = ctx.model
+        if settings is None:
+            raise ConfigError("suite", f"arms.{ctx.arm.name}.model", "the llm agent needs a model")
+        params = ctx.params
+        client = ChatClient(settings, backoff_base_s=params.get("backoff_base_s"))
+        settings = client.settings  # ${VAR} references resolved
+        price = price_for(settings)
+        tools = [tool_schema(t) for t in ctx.tools]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system_prompt(ctx)},
+            {"role": "user", "content": ctx.instruction},
+        ]
+        user = make_user(
+            ctx.task.user,
+            instruction=ctx.instruction,
+            seed=ctx.seed,
+            max_turns=params.get("max_user_turns"),
+        )
+        if user is not None:
+            ctx.trajectory.record("user", content=ctx.instruction, args={"turn": 0})
+
+        answer: str | None = None
+        confidence: float | None = None
+        ended_by = "final_answer"
+        while True:
+            text = await self._until_reply(ctx, client, messages, tools, price)
+            said, stated = split_confidence(text)
+            if stated is not None:
+                confidence = stated
+            if said:
+                ctx.say(said)
+                answer = said
+            if user is None:
+                break
+            turn = await user.reply(said or "")
+            if turn.text or turn.stop:
+                ctx.trajectory.record(
+                    "user", content=turn.text or STOP, args={**turn.info, "stop": turn.stop}
+                )
+            if turn.stop:
+                ended_by = "user_stop"
+                break
+            messages.append({"role": "user", "content": turn.text})
+
+        return AgentResult(
+            answer=answer,
+            confidence=confidence,
+            info={"model": settings.name, "ended_by": ended_by, "price_known": price is not None},
+        )
+
+    async def _until_reply(
+        self,
+        ctx: AgentContext,
+        client: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        price: Price | None,
+    ) -> str | None:
+        """Call the model and run its tool calls until it replies without one."""
+        from harness.models.metering import meter_call
+
+        params = ctx.params
+        max_calls = int(params.get("max_model_calls", 200))
+        seed = ctx.seed if params.get("send_seed", True) else None
+        while True:
+            if ctx.usage.model_calls >= max_calls:
+                raise BudgetExceeded("max_model_calls", f"{ctx.usage.model_calls} model calls")
+            response = await client.chat(messages, tools=tools or None, seed=seed)
+            messages.append(response.message)
+            meter_call(
+                ctx,
+                response.usage,
+                price,
+                latency_s=response.latency_s,
+                content=response.content,
+                info={
+                    "model": response.model or client.settings.name,
+                    "finish_reason": response.finish_reason,
+                    "tool_calls": [c.name for c in response.tool_calls],
+                    "attempts": response.attempts,
+                    "seed": seed,
+                },
+            )
+            if not response.tool_calls:
+                return response.content
+            for call in response.tool_calls:
+                output = await self._run_tool(ctx, call)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+
+    async def _run_tool(self, ctx: AgentContext, call: Any) -> str:
+        """Execute one tool call; a malformed one becomes an error message for the model."""
+        limit = int(ctx.params.get("max_tool_output_chars", 20_000))
+        problem: str | None = None
+        args: Any = None
+        if not call.name:
+            problem = "error: the tool call names no function"
+        else:
+            try:
+                args = json.loads(call.arguments) if call.arguments.strip() else {}
+            except ValueError as exc:
+                problem = (
+                    f"error: the arguments of '{call.name}' are not valid JSON ({exc}); "
+                    "send one JSON object matching the tool's parameters"
+                )
+        if problem is not None:
+            ctx.charge(steps=1)
+            ctx.usage.malformed_tool_calls += 1
+            ctx.trajectory.record(
+                "tool_call",
+                tool=call.name or "?",
+                args={"_raw_arguments": call.arguments[:2000]},
+                content=problem,
+                ok=False,
+            )
+            return problem
+        result = await ctx.call_tool(call.name, args)
+        output = result.output
+        if not result.ok and not output.startswith("error"):
+            output = f"error (exit {result.exit_code}):\n{output}"
+        if len(output) > limit:
+            output = output[:limit] + f"\n…[cut, {len(output) - limit} more characters]"
+        return output
+
+
+__all__ = ["LLMAgent", "split_confidence", "system_prompt", "tool_schema"]

@@ -1,0 +1,142 @@
+"""The simulated user of conversational (tau-bench style) tasks.
+
+A task with ``user:`` talks to the agent in turns. The task's instruction is the user's
+opening message. After each agent reply the user answers, until it ends the conversation
+(a message containing ``###STOP###``) or its turns run out.
+
+- **Scripted** (``user.turns``): the turns are said in order; after the last one the
+  conversation ends at the agent's next reply.
+- **Model-backed** (``user.model``): a model plays the user, from ``user.persona`` and the
+  task's instruction as its goal, at its own temperature, with the trial seed passed to the
+  model as ``seed``. Its tokens are recorded on the ``user`` events (``args.usage``) but are
+  not charged to the agent's budget: the user is part of the environment, not the arm.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.config.models import ModelSettings, UserScript
+
+STOP = "###STOP###"
+DEFAULT_MAX_TURNS = 10
+
+USER_PROMPT = """You are playing a customer talking to a customer-service agent.
+{persona}
+Your goal (do not reveal it all at once; share details only when asked):
+{instruction}
+
+Rules:
+- Write only the customer's next message, short and natural.
+- Never invent details that are not in your goal.
+- When your goal is fully handled, or the agent cannot help, reply with exactly {stop}.
+"""
+
+
+@dataclass
+class UserTurn:
+    """What the user says next. ``stop`` ends the conversation (``text`` may be empty)."""
+
+    text: str
+    stop: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class SimulatedUser(Protocol):
+    async def reply(self, agent_message: str) -> UserTurn: ...
+
+
+class ScriptedUser:
+    """Says ``turns`` in order; ends the conversation when they run out or one says STOP."""
+
+    def __init__(self, turns: list[str]):
+        self._turns = list(turns)
+        self._next = 0
+
+    async def reply(self, agent_message: str) -> UserTurn:
+        if self._next >= len(self._turns):
+            return UserTurn("", stop=True, info={"reason": "script_exhausted"})
+        text = self._turns[self._next]
+        self._next += 1
+        return UserTurn(
+            text.replace(STOP, "").strip(), stop=STOP in text, info={"turn": self._next}
+        )
+
+
+class ModelUser:
+    """A model playing the user: its own settings and temperature, seeded with the trial."""
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        *,
+        instruction: str,
+        persona: str | None,
+        seed: int,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        client: Any = None,
+    ):
+        from harness.models.client import ChatClient
+
+        self._client = client or ChatClient(settings)
+        self.settings = self._client.settings  # ${VAR} references resolved
+        self.seed = seed
+        self.max_turns = max_turns
+        self._turns = 0
+        system = USER_PROMPT.format(
+            persona=persona or "", instruction=instruction, stop=STOP
+        ).replace("\n\n\n", "\n\n")
+        # The user's own view: the agent speaks as "user", the simulated user as "assistant".
+        self._messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "assistant", "content": instruction},
+        ]
+
+    async def reply(self, agent_message: str) -> UserTurn:
+        if self._turns >= self.max_turns:
+            return UserTurn("", stop=True, info={"reason": "max_user_turns"})
+        self._turns += 1
+        self._messages.append({"role": "user", "content": agent_message})
+        start = time.monotonic()
+        response = await self._client.chat(self._messages, seed=self.seed)
+        text = (response.content or "").strip()
+        self._messages.append({"role": "assistant", "content": text})
+        from harness.models.pricing import cost, price_for
+
+        usage = response.usage
+        info = {
+            "model": self.settings.name,
+            "seed": self.seed,
+            "temperature": self.settings.temperature,
+            "turn": self._turns,
+            "usage": {
+                "tokens_in": usage.input_tokens,
+                "tokens_cached": usage.cached_tokens,
+                "tokens_out": usage.output_tokens,
+                "cost_usd": cost(usage, price_for(self.settings)),
+            },
+            "latency_s": time.monotonic() - start,
+        }
+        return UserTurn(text.replace(STOP, "").strip(), stop=STOP in text, info=info)
+
+
+def make_user(
+    script: UserScript | None, *, instruction: str, seed: int, max_turns: int | None = None
+) -> SimulatedUser | None:
+    """The simulated user a task declares, or None for a single-shot task."""
+    if script is None:
+        return None
+    if script.model is not None:
+        return ModelUser(
+            script.model,
+            instruction=instruction,
+            persona=script.persona,
+            seed=seed,
+            max_turns=max_turns or max(DEFAULT_MAX_TURNS, len(script.turns)),
+        )
+    return ScriptedUser(script.turns)
+
+
+__all__ = ["STOP", "ModelUser", "ScriptedUser", "SimulatedUser", "UserTurn", "make_user"]
