@@ -126,6 +126,13 @@ def runs(
     Console().print(table)
 
 
+# Feature areas register their commands on `app` from their own modules (each imports only
+# typer at module level, so `harness --help` stays fast).
+from harness.commands import register_all  # noqa: E402
+
+register_all(app)
+
+
 def main() -> None:
     """Entry point: turns known errors into one line and an exit code, never a traceback."""
     from harness.errors import ConfigError, EnvironmentBuildError, HarnessError

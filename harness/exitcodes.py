@@ -6,3 +6,4 @@ BAD_CONFIG = 2  # a suite, task or environment file is invalid, or a bad command
 UNRESOLVED = 3  # the run finished but some trials have no verdict (infra/grader/harness errors)
 INTERRUPTED = 4  # stopped by SIGINT/SIGTERM; resumable with `harness run --resume RUN_ID`
 ENVIRONMENT = 5  # the run could not start: Docker unavailable, image build failed, lock mismatch
+VALIDATION_FAILED = 6  # `harness validate`: a broken task, a mutant false pass or no verdict

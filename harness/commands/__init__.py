@@ -1,0 +1,24 @@
+"""CLI commands grouped by feature area. Each module defines ``register(app)``.
+
+Modules must import only typer (and the standard library) at module level: heavy imports
+go inside the command functions so `harness --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+MODULES = ["environments", "release", "viewer"]
+
+
+def register_all(app: typer.Typer) -> None:
+    for name in MODULES:
+        try:
+            module = importlib.import_module(f"harness.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"harness.commands.{name}":
+                continue  # feature area not present in this build
+            raise
+        module.register(app)

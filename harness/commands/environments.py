@@ -1,0 +1,95 @@
+"""Commands about tasks and environments: validate, lock, gc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness import exitcodes
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(validate)
+
+
+def validate(
+    suite: Annotated[Path, typer.Argument(help="The suite file.")],
+    sandbox: Annotated[
+        Optional[str], typer.Option(help="Sandbox backend: auto, local or docker.")
+    ] = None,  # noqa: UP045
+    concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
+) -> None:
+    """Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.config import load_suite
+    from harness.stats import wilson_interval
+    from harness.validate import validate_suite
+
+    console = Console()
+    resolved = load_suite(suite, {"sandbox": sandbox} if sandbox else None)
+    report = validate_suite(resolved, sandbox, concurrency)
+    console.print(f"[bold]Validated {report.tasks} tasks[/] of suite {resolved.suite.name}")
+    if report.broken:
+        table = Table(
+            title="Broken tasks (the reference solution does not pass)", title_justify="left"
+        )
+        for col in ("task", "status", "reason"):
+            table.add_column(col)
+        for b in report.broken:
+            table.add_row(b["task"], b["status"], b["reason"])
+        console.print(table)
+    else:
+        console.print(f"[green]oracle: all {report.tasks} tasks pass their graders[/]")
+
+    table = Table(title="Do-nothing floor (noop agent) per class", title_justify="left")
+    for col in ("class", "noop passes", "rate (95% Wilson)"):
+        table.add_column(col)
+    for cls, (passes, n) in sorted(report.noop_by_class.items()):
+        lo, hi = wilson_interval(passes, n)
+        style = "yellow" if passes / n > 0.2 else ""
+        table.add_row(
+            cls,
+            f"{passes}/{n}",
+            f"[{style}]{passes / n:.0%} [{lo:.0%}, {hi:.0%}][/]"
+            if style
+            else f"{passes / n:.0%} [{lo:.0%}, {hi:.0%}]",
+        )
+    console.print(table)
+    if report.noop_passes:
+        console.print(
+            f"[yellow]warning:[/] {len(report.noop_passes)} task(s) pass when the agent "
+            "does nothing (fine for 'expect no change' tasks; check the others): "
+            + ", ".join(report.noop_passes[:10])
+            + (" ..." if len(report.noop_passes) > 10 else "")
+        )
+
+    kinds = sorted(report.mutant_runs)
+    table = Table(
+        title="Mutants: times each grader let a mutant through (overall verdict in the last row)",
+        title_justify="left",
+    )
+    table.add_column("grader")
+    for k in kinds:
+        table.add_column(f"{k} (n={report.mutant_runs[k]})")
+    for grader, counts in sorted(report.grader_false_passes.items()):
+        table.add_row(grader, *[str(counts.get(k, "—")) for k in kinds])
+    overall = {k: sum(1 for f in report.false_passes if f["mutant"] == k) for k in kinds}
+    table.add_row(
+        "[bold]task verdict[/]",
+        *[f"[{'red' if overall[k] else 'green'}]{overall[k]}[/]" for k in kinds],
+    )
+    console.print(table)
+    for f in report.false_passes:
+        console.print(f"[red]false pass:[/] mutant {f['mutant']} passed task {f['task']}")
+    for e in report.errors:
+        console.print(
+            f"[red]no verdict:[/] {e['agent']} on {e['task']}: {e['status']} {e['reason']}"
+        )
+    if not report.ok:
+        console.print("[red bold]validation failed[/]")
+        raise typer.Exit(exitcodes.VALIDATION_FAILED)
+    console.print("[green bold]validation passed[/]: every task solvable, every mutant caught")

@@ -1,0 +1,166 @@
+"""`harness validate`: prove every task is solvable and every grader catches the usual cheats.
+
+For each task it runs, through the real trial lifecycle and the suite's sandbox:
+the oracle (must pass, else the task is broken), the noop agent (the do-nothing floor per
+class) and each applicable failure mode of the simulated agent as a mutant (each must fail).
+Results go to a throw-away store, never the user's.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from harness.agents.base import AgentContext, AgentResult
+from harness.config.loader import ResolvedSuite
+from harness.config.models import Arm
+from harness.orchestrator import execute
+from harness.plan import Job, trial_seed
+from harness.runner import choose_sandbox
+from harness.sandbox import get_provider
+from harness.store import Store
+from harness.trial import RunContext
+
+ORACLE, NOOP, MUTANT_PREFIX = "validate-oracle", "validate-noop", "mutant-"
+
+
+class MutantAgent:
+    """Acts out one named failure mode (``params: {mutant: NAME}``)."""
+
+    name = "mutant"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        from harness.agents.mutants import MUTANTS
+
+        return await MUTANTS[ctx.params["mutant"]](ctx)
+
+
+@dataclass
+class ValidationReport:
+    broken: list[dict[str, Any]] = field(default_factory=list)
+    """Tasks whose oracle did not pass: {task, status, reason}."""
+    noop_by_class: dict[str, list[int]] = field(default_factory=dict)
+    """class -> [noop passes, tasks]."""
+    noop_passes: list[str] = field(default_factory=list)
+    mutant_runs: dict[str, int] = field(default_factory=dict)
+    """mutant kind -> trials run."""
+    false_passes: list[dict[str, Any]] = field(default_factory=list)
+    """Mutant trials that passed overall: {task, mutant}."""
+    grader_false_passes: dict[str, dict[str, int]] = field(default_factory=dict)
+    """grader -> mutant kind -> times that grader passed a mutant (others may have caught it)."""
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    """Trials that ended without a verdict (infra, grader or harness errors)."""
+    tasks: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken and not self.false_passes and not self.errors
+
+
+def validate_suite(
+    resolved: ResolvedSuite, sandbox: str | None = None, concurrency: int | None = None
+) -> ValidationReport:
+    from harness.agents.mutants import applicable_mutants
+
+    suite = resolved.suite
+    arms = [Arm(name=ORACLE, agent="oracle"), Arm(name=NOOP, agent="noop")]
+    jobs: list[Job] = []
+    kinds: set[str] = set()
+    for lt in resolved.tasks:
+        seed = trial_seed(suite.seed, lt.task.id, 0)
+        jobs += [Job(ORACLE, lt.task.id, 0, seed), Job(NOOP, lt.task.id, 0, seed)]
+        for kind in applicable_mutants(lt.task):
+            kinds.add(kind)
+            jobs.append(Job(MUTANT_PREFIX + kind, lt.task.id, 0, seed))
+    arms += [
+        Arm(name=MUTANT_PREFIX + k, agent="harness.validate:MutantAgent", params={"mutant": k})
+        for k in sorted(kinds)
+    ]
+    probe = resolved.suite.model_copy(update={"arms": arms, "trials": 1})
+    probe_resolved = ResolvedSuite(
+        probe, resolved.path, resolved.tasks, resolved.environments, resolved.config_hash
+    )
+    backend = choose_sandbox(sandbox or suite.sandbox)
+    with tempfile.TemporaryDirectory(prefix="harness-validate-") as tmp:
+        store = Store(f"sqlite:///{tmp}/validate.db")
+        rows = anyio.run(
+            _execute, probe_resolved, backend, jobs, store, concurrency or suite.concurrency
+        )
+        store.close()
+    return _analyse(rows, resolved)
+
+
+async def _execute(
+    resolved: ResolvedSuite, backend: str, jobs: list[Job], store: Store, concurrency: int
+) -> list[dict[str, Any]]:
+    from harness.store import Run, now
+
+    provider = (
+        get_provider(backend, limits=resolved.suite.limits) if resolved.environments else None
+    )
+    image_ids = await provider.prepare(list(resolved.environments.values())) if provider else {}
+    run_id = "validate"
+    store.create_run(
+        Run(
+            id=run_id,
+            suite_name=resolved.suite.name,
+            suite_path=str(resolved.path),
+            config_hash=resolved.config_hash,
+            harness_version="",
+            config={},
+            seed=resolved.suite.seed,
+            trials_per_task=1,
+            arms=[a.name for a in resolved.suite.arms],
+            sandbox=backend,
+            started_at=now(),
+        )
+    )
+    rc = RunContext(run_id, resolved, provider, image_ids, backoff_s=0.1)
+    try:
+        await execute(rc, jobs, store, concurrency=concurrency, handle_signals=False)
+    finally:
+        if provider is not None:
+            await provider.close()
+    return [t.model_dump() for t in store.trials(run_id)]
+
+
+def _analyse(rows: list[dict[str, Any]], resolved: ResolvedSuite) -> ValidationReport:
+    report = ValidationReport(tasks=len(resolved.tasks))
+    noop = defaultdict(lambda: [0, 0])
+    grader_fp: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        arm, task = r["arm"], r["task_id"]
+        if r["status"] not in ("passed", "failed"):
+            report.errors.append(
+                {"task": task, "agent": arm, "status": r["status"], "reason": r["reason"][:300]}
+            )
+            if arm == ORACLE:
+                report.broken.append(
+                    {"task": task, "status": r["status"], "reason": r["reason"][:300]}
+                )
+            continue
+        if arm == ORACLE and not r["passed"]:
+            report.broken.append({"task": task, "status": r["status"], "reason": r["reason"][:300]})
+        elif arm == NOOP:
+            cls = r["task_class"]
+            noop[cls][1] += 1
+            if r["passed"]:
+                noop[cls][0] += 1
+                report.noop_passes.append(task)
+        elif arm.startswith(MUTANT_PREFIX):
+            kind = arm[len(MUTANT_PREFIX) :]
+            report.mutant_runs[kind] = report.mutant_runs.get(kind, 0) + 1
+            if r["passed"]:
+                report.false_passes.append({"task": task, "mutant": kind})
+            for verdict in r["evidence"].get("graders", []):
+                if verdict["passed"]:
+                    grader_fp[verdict["grader"]][kind] += 1
+                else:
+                    grader_fp[verdict["grader"]].setdefault(kind, 0)
+    report.noop_by_class = dict(noop)
+    report.grader_false_passes = {g: dict(v) for g, v in grader_fp.items()}
+    return report
