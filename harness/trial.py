@@ -18,6 +18,7 @@ from graders import Evidence, Grader, Verdict, build_grader, combine
 from harness import errors
 from harness.agents import AgentContext, AgentResult, agent_class
 from harness.agents.base import Usage
+from harness.breaker import CircuitBreaker
 from harness.config.loader import ResolvedSuite
 from harness.plan import Job
 from harness.sandbox.base import (
@@ -45,6 +46,7 @@ class RunContext:
     provider: SandboxProvider | None
     image_ids: dict[str, str | None]
     backoff_s: float = 1.0
+    breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
     interrupted: list[dict[str, Any]] = field(default_factory=list)
     """Attempts cut short by cancellation; the orchestrator records them."""
     _graders: dict[str, list[Grader]] = field(default_factory=dict)
@@ -91,10 +93,12 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     max_attempts = rc.resolved.suite.retries.max_attempts
     attempts: list[dict[str, Any]] = []
     for number in range(1, max_attempts + 1):
+        probe = await rc.breaker.before_attempt()
         started = now()
         try:
             record = await _attempt(job, rc, number)
         except errors.InfraError as exc:
+            rc.breaker.after_attempt(False, probe)
             attempts.append(_attempt_row(job, rc, number, "infra_error", repr(exc), started))
             if number == max_attempts:
                 return _error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
@@ -102,13 +106,17 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             await anyio.sleep(delay)
             continue
         except anyio.get_cancelled_exc_class():
+            if probe:
+                rc.breaker.probe.release()
             # No final row: the trial stays unfinished and a resume runs it again.
             attempts.append(_attempt_row(job, rc, number, "interrupted", None, started))
             rc.interrupted.extend(attempts)
             raise
         except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
+            rc.breaker.after_attempt(True, probe)
             attempts.append(_attempt_row(job, rc, number, errors.classify(exc), _tb(exc), started))
             return _error_record(job, rc, errors.classify(exc), exc, attempts, started)
+        rc.breaker.after_attempt(True, probe)
         attempts.append(_attempt_row(job, rc, number, "ok", None, started))
         record.attempts = attempts
         record.trial["attempts"] = number

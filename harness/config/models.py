@@ -116,7 +116,14 @@ class Suite(Strict):
     )
     arms: list[Arm] = Field(min_length=1)
     concurrency: int = Field(4, ge=1)
-    sandbox: Literal["auto", "local", "docker"] = "auto"
+    sandbox: str = Field(
+        "auto",
+        description="auto (docker when a daemon answers, else local), local, docker, "
+        "faulty (fault injection), or module:Class",
+    )
+    sandbox_options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword options for the sandbox backend"
+    )
     budgets: Budgets = Field(default_factory=Budgets)
     retries: Retries = Field(default_factory=Retries)
     limits: Limits = Field(default_factory=Limits)
@@ -129,6 +136,15 @@ class Suite(Strict):
         "failure", description="how unresolved trials count: as failures (default) or excluded"
     )
     gate: dict[str, Any] | None = None
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        from harness.sandbox import BACKENDS
+
+        if v != "auto" and v not in BACKENDS and ":" not in v:
+            raise ValueError(f"unknown sandbox '{v}' (known: auto, {', '.join(BACKENDS)})")
+        return v
 
     @model_validator(mode="after")
     def _unique_arms(self) -> Suite:

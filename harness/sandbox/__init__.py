@@ -16,6 +16,7 @@ from harness.sandbox.base import (
 BACKENDS: dict[str, str] = {
     "local": "harness.sandbox.local:LocalProvider",
     "docker": "harness.sandbox.docker:DockerProvider",
+    "faulty": "harness.sandbox.faulty:FaultyProvider",
 }
 
 

@@ -32,8 +32,11 @@ class LocalSandbox:
         self.workdir = str(root)
 
     def _path(self, path: str) -> Path:
-        p = Path(path)
-        return p if p.is_absolute() else self.root / p
+        """Resolve inside the sandbox directory; refuse paths that escape it (``../``, links)."""
+        target = (self.root / path).resolve()
+        if not target.is_relative_to(self.root.resolve()):
+            raise PermissionError(f"path escapes the sandbox: {path}")
+        return target
 
     async def exec(self, cmd, *, stdin=None, timeout=None, user=None, env=None) -> ExecResult:
         if isinstance(stdin, str):

@@ -1,0 +1,86 @@
+"""``faulty``: a chaos wrapper around a real backend, for fault-injection runs and tests.
+
+It fails a share of sandbox creations (``create_failure``) and kills a share of sandboxes
+mid-trial (``kill``: the real sandbox is destroyed under the agent, so the next command
+fails exactly as it would when the platform kills a container). Both are infrastructure
+errors, so the orchestrator's crash-only retries and the report's crash counts can be
+checked against a known fault rate. Configure it in a suite:
+
+    sandbox: faulty
+    sandbox_options: {inner: docker, create_failure: 0.2, kill: 0.05, seed: 1}
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from harness.errors import SandboxError
+from harness.sandbox.base import Environment, ExecResult, Sandbox, SandboxRequest
+
+
+class FaultySandbox:
+    def __init__(self, inner: Sandbox, kill_at: int | None):
+        self.inner = inner
+        self.id, self.image_id, self.workdir = inner.id, inner.image_id, inner.workdir
+        self.kill_at = kill_at
+        self.calls = 0
+
+    async def _maybe_kill(self) -> None:
+        self.calls += 1
+        if self.kill_at is not None and self.calls >= self.kill_at:
+            self.kill_at = None
+            await self.inner.destroy(interrupted=True)
+            raise SandboxError(f"injected fault: sandbox {self.id} killed mid-trial")
+
+    async def exec(self, cmd: str, **kwargs) -> ExecResult:
+        await self._maybe_kill()
+        return await self.inner.exec(cmd, **kwargs)
+
+    async def read_file(self, path: str) -> bytes:
+        return await self.inner.read_file(path)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        await self.inner.write_file(path, data)
+
+    async def copy_in(self, src: Path, dest: str) -> None:
+        await self.inner.copy_in(src, dest)
+
+    async def destroy(self, interrupted: bool = False) -> None:
+        await self.inner.destroy(interrupted)
+
+
+class FaultyProvider:
+    name = "faulty"
+
+    def __init__(
+        self,
+        inner: str = "local",
+        create_failure: float = 0.2,
+        kill: float = 0.05,
+        seed: int = 0,
+        **options,
+    ):
+        from harness.sandbox import get_provider
+
+        self.inner = get_provider(inner, **options)
+        self.isolated = self.inner.isolated
+        self.create_failure, self.kill = float(create_failure), float(kill)
+        self.rng = random.Random(seed)
+        self.injected = {"create_failure": 0, "kill": 0}
+
+    async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
+        return await self.inner.prepare(environments)
+
+    async def create(self, request: SandboxRequest) -> FaultySandbox:
+        if self.rng.random() < self.create_failure:
+            self.injected["create_failure"] += 1
+            raise SandboxError("injected fault: sandbox creation failed")
+        kill_at = None
+        if self.rng.random() < self.kill:
+            self.injected["kill"] += 1
+            kill_at = self.rng.randint(1, 3)
+        return FaultySandbox(await self.inner.create(request), kill_at)
+
+    async def close(self) -> None:
+        await self.inner.close()
