@@ -1,0 +1,166 @@
+"""Hidden tests: run a test script in the sandbox after the agent, SWE-bench style.
+
+The orchestrator copies the task's ``hidden`` dir into the sandbox only after the agent has
+finished (design rule 7) and passes its location as ``Evidence.hidden_dir``; the script runs
+with ``$HIDDEN_DIR`` set to it, in the sandbox's workdir. Two lists name the tests that count
+(Jimenez et al. 2023):
+
+- ``fail_to_pass``: tests the task's fix must make pass;
+- ``pass_to_pass``: tests that passed before and must still pass (a fix that breaks
+  something else fails).
+
+Per-test results are read from the script's output, in either format (``format: auto`` tries
+both, line by line):
+
+- ``lines``: one line per test, ``PASS name`` / ``FAIL name`` / ``ERROR name`` / ``SKIP name``
+  (a colon after the status is allowed: ``PASS: name``);
+- ``pytest``: the short summary of ``pytest -rA`` (``PASSED tests/test_x.py::test_a``,
+  ``FAILED ... - message``) or verbose lines (``tests/test_x.py::test_a PASSED [ 50%]``).
+
+A test named in a list but absent from the output counts as failed ("not run"). When both
+lists are empty the verdict is the script's exit code. ``score`` is the fraction of listed tests
+that passed. The output is kept as evidence, head and tail, truncated to ``max_output_chars``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from graders.base import Evidence, GraderParams, Verdict
+from harness.errors import GraderError
+
+_STATUS = {
+    "PASS": "PASS",
+    "PASSED": "PASS",
+    "XFAIL": "PASS",
+    "FAIL": "FAIL",
+    "FAILED": "FAIL",
+    "XPASS": "FAIL",
+    "ERROR": "ERROR",
+    "SKIP": "SKIP",
+    "SKIPPED": "SKIP",
+}
+_LINE = re.compile(r"^\s*(PASS|FAIL|ERROR|SKIP)\b:?\s+(\S.*?)\s*$")
+_PYTEST_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(\S+)(?:\s+-\s.*)?$")
+_PYTEST_VERBOSE = re.compile(r"^(\S+::\S+)\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+
+
+def parse_results(output: str, fmt: str = "auto") -> dict[str, str]:
+    """test name -> PASS / FAIL / ERROR / SKIP. A later line for the same test wins, except
+    that a failure is never overwritten by a pass (pytest prints a setup error and a pass)."""
+    results: dict[str, str] = {}
+
+    def put(name: str, status: str) -> None:
+        if results.get(name) in ("FAIL", "ERROR") and status == "PASS":
+            return
+        results[name] = status
+
+    for raw in output.splitlines():
+        line = raw.rstrip()
+        if fmt in ("auto", "pytest"):
+            m = _PYTEST_SUMMARY.match(line)
+            if m:
+                put(m.group(2), _STATUS[m.group(1)])
+                continue
+            m = _PYTEST_VERBOSE.match(line)
+            if m:
+                put(m.group(1), _STATUS[m.group(2)])
+                continue
+        if fmt in ("auto", "lines"):
+            m = _LINE.match(line)
+            if m:
+                put(m.group(2), _STATUS[m.group(1)])
+    return results
+
+
+def truncate(text: str, limit: int) -> str:
+    """Keep the head and the tail (where test summaries are) of a long output."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n…[{cut} characters cut]…\n{text[-tail:]}"
+
+
+class TestsScriptParams(GraderParams):
+    type: Literal["tests_script"] = "tests_script"
+    command: str = Field(
+        'bash "$HIDDEN_DIR/test.sh"',
+        description="run in the sandbox's workdir after the agent, with $HIDDEN_DIR set",
+    )
+    fail_to_pass: list[str] = Field(default_factory=list)
+    pass_to_pass: list[str] = Field(default_factory=list)
+    format: Literal["auto", "lines", "pytest"] = "auto"
+    timeout_s: float = Field(300.0, gt=0, description="seconds")
+    max_output_chars: int = Field(8000, ge=200)
+
+
+class TestsScript:
+    """Outcome grader: hidden tests, FAIL_TO_PASS and PASS_TO_PASS."""
+
+    __test__ = False  # not a pytest class, despite its name
+
+    type_name: ClassVar[str] = "tests_script"
+    version: ClassVar[str] = "1"
+    Params: ClassVar[type[TestsScriptParams]] = TestsScriptParams
+
+    def __init__(self, params: TestsScriptParams):
+        self.params = params
+
+    @property
+    def label(self) -> str:
+        return self.params.name or self.type_name
+
+    async def grade(self, evidence: Evidence) -> Verdict:
+        p = self.params
+        if evidence.sandbox is None:
+            raise GraderError("tests_script needs the sandbox, which was not provided")
+        if evidence.hidden_dir is None and "HIDDEN_DIR" in p.command:
+            raise GraderError(
+                "tests_script's command uses $HIDDEN_DIR but no hidden dir was copied in "
+                "(does the task declare 'hidden'?)"
+            )
+        env = {"HIDDEN_DIR": evidence.hidden_dir} if evidence.hidden_dir else {}
+        result = await evidence.sandbox.exec(p.command, timeout=p.timeout_s, env=env)
+        output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
+        results = parse_results(result.stdout + "\n" + result.stderr, p.format)
+
+        reasons: list[str] = []
+        if result.timed_out:
+            reasons.append(f"test script timed out after {p.timeout_s}s")
+        tests: list[dict[str, Any]] = []
+        for group, names in (("fail_to_pass", p.fail_to_pass), ("pass_to_pass", p.pass_to_pass)):
+            for name in names:
+                status = results.get(name, "NOT_RUN")
+                tests.append({"name": name, "group": group, "status": status})
+                if status != "PASS":
+                    what = "did not run" if status == "NOT_RUN" else status
+                    reasons.append(f"{group} test '{name}' {what}")
+        if tests:
+            passed_n = sum(1 for t in tests if t["status"] == "PASS")
+            score = passed_n / len(tests)
+            passed = not reasons
+        else:
+            passed = result.ok
+            score = float(passed)
+            if not passed and not result.timed_out:
+                reasons.append(f"test script exited with code {result.exit_code}")
+        return Verdict(
+            grader=self.label,
+            passed=passed,
+            score=score,
+            reasons=reasons,
+            details={
+                "exit_code": result.exit_code,
+                "timed_out": result.timed_out,
+                "tests": tests,
+                "parsed": len(results),
+                "output": truncate(output, p.max_output_chars),
+            },
+            role="outcome",
+            version=self.version,
+        )
