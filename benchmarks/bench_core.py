@@ -24,16 +24,28 @@ def make_suite(root: Path, trials: int) -> Path:
     n_tasks = 1000
     per_task = max(1, trials // (n_tasks * 2))
     tasks = [
-        {"id": f"q{i}", "instruction": f"What is {i} squared?", "cluster": f"c{i % 50}",
-         "graders": [{"type": "answer_match", "mode": "numeric", "expected": i * i}],
-         "solution": {"answer": str(i * i)}}
+        {
+            "id": f"q{i}",
+            "instruction": f"What is {i} squared?",
+            "cluster": f"c{i % 50}",
+            "graders": [{"type": "answer_match", "mode": "numeric", "expected": i * i}],
+            "solution": {"answer": str(i * i)},
+        }
         for i in range(n_tasks)
     ]
     (root / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}))
-    suite = {"name": "bench-core", "seed": 1, "trials": per_task, "tasks": ["tasks.yaml"],
-             "arms": [{"name": "a", "agent": "simulated", "params": {"p": 0.6}},
-                      {"name": "b", "agent": "simulated", "params": {"p": 0.7}}],
-             "concurrency": 8, "sandbox": "local"}
+    suite = {
+        "name": "bench-core",
+        "seed": 1,
+        "trials": per_task,
+        "tasks": ["tasks.yaml"],
+        "arms": [
+            {"name": "a", "agent": "simulated", "params": {"p": 0.6}},
+            {"name": "b", "agent": "simulated", "params": {"p": 0.7}},
+        ],
+        "concurrency": 8,
+        "sandbox": "local",
+    }
     path = root / "suite.yaml"
     path.write_text(yaml.safe_dump(suite))
     return path
@@ -48,8 +60,20 @@ def main() -> None:
         suite = make_suite(root, args.trials)
         db = root / "bench.db"
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(suite), "-q",
-                               "--store", f"sqlite:///{db}"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness.cli",
+                "run",
+                str(suite),
+                "-q",
+                "--store",
+                f"sqlite:///{db}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             sys.exit(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")

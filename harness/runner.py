@@ -166,9 +166,12 @@ async def _run(
                 rc, jobs, store, concurrency=resolved.suite.concurrency, progress=progress
             )
     finally:
-        if provider is not None:
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            if provider is not None:
                 await provider.close()
+            from harness.models import aclose_clients
+
+            await aclose_clients()
     status = "interrupted" if outcome.interrupted else "finished"
     store.update_run(run_id, status=status, finished_at=now())
     return RunResult(run_id, outcome, store.url, sandbox_name)

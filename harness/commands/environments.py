@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 def validate(
     suite: Annotated[Path, typer.Argument(help="The suite file.")],
     sandbox: Annotated[
-        Optional[str], typer.Option(help="Sandbox backend: auto, local or docker.")
+        str | None, typer.Option(help="Sandbox backend: auto, local or docker.")
     ] = None,  # noqa: UP045
     concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
 ) -> None:

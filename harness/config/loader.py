@@ -178,6 +178,7 @@ def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> Res
         data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
     suite: Suite = validate(Suite, data, path, lines)
     _check_agents(suite, path, lines)
+    suite = _expand_model_env(suite, path, lines)
     tasks = _load_tasks(suite, path, lines)
     env_root = _environments_dir(suite, path, lines)
     environments: dict[str, Environment] = {}
@@ -202,6 +203,24 @@ def _check_agents(suite: Suite, path: Path, lines: dict[Path_, int]) -> None:
                 f"unknown agent '{arm.agent}' (known: {', '.join(sorted(AGENTS))})",
                 _nearest_line(lines, loc),
             )
+
+
+def _expand_model_env(suite: Suite, path: Path, lines: dict[Path_, int]) -> Suite:
+    """Resolve ${VAR} in arms' model names and URLs now, so the run records what ran."""
+    from harness.models.settings import expand_env
+
+    arms = []
+    for i, arm in enumerate(suite.arms):
+        if arm.model is not None:
+            try:
+                arm = arm.model_copy(update={"model": expand_env(arm.model)})
+            except ConfigError as exc:
+                loc = ("arms", i, "model", exc.field)
+                raise ConfigError(
+                    str(path), field_path(loc), exc.message, _nearest_line(lines, loc)
+                ) from None
+        arms.append(arm)
+    return suite.model_copy(update={"arms": arms})
 
 
 def _load_tasks(suite: Suite, path: Path, lines: dict[Path_, int]) -> list[LoadedTask]:

@@ -74,7 +74,7 @@ def case_missing_name(tmp):
 
 
 def case_bad_sandbox(tmp):
-    return _suite(tmp, sandbox="kubernetes"), "suite.yaml", "sandbox", "'local'"
+    return _suite(tmp, sandbox="kubernetes"), "suite.yaml", "sandbox", "unknown sandbox"
 
 
 def case_duplicate_task_id(tmp):

@@ -25,12 +25,25 @@ def _suite_with_env(tmp, n_tasks: int, p: float, **suite):
     env = tmp / "environments" / "plain"
     env.mkdir(parents=True)
     (env / "environment.yaml").write_text(yaml.safe_dump({"name": "plain"}))
-    tasks = [{"id": f"t{i:03d}", "instruction": "Say 42.", "environment": "plain",
-              "cluster": f"c{i % 10}",
-              "graders": [{"type": "answer_match", "expected": "42"}],
-              "solution": {"commands": ["true"], "answer": "42"}} for i in range(n_tasks)]
-    return write_suite(tmp / "suite", task_list=tasks, trials=1, concurrency=8,
-                       arms=[{"name": "a", "agent": "simulated", "params": {"p": p}}], **suite)
+    tasks = [
+        {
+            "id": f"t{i:03d}",
+            "instruction": "Say 42.",
+            "environment": "plain",
+            "cluster": f"c{i % 10}",
+            "graders": [{"type": "answer_match", "expected": "42"}],
+            "solution": {"commands": ["true"], "answer": "42"},
+        }
+        for i in range(n_tasks)
+    ]
+    return write_suite(
+        tmp / "suite",
+        task_list=tasks,
+        trials=1,
+        concurrency=8,
+        arms=[{"name": "a", "agent": "simulated", "params": {"p": p}}],
+        **suite,
+    )
 
 
 def _verdicts(cli, suite, url, *extra):
@@ -43,16 +56,20 @@ def _verdicts(cli, suite, url, *extra):
 def test_rerun_trap_crash_only_retries_recover_p(tmp_path, cli):
     """Seed 003: with crash-only reruns the measured rate estimates p, not (1 - f) p."""
     p, f, n = 0.6, 0.05, 400
-    faulty = {"sandbox": "faulty",
-              "sandbox_options": {"inner": "local", "create_failure": f, "kill": 0.0, "seed": 3}}
+    faulty = {
+        "sandbox": "faulty",
+        "sandbox_options": {"inner": "local", "create_failure": f, "kill": 0.0, "seed": 3},
+    }
     clean_suite = _suite_with_env(tmp_path / "clean", n, p)
     _, clean = _verdicts(cli, clean_suite, f"sqlite:///{tmp_path / 'clean.db'}")
-    retry_suite = _suite_with_env(tmp_path / "retry", n, p,
-                                  retries={"max_attempts": 4, "backoff_s": 0}, **faulty)
+    retry_suite = _suite_with_env(
+        tmp_path / "retry", n, p, retries={"max_attempts": 4, "backoff_s": 0}, **faulty
+    )
     res, retried = _verdicts(cli, retry_suite, f"sqlite:///{tmp_path / 'retry.db'}")
     assert res.returncode == 0, res.stderr
-    once_suite = _suite_with_env(tmp_path / "once", n, p,
-                                 retries={"max_attempts": 1, "backoff_s": 0}, **faulty)
+    once_suite = _suite_with_env(
+        tmp_path / "once", n, p, retries={"max_attempts": 1, "backoff_s": 0}, **faulty
+    )
     res1, once = _verdicts(cli, once_suite, f"sqlite:///{tmp_path / 'once.db'}")
     assert res1.returncode == 3  # crashed trials are unresolved, and the exit code says so
 
@@ -68,8 +85,13 @@ def test_rerun_trap_crash_only_retries_recover_p(tmp_path, cli):
 
 def test_only_infrastructure_errors_are_retryable():
     assert is_retryable(SandboxError("daemon gone"))
-    for exc in (AgentFailure("crash"), BudgetExceeded("max_steps"), GraderError("x"),
-                ValueError("unknown bug"), RuntimeError("image build failed")):
+    for exc in (
+        AgentFailure("crash"),
+        BudgetExceeded("max_steps"),
+        GraderError("x"),
+        ValueError("unknown bug"),
+        RuntimeError("image build failed"),
+    ):
         assert not is_retryable(exc)
 
 
@@ -99,10 +121,14 @@ def test_breaker_opens_on_crashes_and_closes_after_a_good_probe():
 
 @pytest.mark.slow
 def test_faulty_run_completes_with_crash_counts(tmp_path, cli):
-    suite = _suite_with_env(tmp_path, 60, 0.7, retries={"max_attempts": 6, "backoff_s": 0},
-                            sandbox="faulty",
-                            sandbox_options={"inner": "local", "create_failure": 0.2,
-                                             "kill": 0.3, "seed": 5})
+    suite = _suite_with_env(
+        tmp_path,
+        60,
+        0.7,
+        retries={"max_attempts": 6, "backoff_s": 0},
+        sandbox="faulty",
+        sandbox_options={"inner": "local", "create_failure": 0.2, "kill": 0.3, "seed": 5},
+    )
     url = f"sqlite:///{tmp_path / 'f.db'}"
     result = cli("run", str(suite), "--store", url, "-q")
     assert result.returncode == 0, result.stderr
