@@ -87,25 +87,66 @@ def _moments(cc: np.ndarray, nn: np.ndarray, w: np.ndarray) -> tuple[float, floa
     return m1 * s, (1.0 - m1) * s
 
 
-def _mle(cc: np.ndarray, nn: np.ndarray, w: np.ndarray, start: tuple[float, float]) -> np.ndarray:
-    from scipy.optimize import minimize
-    from scipy.special import betaln, digamma
+def _loglik_parts(
+    theta: np.ndarray, cc: np.ndarray, fail: np.ndarray, nn: np.ndarray, w: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mean log-likelihood (without the binomial constant), its gradient and Hessian in
+    θ = (log a, log b), for pooled counts with multiplicities w."""
+    from scipy.special import betaln, digamma, polygamma
 
-    fail = nn - cc
+    a, b = np.exp(theta)
     total = w.sum()
+    ll = (np.dot(w, betaln(cc + a, fail + b)) - total * betaln(a, b)) / total
+    d_ab = digamma(a + b)
+    d_n = np.dot(w, digamma(nn + a + b)) / total
+    ga = np.dot(w, digamma(cc + a)) / total - d_n - digamma(a) + d_ab
+    gb = np.dot(w, digamma(fail + b)) / total - d_n - digamma(b) + d_ab
+    t_ab = polygamma(1, a + b)
+    t_n = np.dot(w, polygamma(1, nn + a + b)) / total
+    haa = np.dot(w, polygamma(1, cc + a)) / total - t_n - polygamma(1, a) + t_ab
+    hbb = np.dot(w, polygamma(1, fail + b)) / total - t_n - polygamma(1, b) + t_ab
+    hab = t_ab - t_n
+    grad = np.array([ga * a, gb * b])
+    hess = np.array([[haa * a * a + ga * a, hab * a * b], [hab * a * b, hbb * b * b + gb * b]])
+    return float(ll), grad, hess
 
-    def neg(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        a, b = np.exp(theta)
-        ll = np.dot(w, betaln(cc + a, fail + b)) - total * betaln(a, b)
-        common = np.dot(w, digamma(nn + a + b))
-        da = np.dot(w, digamma(cc + a)) - common - total * (digamma(a) - digamma(a + b))
-        db = np.dot(w, digamma(fail + b)) - common - total * (digamma(b) - digamma(a + b))
-        return -ll / total, -np.array([da * a, db * b]) / total
 
-    x0 = np.clip(np.log(np.asarray(start, dtype=float)), _MIN_LOG_PARAM, _MAX_LOG_PARAM)
-    bounds = [(_MIN_LOG_PARAM, _MAX_LOG_PARAM)] * 2
-    res = minimize(neg, x0, jac=True, method="L-BFGS-B", bounds=bounds)
-    return np.exp(res.x)
+def _mle(cc: np.ndarray, nn: np.ndarray, w: np.ndarray, start: tuple[float, float]) -> np.ndarray:
+    """Maximize the beta-binomial likelihood over (log a, log b) by damped Newton steps
+    (gradient steps where the Hessian is not negative definite), within box bounds."""
+    fail = nn - cc
+    theta = np.clip(np.log(np.asarray(start, dtype=float)), _MIN_LOG_PARAM, _MAX_LOG_PARAM)
+    ll, grad, hess = _loglik_parts(theta, cc, fail, nn, w)
+    for _ in range(200):
+        try:
+            step = -np.linalg.solve(hess, grad)
+            ascent = float(np.dot(step, grad)) > 0 and np.all(np.linalg.eigvalsh(hess) < 0)
+        except np.linalg.LinAlgError:
+            ascent = False
+        if not ascent:
+            step = grad / max(1.0, float(np.max(np.abs(grad))))
+        step = np.clip(step, -2.0, 2.0)
+        scale = 1.0
+        improved = False
+        while scale > 1e-8:
+            cand = np.clip(theta + scale * step, _MIN_LOG_PARAM, _MAX_LOG_PARAM)
+            c_ll, c_grad, c_hess = _loglik_parts(cand, cc, fail, nn, w)
+            if c_ll >= ll - 1e-15:
+                improved = True
+                break
+            scale /= 2.0
+        if not improved:
+            break
+        moved = float(np.max(np.abs(cand - theta)))
+        theta, ll, grad, hess = cand, c_ll, c_grad, c_hess
+        # Stop when the step is tiny or the gradient vanishes (ignoring directions pinned at
+        # a bound, where the gradient still points outward).
+        free = ~(
+            ((theta <= _MIN_LOG_PARAM) & (grad < 0)) | ((theta >= _MAX_LOG_PARAM) & (grad > 0))
+        )
+        if moved < 1e-10 or float(np.max(np.abs(grad[free]), initial=0.0)) < 1e-10:
+            break
+    return np.exp(theta)
 
 
 def _fit(cc: np.ndarray, nn: np.ndarray, w: np.ndarray, method: str) -> tuple[float, float]:

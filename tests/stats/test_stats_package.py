@@ -1,0 +1,54 @@
+"""Package-level checks: cheap import, public API, decision helpers, aggregation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import harness.stats as hs
+
+
+def test_import_does_not_load_scipy() -> None:
+    code = "import sys, harness.stats; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_public_api_names() -> None:
+    for name in hs.__all__:
+        assert hasattr(hs, name), name
+    for fn in (hs.wilson_interval, hs.pass_at_k, hs.cluster_bootstrap_ci, hs.rerun_trap):
+        assert "seed" in (fn.__doc__ or "").lower()
+
+
+def test_per_task_counts_and_clusters() -> None:
+    tasks = np.array(["b", "a", "b", "c", "a", "b"])
+    outcomes = np.array([1, 0, 1, 0, 1, 0])
+    tc = hs.per_task_counts(tasks, outcomes)
+    assert tc.tasks.tolist() == ["a", "b", "c"]
+    assert tc.successes.tolist() == [1, 2, 0] and tc.trials.tolist() == [2, 3, 1]
+    rates, counts = hs.per_task_rates(tasks, outcomes)
+    assert rates.tolist() == pytest.approx([0.5, 2 / 3, 0.0])
+    ids, clusters = hs.task_clusters(tasks, ["r2", "r1", "r2", "r3", "r1", "r2"])
+    assert ids.tolist() == ["a", "b", "c"] and clusters.tolist() == ["r1", "r2", "r3"]
+    with pytest.raises(ValueError):
+        hs.task_clusters(["a", "a"], ["r1", "r2"])
+    assert hs.cluster_sizes(["r1", "r2", "r2"]).tolist() == [1, 2]
+    # seed 000: macro vs micro averaging
+    assert hs.macro_average([1, 1, 1, 0], ["x", "x", "x", "y"]) == pytest.approx(0.5)
+
+
+def test_noninferiority_verdicts() -> None:
+    # seed 004: lower bound above -margin supports non-inferiority; upper bound below
+    # -margin is a regression; an interval crossing -margin is inconclusive
+    assert hs.noninferiority_verdict((-0.01, 0.04), 0.02) == "non-inferior"
+    assert hs.noninferiority_verdict((-0.09, -0.03), 0.02) == "regression"
+    assert hs.noninferiority_verdict((-0.05, 0.01), 0.02) == "inconclusive"
+    assert hs.noninferiority_verdict((-0.02, 0.01), 0.02) == "inconclusive"  # strict rule
+    assert hs.improvement_verdict((0.001, 0.05)) == "improved"
+    assert hs.improvement_verdict((-0.001, 0.05)) == "not shown"
+    with pytest.raises(ValueError):
+        hs.noninferiority_verdict((0.0, 0.1), 0.0)
