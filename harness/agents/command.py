@@ -296,7 +296,8 @@ async def _exchange_files(ctx: AgentContext, where: str) -> AsyncIterator[_Excha
             if local is None:
                 shutil.rmtree(cwd, ignore_errors=True)
     else:
-        base = f"/tmp/harness-agent-{uuid.uuid4().hex[:12]}"
+        # inside the workdir (relative): removed again before the final state snapshot
+        base = f".harness-agent-{uuid.uuid4().hex[:12]}"
         files = _ExchangeFiles(ctx, where, base, None)
         await ctx.sandbox.write_file(files.path("tools"), tools)
         try:

@@ -16,9 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.config.models import EnvironmentSpec, Suite, Task, TaskFile
+from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
 from harness.errors import ConfigError
-from harness.sandbox.base import Environment
 
 Path_ = tuple[str | int, ...]
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster

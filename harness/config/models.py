@@ -6,6 +6,8 @@ not a silently ignored setting. Defaults live here, not in the CLI.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -103,6 +105,59 @@ class ReportSettings(Strict):
         return v
 
 
+class GatePolicy(Strict):
+    """A release rule, written before the run (seed 004: choose the rule before seeing scores).
+
+    ``harness gate RUN`` reads it from the suite's ``gate:`` or from ``--policy FILE``.
+    Effects are candidate − baseline success rates (fractions: 0.02 = two points).
+    """
+
+    primary: PrimaryComparison | None = Field(
+        None, description="baseline and candidate arms; default report.primary, else arms 1, 2"
+    )
+    rule: Literal["non-inferiority", "improvement"] = Field(
+        description="non-inferiority (needs margin) or improvement (interval and exact test > 0)"
+    )
+    margin: float | None = Field(
+        None, gt=0, lt=1, description="tolerated loss for non-inferiority, a rate (0.02 = 2 points)"
+    )
+    sides: Literal["one-sided", "two-sided"] = Field(
+        "one-sided", description="one-sided: bound at `confidence`; two-sided: interval at it"
+    )
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    max_unresolved: float = Field(
+        0.05, ge=0, le=1, description="largest share of either arm's trials without a verdict"
+    )
+    must_never: list[str] = Field(
+        default_factory=list,
+        description="task classes where any candidate failure blocks the release (asserted, "
+        "never tested); tasks with must_never: true are always included",
+    )
+    n_resamples: int = Field(10_000, ge=1000, description="bootstrap resamples")
+
+    @model_validator(mode="after")
+    def _margin(self) -> GatePolicy:
+        if self.rule == "non-inferiority" and self.margin is None:
+            raise ValueError("rule 'non-inferiority' needs a margin (the tolerated loss)")
+        if self.rule == "improvement" and self.margin is not None:
+            raise ValueError("'margin' belongs to the non-inferiority rule only")
+        return self
+
+
+class Repeats(Strict):
+    """How many trials each task gets. ``fixed``: ``trials`` for every task. ``adaptive``:
+    ``trials`` per task per arm first, then up to ``max_k`` only on tasks where the arms
+    disagree or a task is unstable, the same number for every arm (seed 001: cost about
+    n + k·(b + c) instead of k·n). Selection is by discordance between arms, never by one
+    arm's failure: there is no way to retry only failures."""
+
+    mode: Literal["fixed", "adaptive"] = "fixed"
+    max_k: int = Field(5, ge=2, description="trials per task per arm on repeated tasks")
+    budget_trials: int | None = Field(
+        None, ge=0, description="most trials the repeat phase may add, over all arms"
+    )
+
+
 class Suite(Strict):
     """A suite file: what to run, how often, against which arms, and where to store it."""
 
@@ -135,7 +190,22 @@ class Suite(Strict):
     denominator: Literal["failure", "exclude"] = Field(
         "failure", description="how unresolved trials count: as failures (default) or excluded"
     )
-    gate: dict[str, Any] | None = None
+    gate: GatePolicy | None = Field(None, description="the release rule `harness gate` applies")
+    aa: bool = Field(
+        False,
+        description="also run a copy of the baseline arm, named '<baseline>-aa', interleaved "
+        "with the others: its delta against the baseline is the noise floor (seed 001)",
+    )
+    repeats: Repeats = Field(default_factory=Repeats)
+
+    def primary_arms(self) -> tuple[str, str | None]:
+        """(baseline, candidate) of the primary comparison: gate.primary, report.primary, else
+        the first two arms (the A/A copy never counts as a candidate by default)."""
+        for primary in (self.gate.primary if self.gate else None, self.report.primary):
+            if primary is not None:
+                return primary.baseline, primary.candidate
+        names = [a.name for a in self.arms if not (self.aa and a.name.endswith("-aa"))]
+        return names[0], (names[1] if len(names) > 1 else None)
 
     @field_validator("sandbox")
     @classmethod
@@ -152,10 +222,30 @@ class Suite(Strict):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"duplicate arm name(s): {', '.join(sorted(dup))}")
-        if self.report.primary:
-            for side in (self.report.primary.baseline, self.report.primary.candidate):
-                if side not in names:
-                    raise ValueError(f"report.primary names unknown arm '{side}'")
+        if self.aa:  # the A/A copy of the baseline; idempotent, so a stored config reloads
+            base = self.primary_arms()[0]
+            if base not in names:
+                raise ValueError(f"the primary baseline '{base}' is not an arm")
+            if f"{base}-aa" not in names:
+                arm = next(a for a in self.arms if a.name == base)
+                self.arms.append(arm.model_copy(update={"name": f"{base}-aa"}))
+                names.append(f"{base}-aa")
+        for where, primary in (
+            ("report.primary", self.report.primary),
+            ("gate.primary", self.gate.primary if self.gate else None),
+        ):
+            if primary:
+                for side in (primary.baseline, primary.candidate):
+                    if side not in names:
+                        raise ValueError(f"{where} names unknown arm '{side}'")
+        if self.repeats.mode == "adaptive":
+            if len(names) < 2:
+                raise ValueError(
+                    "adaptive repeats follow discordance between arms and need at least two "
+                    "arms (add one, or aa: true)"
+                )
+            if self.repeats.max_k <= self.trials:
+                raise ValueError("repeats.max_k must exceed trials (the first-phase count)")
         return self
 
 
@@ -276,6 +366,22 @@ class EnvironmentSpec(Strict):
     policy: str | None = Field(None, description="file with the policy shown to the agent")
     network: list[str] = Field(default_factory=list, description="hosts the sandbox may reach")
     user: str | None = Field(None, description="non-root user to run agent commands as")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """An environment spec together with the directory it was loaded from."""
+
+    spec: EnvironmentSpec
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def files_dir(self) -> Path | None:
+        return (self.root / self.spec.files) if self.spec.files else None
 
 
 ModelSettings.model_rebuild()

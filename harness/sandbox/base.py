@@ -14,23 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from harness.config.models import EnvironmentSpec, Limits
-
-
-@dataclass(frozen=True)
-class Environment:
-    """An environment spec together with the directory it was loaded from."""
-
-    spec: EnvironmentSpec
-    root: Path
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def files_dir(self) -> Path | None:
-        return (self.root / self.spec.files) if self.spec.files else None
+from harness.config.models import Environment, Limits
 
 
 @dataclass

@@ -6,9 +6,12 @@ per run. Use it for development and for suites that only need answers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
 import time
 import uuid
@@ -30,6 +33,7 @@ class LocalSandbox:
         self.image_id = image_id
         self.root = root
         self.workdir = str(root)
+        self._groups: set[int] = set()
 
     def _path(self, path: str) -> Path:
         """Resolve inside the sandbox directory; refuse paths that escape it (``../``, links)."""
@@ -46,22 +50,43 @@ class LocalSandbox:
         base.update(HOME=str(self.root), HARNESS_WORKDIR=str(self.root))
         base.update(env or {})
         start = time.monotonic()
-        timed_out = False
         try:
-            with anyio.fail_after(timeout) if timeout else _nullcontext():
-                proc = await anyio.run_process(
-                    ["bash", "-c", cmd],
-                    input=stdin,
-                    cwd=self.root,
-                    env=base,
-                    check=False,
-                    start_new_session=True,
-                )
-            code, out, err = proc.returncode, proc.stdout, proc.stderr
-        except TimeoutError:
-            timed_out, code, out, err = True, 124, b"", f"timed out after {timeout}s".encode()
+            proc = await anyio.open_process(
+                ["bash", "-c", cmd],
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                cwd=self.root,
+                env=base,
+                start_new_session=True,  # its own process group, killed as a whole
+            )
         except OSError as exc:
             raise SandboxError(f"local exec failed: {exc}") from exc
+        self._groups.add(proc.pid)
+        out, err = bytearray(), bytearray()
+        timed_out = False
+
+        async def drain(stream, sink: bytearray) -> None:
+            async for chunk in stream:
+                sink.extend(chunk)
+
+        try:
+            with anyio.fail_after(timeout) if timeout else _nullcontext():
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain, proc.stdout, out)
+                    tg.start_soon(drain, proc.stderr, err)
+                    if stdin is not None:
+                        await proc.stdin.send(stdin)
+                        await proc.stdin.aclose()
+                    await proc.wait()
+            code = proc.returncode
+        except TimeoutError:
+            timed_out, code = True, 124
+            err.extend(f"\ntimed out after {timeout}s".encode())
+        finally:
+            if timed_out or proc.returncode is None:
+                _kill_group(proc.pid)  # the command and everything it started
+                with anyio.CancelScope(shield=True):
+                    await proc.wait()
+                    await proc.aclose()
         return ExecResult(
             exit_code=code,
             stdout=out.decode("utf-8", errors="replace"),
@@ -83,7 +108,15 @@ class LocalSandbox:
         await anyio.to_thread.run_sync(lambda: shutil.copytree(src, target, dirs_exist_ok=True))
 
     async def destroy(self, interrupted: bool = False) -> None:
+        for pgid in self._groups:  # background processes the trial left behind
+            _kill_group(pgid)
+        self._groups.clear()
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.root, ignore_errors=True))
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 class _nullcontext:

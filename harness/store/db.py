@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import event, func, insert, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine, select
 
-from harness.errors import StoreConflict
+from harness.errors import HarnessError, StoreConflict
 from harness.store.tables import Attempt, Blob, Run, SchemaVersion, TrajectoryEvent, Trial
 
 DEFAULT_URL = "sqlite:///.harness/harness.db"
@@ -42,11 +42,21 @@ MIGRATIONS: list[tuple[int, Callable]] = [(1, _v1)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
+class StoreUnavailable(HarnessError):
+    """The store cannot be opened or written at all (bad URL, read-only file, server down)."""
+
+
 class Store:
     def __init__(self, url: str | None = None, *, pool_size: int = 5):
         self.url = url or resolve_url()
-        self.engine = _make_engine(self.url, pool_size)
-        self.migrate()
+        try:
+            self.engine = _make_engine(self.url, pool_size)
+            self.migrate()
+        except (SQLAlchemyError, OSError, ImportError) as exc:
+            detail = getattr(exc, "orig", None) or exc
+            raise StoreUnavailable(
+                f"cannot open the store {_redact(self.url)}: {str(detail).splitlines()[0]}"
+            ) from None
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> int:
@@ -190,6 +200,16 @@ _INSERT_TRIAL = insert(Trial.__table__).returning(Trial.__table__.c.id)
 _INSERT_ATTEMPT = insert(Attempt.__table__)
 _INSERT_EVENT = insert(TrajectoryEvent.__table__)
 _INSERT_BLOB = insert(Blob.__table__)
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("@")[-1]
 
 
 def _row(obj: dict[str, Any] | SQLModel) -> dict[str, Any]:

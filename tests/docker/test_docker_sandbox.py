@@ -1,0 +1,248 @@
+"""The Docker sandbox: fresh state, isolation, limits, hardening, files and state snapshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from harness.config.models import Limits
+from harness.errors import SandboxError
+from harness.sandbox.base import snapshot_state
+
+pytestmark = [pytest.mark.docker, pytest.mark.anyio]
+
+
+async def test_a_new_sandbox_sees_nothing_of_the_previous_trial(provider, root_env, request_for):
+    a = await provider.create(request_for(root_env))
+    try:
+        r = await a.exec(
+            "echo leak > /work/marker && rm -f /etc/os-release /etc/issue && "
+            "(nohup sleep 1000 >/dev/null 2>&1 &) && (nohup sleep 1001 >/dev/null 2>&1 &) && "
+            "test ! -e /etc/os-release && pgrep -c -f 'sleep 100[01]'"
+        )
+        assert r.ok and r.stdout.strip() == "2", r
+        b = await provider.create(request_for(root_env))  # while `a` is still alive
+        try:
+            r = await b.exec(
+                "test ! -e /work/marker && test -s /etc/os-release && test -e /etc/issue "
+                "&& ! pgrep -f 'sleep 100[01]' && cat /work/data.txt"
+            )
+            assert r.ok, r
+            assert r.stdout == "seed data\n"
+        finally:
+            await b.destroy()
+    finally:
+        await a.destroy()
+
+
+async def test_no_network_and_no_host_environment(provider, root_env, request_for, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-host-secret-123")
+    monkeypatch.setenv("HARNESS_TEST_HOST_ONLY", "host-value")
+    s = await provider.create(request_for(root_env))
+    try:
+        r = await s.exec("env")
+        assert r.ok
+        assert "sk-fake-host-secret-123" not in r.stdout
+        assert "OPENAI_API_KEY" not in r.stdout and "HARNESS_TEST_HOST_ONLY" not in r.stdout
+        r = await s.exec("ls /sys/class/net")
+        assert r.stdout.split() == ["lo"]
+        r = await s.exec(
+            "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"",
+            timeout=20,
+        )
+        assert r.exit_code != 0 and "unreachable" in r.stderr.lower(), r
+        r = await s.exec("getent hosts deb.debian.org", timeout=20)
+        assert r.exit_code != 0
+    finally:
+        await s.destroy()
+
+
+async def test_host_docker_proxy_config_is_not_injected(
+    docker_client, root_env, request_for, monkeypatch, tmp_path: Path
+):
+    from harness.sandbox.docker import DockerProvider
+
+    (tmp_path / "config.json").write_text(
+        '{"proxies": {"default": {"httpProxy": "http://host-proxy-leak:3128"}}}'
+    )
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    p = DockerProvider()
+    try:
+        s = await p.create(request_for(root_env))
+        r = await s.exec("env")
+        assert "host-proxy-leak" not in r.stdout, r.stdout
+        await s.destroy()
+    finally:
+        await p.close()
+
+
+async def test_declared_network_hosts_get_a_bridge(provider, request_for):
+    from docker_helpers import BASE_IMAGE, FIXTURES, make_env
+
+    env = make_env(
+        "test-net", FIXTURES / "rootenv", image={"ref": BASE_IMAGE}, network=["example.com"]
+    )
+    s = await provider.create(request_for(env))
+    try:
+        info = await provider._run(provider._client.api.inspect_container, s.id)
+        assert info["HostConfig"]["NetworkMode"] == "bridge"
+        assert "eth0" in (await s.exec("ls /sys/class/net")).stdout.split()
+    finally:
+        await s.destroy()
+
+
+async def test_fork_bomb_and_memory_hog_fail_only_their_command(provider, root_env, request_for):
+    limits = Limits(memory="128m", pids=64, cpus=1)
+    bystander = await provider.create(request_for(root_env))
+    victim = await provider.create(request_for(root_env, limits=limits))
+    try:
+        async with anyio.create_task_group() as tg:
+            results = {}
+
+            async def bomb():
+                results["bomb"] = await victim.exec(":(){ :|:& };: ; wait; sleep 30", timeout=8)
+
+            tg.start_soon(bomb)
+            await anyio.sleep(2)
+            results["bystander"] = await bystander.exec("echo fine")
+        assert results["bystander"].ok and results["bystander"].stdout == "fine\n"
+        assert not results["bomb"].ok and results["bomb"].exit_code != 0
+        # The limit held: the bomb never got more PIDs than allowed.
+        inspect = await provider._run(provider._client.api.inspect_container, victim.id)
+        assert inspect["HostConfig"]["PidsLimit"] == 64
+
+        r = await victim.exec("python3 -c \"x = b'x' * (512 << 20); print(len(x))\"", timeout=60)
+        assert r.exit_code == 137 and not r.timed_out, r  # OOM-killed, not a timeout
+        assert (await bystander.exec("python3 -c 'print(1)'")).ok
+    finally:
+        await victim.destroy()
+        await bystander.destroy()
+    fresh = await provider.create(request_for(root_env, limits=limits))
+    try:
+        r = await fresh.exec("echo ok; test $(ps -e --no-headers | wc -l) -lt 10")
+        assert r.ok and r.stdout.startswith("ok\n")
+    finally:
+        await fresh.destroy()
+
+
+async def test_hidden_material_enters_only_with_copy_in(
+    provider, agent_env, request_for, tmp_path: Path
+):
+    hidden = tmp_path / "hidden"
+    (hidden / "nested").mkdir(parents=True)
+    (hidden / "test_secret.py").write_text("def test_ok():\n    assert True\n")
+    (hidden / "nested" / "expected.json").write_text('{"a": 1}')
+    s = await provider.create(request_for(agent_env))
+    try:
+        r = await s.exec("ls -A /work; test ! -e /work/.hidden_tests")
+        assert r.ok, r
+        assert r.stdout.split() == ["hello.txt"]
+        await s.copy_in(hidden, ".hidden_tests")
+        r = await s.exec("find .hidden_tests -type f | sort; stat -c %U .hidden_tests/nested")
+        assert r.stdout.split() == [
+            ".hidden_tests/nested/expected.json",
+            ".hidden_tests/test_secret.py",
+            "agent",
+        ]
+        assert await s.read_file(".hidden_tests/nested/expected.json") == b'{"a": 1}'
+    finally:
+        await s.destroy()
+
+
+async def test_hardening_caps_nonewprivs_user_and_no_mounts(
+    provider, agent_env, root_env, request_for
+):
+    s = await provider.create(request_for(agent_env))
+    try:
+        r = await s.exec(
+            "id -un; id -u; grep -E '^(CapEff|CapBnd|CapPrm|NoNewPrivs)' /proc/self/status"
+        )
+        lines = r.stdout.split("\n")
+        assert lines[0] == "agent" and lines[1] == "1000"
+        status = dict(line.split(":\t") for line in lines[2:] if line)
+        assert status == {
+            "CapPrm": "0000000000000000",
+            "CapEff": "0000000000000000",
+            "CapBnd": "0000000000000000",
+            "NoNewPrivs": "1",
+        }
+        r = await s.exec("id -u", user="root")
+        assert r.stdout.strip() == "0"
+        r = await s.exec("cat /proc/1/cmdline | tr '\\0' ' '")
+        assert "init" in r.stdout and "sleep infinity" in r.stdout
+        info = await provider._run(provider._client.api.inspect_container, s.id)
+        host = info["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["Privileged"] is False and not host["Binds"] and not info["Mounts"]
+        assert host["Init"] is True
+        assert info["Config"]["User"] == "agent"
+        assert info["Config"]["Labels"]["harness"] == "1"
+        assert info["Config"]["Labels"]["harness.run"] == "test-run"
+        # Root without capabilities still cannot do privileged things.
+        r = await s.exec("chown agent /etc/hostname || mount -t tmpfs x /mnt", user="root")
+        assert r.exit_code != 0
+    finally:
+        await s.destroy()
+    s = await provider.create(request_for(root_env))
+    try:
+        assert (await s.exec("id -u")).stdout.strip() == "0"
+    finally:
+        await s.destroy()
+
+
+async def test_exec_semantics(provider, agent_env, request_for):
+    s = await provider.create(request_for(agent_env))
+    try:
+        r = await s.exec("echo out; echo err >&2; exit 3")
+        assert (r.exit_code, r.stdout, r.stderr, r.ok) == (3, "out\n", "err\n", False)
+        r = await s.exec("pwd; echo $FOO", env={"FOO": "bar"})
+        assert r.stdout == "/work\nbar\n"
+        r = await s.exec("cat; env | grep -c HARNESS_STDIN || true", stdin='{"x": 1}')
+        assert r.stdout == '{"x": 1}0\n'
+        big = b"\x00\xff" * 100_000  # over the env-var path: goes through a file
+        r = await s.exec("wc -c; ls -A /tmp", stdin=big)
+        assert r.stdout.split() == ["200000"], r
+        r = await s.exec("sleep 20", timeout=1)
+        assert r.timed_out and not r.ok and r.duration_s < 10
+        r = await s.exec("(sleep 60 &) ; sleep 30", timeout=1)
+        assert r.timed_out and r.duration_s < 10
+        await s.write_file("deep/new/file.bin", b"\x01\x02")
+        assert await s.read_file("/work/deep/new/file.bin") == b"\x01\x02"
+        assert (await s.exec("stat -c %U deep/new deep/new/file.bin")).stdout.split() == [
+            "agent",
+            "agent",
+        ]
+        with pytest.raises(FileNotFoundError):
+            await s.read_file("missing.txt")
+    finally:
+        await s.destroy()
+    with pytest.raises(SandboxError):
+        await s.exec("true")
+    with pytest.raises(SandboxError):
+        await s.read_file("hello.txt")
+
+
+async def test_snapshot_state_of_files(provider, agent_env, request_for):
+    s = await provider.create(request_for(agent_env))
+    try:
+        s0 = await snapshot_state(s, agent_env)
+        assert set(s0["files"]) == {"/work", "/work/hello.txt"}
+        await s.exec("echo changed > hello.txt && mkdir d && touch d/new")
+        s1 = await snapshot_state(s, agent_env)
+        assert s1["files"]["/work/hello.txt"]["sha256"] != s0["files"]["/work/hello.txt"]["sha256"]
+        assert {"/work/d", "/work/d/new"} <= set(s1["files"])
+    finally:
+        await s.destroy()
+
+
+async def test_container_killed_by_the_platform_is_a_sandbox_error(
+    provider, root_env, request_for, docker_client
+):
+    s = await provider.create(request_for(root_env))
+    docker_client.api.kill(s.id)
+    with pytest.raises(SandboxError):
+        await s.exec("true")
+    await s.destroy()
