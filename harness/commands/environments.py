@@ -12,6 +12,67 @@ from harness import exitcodes
 
 def register(app: typer.Typer) -> None:
     app.command()(validate)
+    app.command()(lock)
+    app.command()(gc)
+
+
+def lock(
+    suite: Annotated[Path, typer.Argument(help="The suite file.")],
+    sandbox: Annotated[
+        Optional[str], typer.Option(help="Sandbox backend (default: the suite's).")
+    ] = None,  # noqa: UP045
+) -> None:
+    """Pin every environment's image and write SUITE.lock.json (image ids, base digests)."""
+    import anyio
+
+    from harness.config import load_suite
+    from harness.lockfile import write_lock
+    from harness.runner import choose_sandbox
+    from harness.sandbox import get_provider
+
+    resolved = load_suite(suite, {"sandbox": sandbox} if sandbox else None)
+    backend = choose_sandbox(resolved.suite.sandbox)
+    provider = get_provider(backend, limits=resolved.suite.limits, **resolved.suite.sandbox_options)
+
+    async def main() -> Path:
+        try:
+            return await write_lock(resolved, provider, backend)
+        finally:
+            await provider.close()
+
+    path = anyio.run(main)
+    typer.echo(f"wrote {path} ({len(resolved.environments)} environments, sandbox {backend})")
+
+
+def gc(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list what would be removed.")
+    ] = False,
+) -> None:
+    """Remove containers left behind by harness processes that are no longer running."""
+    from harness.sandbox.docker import docker_available
+    from harness.sandbox.docker_gc import gc as remove_leftovers
+
+    if not docker_available():
+        typer.echo("no Docker daemon answers: nothing to collect", err=True)
+        raise typer.Exit(exitcodes.ENVIRONMENT)
+    if dry_run:
+        import docker
+        from harness.sandbox.docker_gc import is_leftover
+
+        client = docker.from_env()
+        found = [
+            c.id[:12]
+            for c in client.containers.list(all=True, filters={"label": "harness=1"})
+            if is_leftover(c.labels, None)
+        ]
+        typer.echo("\n".join(found) or "nothing to remove")
+        return
+    removed = remove_leftovers()
+    typer.echo(
+        f"removed {len(removed)} container(s)"
+        + (": " + ", ".join(r[:12] for r in removed) if removed else "")
+    )
 
 
 def validate(

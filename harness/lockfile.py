@@ -1,0 +1,65 @@
+"""Lock files: the image ids (and base image digests) a suite's environments resolved to.
+
+`harness lock suite.yaml` writes ``suite.lock.json`` beside the suite; `harness run --locked`
+refuses to start when any environment now resolves to something else, naming each one.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.config.loader import ResolvedSuite
+from harness.errors import EnvironmentBuildError
+
+
+class LockMismatch(EnvironmentBuildError):
+    """An environment no longer matches the lock file."""
+
+
+def lock_path(resolved: ResolvedSuite) -> Path:
+    return resolved.path.with_suffix(".lock.json")
+
+
+async def current_entries(resolved: ResolvedSuite, provider) -> dict[str, dict[str, Any]]:
+    envs = list(resolved.environments.values())
+    if hasattr(provider, "lock_entries"):
+        return await provider.lock_entries(envs)
+    ids = await provider.prepare(envs)
+    return {name: {"image_id": image_id} for name, image_id in ids.items()}
+
+
+async def write_lock(resolved: ResolvedSuite, provider, sandbox: str) -> Path:
+    entries = await current_entries(resolved, provider)
+    path = lock_path(resolved)
+    doc = {
+        "suite": resolved.suite.name,
+        "sandbox": sandbox,
+        "harness_version": __version__,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "environments": entries,
+    }
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def mismatches(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
+    """One line per environment whose pinned image (or base image) changed."""
+    from harness.sandbox.docker_images import check_lock
+
+    return check_lock(locked, current)
+
+
+async def check_lock_for(resolved: ResolvedSuite, provider) -> None:
+    path = lock_path(resolved)
+    if not path.is_file():
+        raise LockMismatch(
+            f"--locked: no lock file {path}; create it with `harness lock {resolved.path}`"
+        )
+    locked = json.loads(path.read_text())["environments"]
+    problems = mismatches(locked, await current_entries(resolved, provider))
+    if problems:
+        raise LockMismatch(f"--locked: {path} does not match: " + "; ".join(problems))
