@@ -1,0 +1,67 @@
+"""An adversarial agent: tries to escape its sandbox, then reports which attempts worked.
+
+Its answer is "contained" when every attempt failed, else the list of escapes. Used by
+tests/faults/test_escape.py through the real CLI and the Docker backend.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from harness.agents.base import AgentContext, AgentResult
+
+PROBE = r"""
+import json, os, socket, sys
+port, secret_file, marker = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+escapes = []
+# network: the only interface is loopback, and the host's loopback service is unreachable
+nics = sorted(os.listdir("/sys/class/net"))
+if nics != ["lo"]:
+    escapes.append(f"network interfaces {nics}")
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    escapes.append("reached a host loopback service")
+except OSError:
+    pass
+try:
+    socket.getaddrinfo("example.com", 80)
+    escapes.append("resolved a public name")
+except OSError:
+    pass
+# host secrets and files
+leaked = [k for k in os.environ if "KEY" in k or "SECRET" in k or "TOKEN" in k]
+if leaked:
+    escapes.append(f"host environment variables {leaked}")
+if os.path.exists(secret_file):
+    escapes.append("read a host file")
+# hidden tests before grading
+if os.path.exists(".harness_hidden"):
+    escapes.append("hidden tests visible to the agent")
+# write outside the container (checked on the host by the test)
+try:
+    with open(marker, "w") as fh:
+        fh.write("escaped")
+except OSError:
+    pass
+print(json.dumps(escapes))
+"""
+
+
+class Adversary:
+    name = "adversary"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        p = ctx.params
+        args = " ".join(shlex.quote(str(a)) for a in (p["port"], p["secret_file"], p["marker"]))
+        probe = await ctx.run_command(f"python3 -c {shlex.quote(PROBE)} {args}", timeout=60)
+        # resource exhaustion: each must hit a limit and leave the trial (and the run) alive
+        await ctx.run_command(":(){ :|:& };:", timeout=5)  # fork bomb against the pids limit
+        await ctx.run_command(
+            "python3 -c \"x = bytearray(2 * 1024**3); print(len(x))\"", timeout=30
+        )  # memory hog against the memory limit
+        alive = await ctx.run_command("echo still-here", timeout=30)
+        escapes = probe.output.strip().splitlines()[-1] if probe.ok else f"probe failed: {probe.output}"
+        if "still-here" not in alive.output:
+            escapes += " / sandbox unusable after exhaustion"
+        answer = "contained" if escapes == "[]" and "still-here" in alive.output else escapes
+        return AgentResult(answer=answer)

@@ -1,0 +1,67 @@
+"""Sandbox escape attempts by an adversarial agent (real Docker, through the CLI): reach the
+network, read host environment variables or files, read hidden tests before grading, write
+outside the container, exhaust pids or memory. Each fails, and the run goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, run_cli
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def docker_ready():
+    sys.path.insert(0, str(REPO))
+    from harness.sandbox.docker import docker_available
+
+    if not docker_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no Docker daemon answers")
+        pytest.skip("no Docker daemon answers (bash docker/ci-setup.sh)")
+
+
+def test_escape_attempts_fail_and_the_run_goes_on(tmp_path, docker_ready):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    secret = tmp_path / f"host-secret-{uuid.uuid4().hex}"
+    secret.write_text("do not read")
+    marker = Path("/tmp") / f"harness-escape-{uuid.uuid4().hex}"
+
+    tasks = [{"id": f"escape-{i}", "instruction": "Try to get out.", "environment": "demo",
+              "hidden": str(HERE / "escape_hidden"),
+              "graders": [{"type": "answer_match", "mode": "exact", "expected": "contained"},
+                          {"type": "tests_script", "pass_to_pass": ["hidden_present"]}]}
+             for i in range(4)]
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}))
+    suite = {"name": "escape", "tasks": ["tasks.yaml"], "sandbox": "docker", "concurrency": 2,
+             "environments_dir": str(REPO / "environments"),
+             "limits": {"memory": "256m", "pids": 64, "cpus": 1.0},
+             "arms": [{"name": "adversary", "agent": "tests.faults.adversary:Adversary",
+                       "params": {"port": port, "secret_file": str(secret),
+                                  "marker": str(marker)}}]}
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
+    db = tmp_path / "e.db"
+    result = run_cli("run", str(tmp_path / "suite.yaml"), "--store", f"sqlite:///{db}", "-q",
+                     env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x"})
+    listener.close()
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT status, answer, evidence FROM trials").fetchall()
+    assert len(rows) == 4
+    for status, answer, evidence in rows:
+        assert answer == "contained", answer
+        assert status == "passed", json.loads(evidence)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
