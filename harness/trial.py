@@ -51,6 +51,10 @@ class RunContext:
     """Attempts cut short by cancellation; the orchestrator records them."""
     _graders: dict[str, list[Grader]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.breaker.health is None:
+            self.breaker.health = getattr(self.provider, "healthy", None)
+
     def graders(self, task) -> list[Grader]:
         """The task's graders, built (and validated) once per run."""
         if task.id not in self._graders:
@@ -93,12 +97,12 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     max_attempts = rc.resolved.suite.retries.max_attempts
     attempts: list[dict[str, Any]] = []
     for number in range(1, max_attempts + 1):
-        probe = await rc.breaker.before_attempt()
+        await rc.breaker.before_attempt()
         started = now()
         try:
             record = await _attempt(job, rc, number)
         except errors.InfraError as exc:
-            rc.breaker.after_attempt(False, probe)
+            rc.breaker.after_attempt(False)
             attempts.append(_attempt_row(job, rc, number, "infra_error", repr(exc), started))
             if number == max_attempts:
                 return _error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
@@ -106,17 +110,15 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             await anyio.sleep(delay)
             continue
         except anyio.get_cancelled_exc_class():
-            if probe:
-                rc.breaker.probe.release()
             # No final row: the trial stays unfinished and a resume runs it again.
             attempts.append(_attempt_row(job, rc, number, "interrupted", None, started))
             rc.interrupted.extend(attempts)
             raise
         except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
-            rc.breaker.after_attempt(True, probe)
+            rc.breaker.after_attempt(True)
             attempts.append(_attempt_row(job, rc, number, errors.classify(exc), _tb(exc), started))
             return _error_record(job, rc, errors.classify(exc), exc, attempts, started)
-        rc.breaker.after_attempt(True, probe)
+        rc.breaker.after_attempt(True)
         attempts.append(_attempt_row(job, rc, number, "ok", None, started))
         record.attempts = attempts
         record.trial["attempts"] = number

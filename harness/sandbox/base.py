@@ -83,6 +83,9 @@ class SandboxProvider(Protocol):
 
     async def close(self) -> None: ...
 
+    # Optional: ``async def healthy(self) -> bool`` answers whether the infrastructure is up;
+    # the circuit breaker uses it to probe while most attempts are crashing.
+
 
 # ----------------------------------------------------------------------------- state
 _FS_STATE_SCRIPT = r"""

@@ -436,6 +436,13 @@ class DockerProvider:
         else:
             self._live.discard(container)
 
+    async def healthy(self) -> bool:
+        """Does the daemon answer? (The circuit breaker's probe while Docker is down.)"""
+        try:
+            return bool(await self._run(self._client.ping))
+        except Exception:
+            return False
+
     async def close(self) -> None:
         """Remove any sandbox this provider created and not yet destroyed; close the client."""
         with anyio.CancelScope(shield=True):

@@ -82,5 +82,9 @@ class FaultyProvider:
             kill_at = self.rng.randint(1, 3)
         return FaultySandbox(await self.inner.create(request), kill_at)
 
+    async def healthy(self) -> bool:
+        check = getattr(self.inner, "healthy", None)
+        return await check() if check else True
+
     async def close(self) -> None:
         await self.inner.close()

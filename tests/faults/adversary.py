@@ -57,10 +57,12 @@ class Adversary:
         # resource exhaustion: each must hit a limit and leave the trial (and the run) alive
         await ctx.run_command(":(){ :|:& };:", timeout=5)  # fork bomb against the pids limit
         await ctx.run_command(
-            "python3 -c \"x = bytearray(2 * 1024**3); print(len(x))\"", timeout=30
+            'python3 -c "x = bytearray(2 * 1024**3); print(len(x))"', timeout=30
         )  # memory hog against the memory limit
         alive = await ctx.run_command("echo still-here", timeout=30)
-        escapes = probe.output.strip().splitlines()[-1] if probe.ok else f"probe failed: {probe.output}"
+        escapes = (
+            probe.output.strip().splitlines()[-1] if probe.ok else f"probe failed: {probe.output}"
+        )
         if "still-here" not in alive.output:
             escapes += " / sandbox unusable after exhaustion"
         answer = "contained" if escapes == "[]" and "still-here" in alive.output else escapes

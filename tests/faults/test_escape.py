@@ -40,22 +40,45 @@ def test_escape_attempts_fail_and_the_run_goes_on(tmp_path, docker_ready):
     secret.write_text("do not read")
     marker = Path("/tmp") / f"harness-escape-{uuid.uuid4().hex}"
 
-    tasks = [{"id": f"escape-{i}", "instruction": "Try to get out.", "environment": "demo",
-              "hidden": str(HERE / "escape_hidden"),
-              "graders": [{"type": "answer_match", "mode": "exact", "expected": "contained"},
-                          {"type": "tests_script", "pass_to_pass": ["hidden_present"]}]}
-             for i in range(4)]
+    tasks = [
+        {
+            "id": f"escape-{i}",
+            "instruction": "Try to get out.",
+            "environment": "demo",
+            "hidden": str(HERE / "escape_hidden"),
+            "graders": [
+                {"type": "answer_match", "mode": "exact", "expected": "contained"},
+                {"type": "tests_script", "pass_to_pass": ["hidden_present"]},
+            ],
+        }
+        for i in range(4)
+    ]
     (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}))
-    suite = {"name": "escape", "tasks": ["tasks.yaml"], "sandbox": "docker", "concurrency": 2,
-             "environments_dir": str(REPO / "environments"),
-             "limits": {"memory": "256m", "pids": 64, "cpus": 1.0},
-             "arms": [{"name": "adversary", "agent": "tests.faults.adversary:Adversary",
-                       "params": {"port": port, "secret_file": str(secret),
-                                  "marker": str(marker)}}]}
+    suite = {
+        "name": "escape",
+        "tasks": ["tasks.yaml"],
+        "sandbox": "docker",
+        "concurrency": 2,
+        "environments_dir": str(REPO / "environments"),
+        "limits": {"memory": "256m", "pids": 64, "cpus": 1.0},
+        "arms": [
+            {
+                "name": "adversary",
+                "agent": "tests.faults.adversary:Adversary",
+                "params": {"port": port, "secret_file": str(secret), "marker": str(marker)},
+            }
+        ],
+    }
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
     db = tmp_path / "e.db"
-    result = run_cli("run", str(tmp_path / "suite.yaml"), "--store", f"sqlite:///{db}", "-q",
-                     env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x"})
+    result = run_cli(
+        "run",
+        str(tmp_path / "suite.yaml"),
+        "--store",
+        f"sqlite:///{db}",
+        "-q",
+        env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x"},
+    )
     listener.close()
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT status, answer, evidence FROM trials").fetchall()

@@ -102,19 +102,38 @@ def test_no_configuration_can_rerun_failures(tmp_path, key):
         load_suite(suite)
 
 
-def test_breaker_opens_on_crashes_and_closes_after_a_good_probe():
+def test_breaker_holds_attempts_until_the_infrastructure_answers():
     async def main():
-        b = CircuitBreaker(window=10, threshold=0.8, min_calls=5, cooldown_s=0.01)
+        up = {"answer": False, "probes": 0}
+
+        async def health() -> bool:
+            up["probes"] += 1
+            return up["answer"]
+
+        b = CircuitBreaker(window=10, threshold=0.8, min_calls=5, cooldown_s=0.01, health=health)
         for _ in range(5):
-            b.after_attempt(False, probe=await b.before_attempt())
-        assert b.is_open and b.opened == 1
-        probe = await b.before_attempt()
-        assert probe
-        b.after_attempt(False, probe)  # still down: cooldown doubles
-        assert b.cooldown == pytest.approx(0.04)
-        probe = await b.before_attempt()
-        b.after_attempt(True, probe)  # recovered
-        assert not b.is_open and not await b.before_attempt()
+            await b.before_attempt()
+            b.after_attempt(False)
+        assert b.is_open
+
+        async def recover() -> None:
+            await anyio.sleep(0.2)
+            up["answer"] = True
+
+        waited = []
+
+        async def attempt() -> None:
+            await b.before_attempt()  # blocks while the infrastructure is down
+            waited.append(anyio.current_time())
+
+        start = anyio.current_time()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(recover)
+            for _ in range(3):
+                tg.start_soon(attempt)
+        assert len(waited) == 3 and min(waited) - start >= 0.2
+        assert up["probes"] >= 2 and b.opened == 1 and not b.is_open
+        assert b.paused_s >= 0.2
 
     anyio.run(main)
 

@@ -1,0 +1,144 @@
+"""Faults around the real Docker backend: injected creation failures and mid-trial kills, and
+the Docker daemon stopped for 20 s mid-run. The run completes, every trial has exactly one
+final row, verdicts equal a clean run's, and crashes are counted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, run_cli, wait_for
+
+
+@pytest.fixture
+def docker_ready():
+    from harness.sandbox.docker import docker_available
+
+    if not docker_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no Docker daemon answers")
+        pytest.skip("no Docker daemon answers (bash docker/ci-setup.sh)")
+
+
+def _suite(tmp: Path, name: str, n_tasks: int, **extra) -> Path:
+    d = tmp / name
+    d.mkdir()
+    tasks = yaml.safe_load((REPO / "tasks/demo/tasks.yaml").read_text())
+    tasks["tasks"] = tasks["tasks"][:n_tasks]
+    (d / "tasks.yaml").write_text(yaml.safe_dump(tasks))
+    suite = {
+        "name": "docker-faults",
+        "seed": 11,
+        "trials": 2,
+        "tasks": ["tasks.yaml"],
+        "environments_dir": str(REPO / "environments"),
+        "concurrency": 4,
+        "arms": [{"name": "sim", "agent": "simulated", "params": {"p": 0.6}}],
+        "sandbox": "docker",
+        "retries": {"max_attempts": 8, "backoff_s": 0.2},
+        **extra,
+    }
+    (d / "suite.yaml").write_text(yaml.safe_dump(suite))
+    return d / "suite.yaml"
+
+
+def _verdicts(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return sorted(conn.execute("SELECT task_id, trial_index, status FROM trials").fetchall())
+
+
+def _crashes(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT count(*) FROM attempts WHERE outcome='infra_error'").fetchone()[
+            0
+        ]
+
+
+@pytest.mark.slow
+def test_injected_docker_faults_change_no_verdict(tmp_path, docker_ready):
+    clean = _suite(tmp_path, "clean", 18)
+    assert (
+        run_cli("run", str(clean), "--store", f"sqlite:///{tmp_path / 'c.db'}", "-q").returncode
+        == 0
+    )
+    faulty = _suite(
+        tmp_path,
+        "faulty",
+        18,
+        sandbox="faulty",
+        sandbox_options={"inner": "docker", "create_failure": 0.2, "kill": 0.05, "seed": 7},
+    )
+    result = run_cli("run", str(faulty), "--store", f"sqlite:///{tmp_path / 'f.db'}", "-q")
+    assert result.returncode == 0, result.stderr
+    assert _verdicts(tmp_path / "f.db") == _verdicts(tmp_path / "c.db")
+    assert len(_verdicts(tmp_path / "f.db")) == 36
+    assert _crashes(tmp_path / "f.db") >= 1  # ~20% of creations fail, ~5% of sandboxes killed
+    report = run_cli("report", "--json", "--store", f"sqlite:///{tmp_path / 'f.db'}")
+    assert report.returncode == 0
+
+
+def _daemon_pid() -> int:
+    return int(Path("/var/run/docker.pid").read_text().strip())
+
+
+@pytest.mark.slow
+def test_docker_daemon_down_for_20s_mid_run(tmp_path, docker_ready):
+    if os.geteuid() != 0:
+        pytest.skip("stopping and starting dockerd needs root")
+    arms = [{"name": "sim", "agent": "simulated", "params": {"p": 0.6, "delay_s": 0.3}}]
+    clean = _suite(tmp_path, "clean", 12, arms=arms, concurrency=2)
+    assert (
+        run_cli("run", str(clean), "--store", f"sqlite:///{tmp_path / 'c.db'}", "-q").returncode
+        == 0
+    )
+    suite = _suite(tmp_path, "outage", 12, arms=arms, concurrency=2)
+    db = tmp_path / "o.db"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(suite),
+            "--store",
+            f"sqlite:///{db}",
+            "-q",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def finished() -> int:
+        try:
+            with sqlite3.connect(db) as conn:
+                return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+    try:
+        assert wait_for(lambda: finished() >= 4, timeout=120)
+        os.kill(_daemon_pid(), signal.SIGTERM)
+        assert wait_for(
+            lambda: subprocess.run(["docker", "info"], capture_output=True).returncode != 0,
+            timeout=60,
+        )
+        time.sleep(20)
+    finally:
+        subprocess.run(["bash", str(REPO / "docker/ci-setup.sh")], check=True, capture_output=True)
+    _out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert _verdicts(db) == _verdicts(tmp_path / "c.db")
+    assert _crashes(db) >= 1
+    assert run_cli("gc").returncode == 0
