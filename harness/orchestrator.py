@@ -12,7 +12,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,6 +22,9 @@ from harness import errors
 from harness.plan import Job
 from harness.store import Store
 from harness.trial import RunContext, TrialRecord, run_trial
+
+Executor = Callable[[Job], Awaitable[TrialRecord]]
+"""Where trials run: any async callable from a job to its finished record."""
 
 
 class ProgressSink(Protocol):
@@ -61,7 +64,15 @@ async def execute(
     concurrency: int,
     progress: ProgressSink | None = None,
     handle_signals: bool = True,
+    executor: Executor | None = None,
 ) -> RunOutcome:
+    """Run ``jobs`` (in plan order, ``concurrency`` at a time) and write one row each.
+
+    ``executor`` decides where a trial runs: in this process by default (``run_trial``), or
+    elsewhere (a Ray cluster) as long as it returns the trial's record to this driver, which
+    alone writes the store.
+    """
+    run_one: Executor = executor or (lambda job: run_trial(job, rc))
     jobs = list(jobs)
     sink = progress or _Silent()
     outcome = RunOutcome(planned=len(jobs))
@@ -73,7 +84,7 @@ async def execute(
         for job in pending:
             if stopping.is_set() or writer.error:
                 return
-            record = await run_trial(job, rc)
+            record = await run_one(job)
             writer.put(record)
             outcome.counts[record.trial["status"]] += 1
             sink.trial_done(record.trial["status"])
