@@ -68,6 +68,15 @@ class AnswerMatch:
 
     def __init__(self, params: AnswerMatchParams):
         self.params = params
+        # Parsed once: graders are built once per run and called once per trial.
+        self._normalized = normalize(str(params.expected))
+        self._choices = (
+            {normalize(str(e)) for e in params.expected} if params.mode == "one_of" else set()
+        )
+        self._target = last_number(str(params.expected)) if params.mode == "numeric" else None
+        self._regex = (
+            re.compile(str(params.expected), re.DOTALL) if params.mode == "regex" else None
+        )
 
     async def grade(self, evidence: Evidence) -> Verdict:
         return self.check(evidence.answer)
@@ -81,14 +90,14 @@ class AnswerMatch:
         if p.mode == "exact":
             ok = got == str(p.expected).strip()
         elif p.mode == "normalized":
-            ok = normalize(got) == normalize(str(p.expected))
+            ok = normalize(got) == self._normalized
         elif p.mode == "one_of":
-            ok = normalize(got) in {normalize(str(e)) for e in p.expected}
+            ok = normalize(got) in self._choices
         elif p.mode == "regex":
-            ok = re.fullmatch(str(p.expected), got, flags=re.DOTALL) is not None
+            ok = self._regex.fullmatch(got) is not None
         else:
-            value, target = last_number(got), last_number(str(p.expected))
-            ok = value is not None and abs(value - target) <= p.tolerance
+            value = last_number(got)
+            ok = value is not None and abs(value - self._target) <= p.tolerance
         reason = (
             "" if ok else f"answer {got[:120]!r} does not match expected {p.expected!r} ({p.mode})"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 from harness.agents.base import Agent, AgentContext, AgentResult, ToolResult, Usage
@@ -15,6 +16,7 @@ AGENTS: dict[str, str] = {
 }
 
 
+@functools.cache
 def agent_class(name: str) -> type[Agent]:
     target = AGENTS.get(name, name)
     if ":" not in target:
