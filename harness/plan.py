@@ -40,21 +40,72 @@ class Job:
 
 
 def build_plan(resolved: ResolvedSuite, arms: list[str] | None = None) -> list[Job]:
-    """Every (arm, task, trial[, variant]) job, in interleaved execution order."""
+    """Every (arm, task, trial[, variant]) job, in interleaved execution order.
+
+    The arms include the A/A copy of the baseline when the suite sets ``aa: true`` (the
+    suite model adds it as an ordinary arm, so it is interleaved like any other). With
+    adaptive repeats this is phase 1; ``repeat_jobs`` plans phase 2 from its results.
+    """
     suite = resolved.suite
     arm_names = arms or [a.name for a in suite.arms]
     task_ids = sorted(t.task.id for t in resolved.tasks)
     jobs: list[Job] = []
     for i in range(suite.trials):
-        order = list(task_ids)
-        random.Random(derive_seed("order", suite.seed, i)).shuffle(order)
-        for task_id in order:
-            seed = trial_seed(suite.seed, task_id, i)
-            arms_here = list(arm_names)
-            random.Random(derive_seed("arms", suite.seed, task_id, i)).shuffle(arms_here)
-            variants = [""]
-            if suite.variants:
-                variants += [v.id for v in resolved.task(task_id).task.variants]
-            for arm in arms_here:
-                jobs.extend(Job(arm, task_id, i, seed, v) for v in variants)
+        jobs.extend(_block(resolved, arm_names, task_ids, i))
+    return jobs
+
+
+def _block(resolved: ResolvedSuite, arm_names: list[str], task_ids: list[str], i: int) -> list[Job]:
+    """Trial index i of the given tasks: tasks shuffled, arms shuffled within a task."""
+    suite = resolved.suite
+    jobs: list[Job] = []
+    order = sorted(task_ids)
+    random.Random(derive_seed("order", suite.seed, i)).shuffle(order)
+    for task_id in order:
+        seed = trial_seed(suite.seed, task_id, i)
+        arms_here = list(arm_names)
+        random.Random(derive_seed("arms", suite.seed, task_id, i)).shuffle(arms_here)
+        variants = [""]
+        if suite.variants:
+            variants += [v.id for v in resolved.task(task_id).task.variants]
+        for arm in arms_here:
+            jobs.extend(Job(arm, task_id, i, seed, v) for v in variants)
+    return jobs
+
+
+def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[dict]) -> list[Job]:
+    """Phase 2 of adaptive repeats: extra trial indices for discordant or unstable tasks.
+
+    ``rows`` are the run's trial rows (a list of dicts, or ``Store.trial_columns`` output with
+    arm, task_id, trial_index, variant, status). Every arm gets the same extra indices of a
+    chosen task, with the shared trial seeds (matched blocks), interleaved as in phase 1.
+    Only phase-1 rows are read, so the choice is the same when a run is resumed.
+    """
+    from harness.release.adaptive import select_repeats
+
+    suite = resolved.suite
+    if suite.repeats.mode != "adaptive":
+        return []
+    if isinstance(rows, dict):
+        keys = list(rows)
+        rows = [dict(zip(keys, vals, strict=True)) for vals in zip(*rows.values(), strict=True)]
+    arm_names = [a.name for a in suite.arms]
+    per_index = len(arm_names)
+    if suite.variants:  # the costliest task bounds the spend per extra index
+        per_index *= 1 + max((len(t.task.variants) for t in resolved.tasks), default=0)
+    chosen = select_repeats(
+        rows,
+        arm_names,
+        first_k=suite.trials,
+        max_k=suite.repeats.max_k,
+        budget_trials=suite.repeats.budget_trials,
+        seed=suite.seed,
+        trials_per_index=per_index,
+    )
+    extra = {task_id: n for task_id, n, _ in chosen}
+    jobs: list[Job] = []
+    for i in range(suite.trials, suite.repeats.max_k):
+        tasks_here = [t for t, n in extra.items() if i < suite.trials + n]
+        if tasks_here:
+            jobs.extend(_block(resolved, arm_names, tasks_here, i))
     return jobs

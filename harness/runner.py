@@ -66,7 +66,10 @@ def start(
         run = store.get_run(resume)
         if run is None:
             raise ConfigError(store.url, "--resume", f"no run with id '{resume}' in this store")
-        resolved = load_suite(run.suite_path, run.overrides)
+        # Where trials run (executor, Ray address) is outside the config hash: a resumed
+        # run may change it.
+        placement = {k: overrides[k] for k in ("executor", "ray_address") if k in overrides}
+        resolved = load_suite(run.suite_path, {**run.overrides, **placement})
         if resolved.config_hash != run.config_hash:
             raise ConfigError(
                 run.suite_path,
@@ -114,10 +117,12 @@ async def _run(
     image_ids: dict[str, str | None] = {}
     if provider is not None:
         envs = list(resolved.environments.values())
+        if hasattr(provider, "gc"):  # containers left behind by killed runs on this host
+            await anyio.to_thread.run_sync(provider.gc)
         if locked:
             from harness.lockfile import check_lock_for
 
-            check_lock_for(resolved, provider)
+            await check_lock_for(resolved, provider)
         image_ids = await provider.prepare(envs)
     all_jobs = build_plan(resolved)
     if resuming:
@@ -160,13 +165,35 @@ async def _run(
     rc = RunContext(
         run_id, resolved, provider, image_ids, backoff_s=resolved.suite.retries.backoff_s
     )
+    executor = None
     try:
+        from harness.executors import open_executor
+
+        suite = resolved.suite
+        executor = open_executor(
+            suite.executor,
+            rc,
+            sandbox_name,
+            address=suite.ray_address,
+            options=suite.executor_options,
+        )
         with TrialProgress(len(jobs), f"run {run_id}", enabled=progress_enabled) as progress:
             outcome = await execute(
-                rc, jobs, store, concurrency=resolved.suite.concurrency, progress=progress
+                rc,
+                jobs,
+                store,
+                concurrency=resolved.suite.concurrency,
+                progress=progress,
+                executor=executor,
+            )
+        if resolved.suite.repeats.mode == "adaptive" and not outcome.interrupted:
+            await _repeat_phase(
+                rc, resolved, store, run_id, len(all_jobs), outcome, progress_enabled, executor
             )
     finally:
         with anyio.CancelScope(shield=True):
+            if executor is not None:
+                await executor.aclose()
             if provider is not None:
                 await provider.close()
             from harness.models import aclose_clients
@@ -175,3 +202,41 @@ async def _run(
     status = "interrupted" if outcome.interrupted else "finished"
     store.update_run(run_id, status=status, finished_at=now())
     return RunResult(run_id, outcome, store.url, sandbox_name)
+
+
+async def _repeat_phase(
+    rc: RunContext,
+    resolved: ResolvedSuite,
+    store: Store,
+    run_id: str,
+    planned_first: int,
+    outcome: RunOutcome,
+    progress_enabled: bool,
+    executor=None,
+) -> None:
+    """Adaptive repeats, phase 2: read phase 1 from the store, then run extra trial indices
+    of the discordant or unstable tasks for every arm alike (``plan.repeat_jobs``)."""
+    from harness.plan import repeat_jobs
+    from harness.progress import TrialProgress
+
+    cols = ["arm", "task_id", "trial_index", "variant", "status"]
+    rows = await anyio.to_thread.run_sync(store.trial_columns, run_id, cols)
+    extra = repeat_jobs(resolved, rows)
+    done = await anyio.to_thread.run_sync(store.finished_keys, run_id)
+    todo = [j for j in extra if j.key not in done]
+    store.update_run(run_id, jobs_planned=planned_first + len(extra))
+    if not todo:
+        return
+    title = f"run {run_id}: adaptive repeats"
+    with TrialProgress(len(todo), title, enabled=progress_enabled) as progress:
+        more = await execute(
+            rc,
+            todo,
+            store,
+            concurrency=resolved.suite.concurrency,
+            progress=progress,
+            executor=executor,
+        )
+    outcome.planned += more.planned
+    outcome.counts.update(more.counts)
+    outcome.interrupted = outcome.interrupted or more.interrupted

@@ -179,6 +179,22 @@ class Suite(Strict):
     sandbox_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the sandbox backend"
     )
+    executor: Literal["local", "ray"] = Field(
+        "local",
+        exclude=True,  # where trials run, not what they measure: outside the config hash
+        description="where trials run: local (this process) or ray (tasks on a Ray cluster)",
+    )
+    ray_address: str | None = Field(
+        None,
+        exclude=True,
+        description="Ray cluster address for executor ray (host:port, ray://host:10001 or "
+        "auto); default: $RAY_ADDRESS, else a local Ray instance started for the run",
+    )
+    executor_options: dict[str, Any] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="keyword options for the executor backend (see harness/executors)",
+    )
     budgets: Budgets = Field(default_factory=Budgets)
     retries: Retries = Field(default_factory=Retries)
     limits: Limits = Field(default_factory=Limits)

@@ -1,0 +1,182 @@
+"""Release decisions: compare, gate, plan (power) and history.
+
+Exit codes: compare refuses unpairable sides with NOT_COMPARABLE (7); gate exits with one
+code per verdict (``harness.exitcodes``: 0 improvement, 10 non-inferior, 11 inconclusive,
+12 regression, 13 no-verdict, 14 must-never violated).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness import exitcodes
+
+StoreOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional
+    typer.Option("--store", help="SQLAlchemy URL of the store (default $HARNESS_STORE)."),
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(compare)
+    app.command()(gate)
+    app.command(name="plan")(plan_cmd)
+    app.command()(history)
+
+
+def _store(url: str | None):
+    from harness.store import Store, resolve_url
+
+    return Store(resolve_url(url))
+
+
+def _dump(obj) -> None:
+    typer.echo(json.dumps(obj, indent=2, default=str))
+
+
+def compare(
+    a: Annotated[str, typer.Argument(help="Baseline: RUN[:ARM] ('latest' for the newest run).")],
+    b: Annotated[str, typer.Argument(help="Candidate: RUN[:ARM].")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Pair even if tasks, graders or images differ.")
+    ] = False,
+    confidence: Annotated[float, typer.Option(help="Two-sided interval level.")] = 0.95,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10_000,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Paired comparison of two arms on the same tasks (candidate − baseline).
+
+    An omitted ARM means the run's only arm, else its primary baseline (A) or candidate (B).
+    Refuses (exit 7) when the sides differ in tasks, grader versions, image ids, budgets or
+    environment versions, naming each difference; --force warns and proceeds.
+    """
+    from harness.release.api import compare_runs
+    from harness.release.render import compare_markdown, print_compare
+
+    c = compare_runs(_store(store), a, b, force=force, confidence=confidence, n_resamples=resamples)
+    if as_json:
+        _dump(c)
+    elif markdown:
+        typer.echo(compare_markdown(c), nl=False)
+    else:
+        print_compare(c)
+    if c["refused"]:
+        raise typer.Exit(exitcodes.NOT_COMPARABLE)
+
+
+def gate(
+    run_id: Annotated[str, typer.Argument(help="Run id ('latest' for the newest run).")],
+    policy: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--policy", help="Gate policy YAML (default: the suite's gate:)."),
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="terminal, markdown, junit or json.")
+    ] = "terminal",
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Same as --format markdown.")
+    ] = False,
+    junit: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--junit", help="Also write JUnit XML to this file."),
+    ] = None,
+    resamples: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(help="Bootstrap resamples (default: the policy's)."),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Apply the release rule: improvement, non-inferior, inconclusive, regression or
+    no-verdict, with the numbers behind it. Exit 0 improvement, 10 non-inferior,
+    11 inconclusive, 12 regression, 13 no-verdict, 14 must-never violated."""
+    from harness.release.api import gate_run
+    from harness.release.render import gate_junit, gate_markdown, print_gate
+
+    fmt = "json" if as_json else "markdown" if markdown else fmt
+    if fmt not in ("terminal", "markdown", "junit", "json"):
+        typer.echo(f"error: unknown --format '{fmt}'", err=True)
+        raise typer.Exit(exitcodes.BAD_CONFIG)
+    g = gate_run(_store(store), run_id, policy, resamples)
+    if junit:
+        junit.write_text(gate_junit(g))
+    if fmt == "json":
+        _dump(g)
+    elif fmt == "markdown":
+        typer.echo(gate_markdown(g), nl=False)
+    elif fmt == "junit":
+        typer.echo(gate_junit(g), nl=False)
+    else:
+        print_gate(g)
+    raise typer.Exit(g["exit_code"])
+
+
+def plan_cmd(
+    base: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--base", help="Baseline success rate, e.g. 0.85."),
+    ] = None,
+    lift: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--lift", help="Lift to detect, e.g. 0.05 (5 points)."),
+    ] = None,
+    discordance: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--discordance", help="Share of tasks the arms disagree on (pilot run)."),
+    ] = None,
+    run: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--run", help="Instead: what could this run have detected?"),
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
+    power: Annotated[float, typer.Option(help="Power.")] = 0.8,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Power planning: tasks needed for a lift (--base, --lift), or the smallest effect a
+    finished run could have detected (--run), unpaired and paired."""
+    from harness.release.render import print_plan
+
+    if run:
+        from harness.release.api import run_power
+
+        out = run_power(_store(store), run, alpha, power)
+    else:
+        if base is None or lift is None:
+            typer.echo("error: give --base and --lift, or --run RUN", err=True)
+            raise typer.Exit(exitcodes.BAD_CONFIG)
+        from harness.release.power import tasks_needed
+
+        try:
+            out = tasks_needed(base, lift, discordance, alpha, power)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(exitcodes.BAD_CONFIG) from None
+    if as_json:
+        _dump(out)
+    else:
+        print_plan(out)
+
+
+def history(
+    suite: Annotated[str, typer.Argument(help="Suite name.")],
+    limit: Annotated[int, typer.Option(help="Most recent runs to show.")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """A suite's runs over time: rates with intervals, cost, image and grader versions,
+    moves beyond the A/A noise floor, and which runs cannot be paired."""
+    from harness.release.api import history as suite_history
+    from harness.release.render import print_history
+
+    h = suite_history(_store(store), suite, limit)
+    if as_json:
+        _dump(h)
+    else:
+        print_history(h)

@@ -1,0 +1,117 @@
+"""Adaptive repeats: spend further trials only where the arms disagree (seed 001).
+
+Phase 1 runs every task ``first_k`` times per arm. Tasks every arm passes (or every arm
+fails) on every trial tell nothing new on the next attempt; tasks where the arms disagree
+(discordant) or where an arm both passed and failed (unstable) are topped up to ``max_k``
+trials, the same number for every arm, within a trial budget. Cost is about
+n + k·(b + c) trials per arm instead of k·n.
+
+Selection reads the *arms' disagreement*, never one arm's failure: a task every arm fails
+is never repeated, so no configuration can retry only failures (seed 001: that only ever
+inflates, and only on the unstable tasks).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Any
+
+
+def _order_key(seed: int, task_id: str) -> float:
+    from harness.plan import derive_seed
+
+    return random.Random(derive_seed("repeat-order", seed, task_id)).random()
+
+
+def select_repeats(
+    rows: list[dict[str, Any]],
+    arms: list[str],
+    *,
+    first_k: int,
+    max_k: int,
+    budget_trials: int | None,
+    seed: int = 0,
+    trials_per_index: int | None = None,
+) -> list[tuple[str, int, str]]:
+    """Tasks to repeat: ``[(task_id, extra trials per arm, reason)]`` in priority order.
+
+    Args:
+        rows: phase-1 trial rows (keys arm, task_id, trial_index, variant, status); rows with
+            ``trial_index >= first_k`` are ignored, so the choice is reproducible on resume.
+        arms: every arm of the run; all get the same extra trials on a chosen task.
+        first_k, max_k: trials per task per arm in phase 1, and on repeated tasks.
+        budget_trials: most trials the repeat phase may add over all arms (None: no limit).
+        seed: orders tasks within a priority class (discordant before unstable) when the
+            budget cannot cover them all; never by which arm failed.
+        trials_per_index: trials one extra index costs over all arms (default len(arms);
+            more with variants).
+    """
+    outcomes: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["trial_index"] >= first_k or (r.get("variant") or "") != "":
+            continue
+        outcomes[r["task_id"]][r["arm"]].append(1 if r["status"] == "passed" else 0)
+    chosen: list[tuple[int, float, str, str]] = []
+    for task_id, by_arm in outcomes.items():
+        if any(len(by_arm.get(a, [])) < first_k for a in arms):
+            continue  # incomplete (interrupted): no reading of this task yet
+        rates = [sum(by_arm[a]) / len(by_arm[a]) for a in arms]
+        if len(set(rates)) > 1:
+            chosen.append((0, _order_key(seed, task_id), task_id, "discordant"))
+        elif any(0 < r < 1 for r in rates):
+            chosen.append((1, _order_key(seed, task_id), task_id, "unstable"))
+    chosen.sort()
+    per_index = trials_per_index or len(arms)
+    left = budget_trials if budget_trials is not None else None
+    out: list[tuple[str, int, str]] = []
+    for _, _, task_id, reason in chosen:
+        extra = max_k - first_k
+        if left is not None:
+            extra = min(extra, left // per_index)
+            if extra <= 0:
+                break
+            left -= extra * per_index
+        out.append((task_id, extra, reason))
+    return out
+
+
+def design_summary(
+    repeats: dict[str, Any] | None,
+    trials_per_task: int,
+    counts: dict[str, list[int]],
+) -> dict[str, Any]:
+    """Name the trial design and its spend from the suite's ``repeats`` settings and the
+    trials each task received per arm (``counts[arm]`` = trials per task).
+
+    Returns {"design", "trials", "full_repeats_trials", "repeated_tasks", "saved_share"}.
+    """
+    repeats = repeats or {}
+    spent = sum(sum(c) for c in counts.values())
+    n_tasks = max((len(c) for c in counts.values()), default=0)
+    n_arms = len(counts)
+    if repeats.get("mode") != "adaptive":
+        k = trials_per_task
+        return {
+            "design": f"fixed: {k} trial{'s' if k != 1 else ''} per task per arm",
+            "trials": spent,
+            "full_repeats_trials": spent,
+            "repeated_tasks": 0,
+            "saved_share": 0.0,
+        }
+    max_k = int(repeats.get("max_k", 5))
+    full = max_k * n_tasks * n_arms
+    repeated = max((sum(1 for x in c if x > trials_per_task) for c in counts.values()), default=0)
+    budget = repeats.get("budget_trials")
+    return {
+        "design": (
+            f"adaptive repeats: {trials_per_task} per task per arm, then up to {max_k} on "
+            f"discordant or unstable tasks ({repeated} of {n_tasks} tasks"
+            + (f", budget {budget} trials" if budget is not None else "")
+            + ")"
+        ),
+        "trials": spent,
+        "full_repeats_trials": full,
+        "repeated_tasks": repeated,
+        "saved_share": (1 - spent / full) if full else 0.0,
+    }

@@ -1,0 +1,168 @@
+"""Store-facing entry points of the release commands: read rows, call the pure functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+
+
+def compare_runs(
+    store,
+    spec_a: str,
+    spec_b: str,
+    *,
+    force: bool = False,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """``harness compare A B``: preconditions, the paired comparison, A/A floor, screens.
+
+    Returns the comparison dict with ``differences`` (empty when pairable) and
+    ``refused`` (True when differences exist and ``force`` is off: no numbers then).
+    """
+    from harness.release.compare import paired_comparison
+    from harness.release.preconditions import differences
+    from harness.release.slices import class_screens
+    from harness.release.source import aa_arm, load_rows, resolve_side, suite_config
+
+    a = resolve_side(store, spec_a, "baseline")
+    b = resolve_side(store, spec_b, "candidate")
+    all_a = load_rows(store, a.run.id)
+    all_b = all_a if b.run.id == a.run.id else load_rows(store, b.run.id)
+    rows_a = [r for r in all_a if r["arm"] == a.arm]
+    rows_b = [r for r in all_b if r["arm"] == b.arm]
+    diffs = differences(a.run.config or {}, rows_a, b.run.config or {}, rows_b, (a.label, b.label))
+    out: dict[str, Any] = {
+        "baseline_side": a.label,
+        "candidate_side": b.label,
+        "differences": diffs,
+        "forced": bool(diffs) and force,
+        "refused": bool(diffs) and not force,
+    }
+    if out["refused"]:
+        return out
+    cfg = suite_config(a.run)
+    cluster_key = (cfg.get("report") or {}).get("cluster_key", "cluster")
+    denominator = cfg.get("denominator", "failure")
+    seed = a.run.seed if seed is None else seed
+    kw = dict(
+        confidence=confidence,
+        cluster_key=cluster_key,
+        seed=seed,
+        n_resamples=n_resamples,
+        denominator=denominator,
+    )
+    c = paired_comparison(rows_a, rows_b, **kw)
+    out.update(c)
+    out["within_run"] = a.run.id == b.run.id
+    if not out["within_run"]:
+        out["note"] = (
+            "across runs: run-level drift (provider, index, grader) is not cancelled by "
+            "pairing; prefer arms interleaved in one run"
+        )
+    aa = aa_arm(a.run, a.arm)
+    out["noise_floor"] = None
+    if aa:
+        n = paired_comparison(rows_a, [r for r in all_a if r["arm"] == aa], **kw)
+        if n["estimate"] is not None:
+            out["noise_floor"] = {
+                "arm": aa,
+                "estimate": n["estimate"],
+                "lo": n["lo"],
+                "hi": n["hi"],
+                "excludes_zero": n["lo"] > 0 or n["hi"] < 0,
+            }
+    headline_flat = c["estimate"] is not None and c["lo"] <= 0 <= c["hi"]
+    out["screens"] = class_screens(
+        rows_a,
+        rows_b,
+        alpha=1 - confidence,
+        cluster_key=cluster_key,
+        denominator=denominator,
+        seed=seed,
+        headline_flat=headline_flat,
+    )
+    return out
+
+
+def load_policy(path: str | Path):
+    """A GatePolicy from a YAML file (the same keys as the suite's ``gate:``)."""
+    from harness.config.loader import read_yaml, validate
+    from harness.config.models import GatePolicy
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(str(p), "", "no such policy file")
+    data, lines = read_yaml(p)
+    return validate(GatePolicy, data, p, lines)
+
+
+def gate_run(
+    store, run_id: str, policy_path: str | Path | None = None, n_resamples: int | None = None
+) -> dict[str, Any]:
+    """``harness gate RUN``: the run's policy (suite ``gate:`` or ``--policy``) applied."""
+    from harness.config.models import GatePolicy
+    from harness.release.gate import evaluate_gate
+    from harness.release.source import get_run, load_rows, suite_config
+
+    run = get_run(store, run_id)
+    if policy_path:
+        policy = load_policy(policy_path)
+    else:
+        raw = suite_config(run).get("gate")
+        if not raw:
+            raise ConfigError(
+                run.suite_path, "gate", "the suite declares no gate; add gate: or pass --policy"
+            )
+        policy = GatePolicy.model_validate(raw)
+    if n_resamples:
+        policy = policy.model_copy(update={"n_resamples": n_resamples})
+    rows = load_rows(store, run.id)
+    out = evaluate_gate(
+        rows,
+        policy,
+        arms=list(run.arms),
+        config=run.config or {},
+        seed=run.seed,
+        trials_per_task=run.trials_per_task,
+        run_id=run.id,
+    )
+    out["suite"] = run.suite_name
+    out["policy_source"] = str(policy_path) if policy_path else "suite gate:"
+    return out
+
+
+def run_power(store, run_id: str, alpha: float, power: float) -> dict[str, Any]:
+    """``harness plan --run RUN``: what the run's primary comparison could have detected."""
+    from harness.release.power import run_sensitivity
+    from harness.release.source import get_run, load_rows, primary_arms, suite_config
+
+    run = get_run(store, run_id)
+    baseline, candidate = primary_arms(run)
+    if candidate is None:
+        raise ConfigError(run.id, "", "the run has a single arm: nothing was compared")
+    # First-phase trials only: with adaptive repeats, later trials follow discordance.
+    rows = [r for r in load_rows(store, run.id) if r["trial_index"] < run.trials_per_task]
+    out = run_sensitivity(
+        [r for r in rows if r["arm"] == baseline],
+        [r for r in rows if r["arm"] == candidate],
+        alpha,
+        power,
+        suite_config(run).get("denominator", "failure"),
+    )
+    out.update(run_id=run.id, baseline=baseline, candidate=candidate)
+    return out
+
+
+def history(store, suite_name: str, limit: int = 30, confidence: float = 0.95) -> dict[str, Any]:
+    """``harness history SUITE``: the suite's last ``limit`` runs, oldest first."""
+    from harness.release.history import suite_history
+    from harness.release.source import load_rows
+
+    runs = store.list_runs(suite_name, limit)
+    out = suite_history(runs, {r.id: load_rows(store, r.id) for r in runs}, confidence=confidence)
+    out["suite"] = suite_name
+    return out

@@ -1,0 +1,178 @@
+"""Nightly history: one suite's runs over time, with intervals, and honest pairing notes.
+
+Seed 001: a baseline from three weeks ago is a fact about a system that no longer exists, and
+run-level variance does not shrink with more tasks. So every run's rate carries its interval,
+moves between consecutive runs are paired only when the runs can be paired (same tasks,
+graders and images), and a move is flagged only when it exceeds the A/A noise floor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def short_hash(value: Any, n: int = 8) -> str:
+    """A short stable hash of a JSON-able value ('-' for empty)."""
+    if not value:
+        return "-"
+    blob = json.dumps(value, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:n]
+
+
+def headline(rows: list[dict], confidence: float = 0.95, denominator: str = "failure") -> dict:
+    """Mean of per-task rates with a cluster-aware interval (t on C − 1 df), or Wilson on
+    tasks when there are fewer than two clusters; with n tasks and n trials."""
+    from harness.release.compare import outcome
+    from harness.stats import mean_ci_clustered, wilson_interval
+
+    per: dict[str, list[float]] = {}
+    clusters: dict[str, str] = {}
+    for r in rows:
+        if (r.get("variant") or "") != "":
+            continue
+        y = outcome(r, denominator)
+        if y is not None:
+            per.setdefault(r["task_id"], []).append(y)
+            clusters[r["task_id"]] = r.get("cluster") or r["task_id"]
+    tasks = sorted(per)
+    if not tasks:
+        return {"rate": None, "lo": None, "hi": None, "n_tasks": 0, "n_trials": len(rows)}
+    rates = [sum(per[t]) / len(per[t]) for t in tasks]
+    cl = [clusters[t] for t in tasks]
+    if len(set(cl)) >= 2:
+        m = mean_ci_clustered(rates, cl, confidence)
+        est, lo, hi, method = m.estimate, max(0.0, m.lo), min(1.0, m.hi), "clustered t"
+    else:
+        est = sum(rates) / len(rates)
+        lo, hi = wilson_interval(est * len(rates), len(rates), confidence)
+        method = "Wilson"
+    return {
+        "rate": est,
+        "lo": float(lo),
+        "hi": float(hi),
+        "method": method,
+        "n_tasks": len(tasks),
+        "n_clusters": len(set(cl)),
+        "n_trials": len(rows),
+    }
+
+
+def fingerprint(rows: list[dict]) -> dict[str, Any]:
+    """What pairing needs to be equal: tasks, grader versions, image ids."""
+    tasks = sorted({r["task_id"] for r in rows})
+    graders = sorted(
+        {f"{g}={v}" for r in rows for g, v in (r.get("grader_versions") or {}).items()}
+    )
+    images = sorted({r["image_id"] for r in rows if r.get("image_id")})
+    return {"tasks": tasks, "graders": graders, "images": images}
+
+
+def why_unpairable(fa: dict[str, Any], fb: dict[str, Any]) -> list[str]:
+    out = []
+    if fa["tasks"] != fb["tasks"]:
+        a, b = set(fa["tasks"]), set(fb["tasks"])
+        out.append(f"different tasks (+{len(b - a)} / -{len(a - b)})")
+    if fa["graders"] != fb["graders"]:
+        out.append(
+            "different graders ("
+            + ", ".join(sorted(set(fb["graders"]) - set(fa["graders"])))[:80]
+            + ")"
+        )
+    if fa["images"] != fb["images"]:
+        out.append(f"different images ({short_hash(fa['images'])} → {short_hash(fb['images'])})")
+    return out
+
+
+def suite_history(
+    runs: list[Any],
+    rows_by_run: dict[str, list[dict]],
+    *,
+    confidence: float = 0.95,
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> dict[str, Any]:
+    """Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
+    from the previous run of the same arm (paired when pairable), flagged against the A/A
+    noise floor of the later run when it has one."""
+    from harness.release.compare import paired_comparison
+    from harness.release.source import primary_arms
+
+    entries: list[dict[str, Any]] = []
+    last: dict[str, tuple[Any, list[dict], dict]] = {}
+    for run in sorted(runs, key=lambda r: r.started_at):
+        rows = rows_by_run.get(run.id, [])
+        denominator = ((run.config or {}).get("suite") or {}).get("denominator", "failure")
+        baseline, _ = primary_arms(run) if run.arms else (None, None)
+        noise = None
+        aa = f"{baseline}-aa" if baseline else None
+        if aa and aa in run.arms:
+            c = paired_comparison(
+                [r for r in rows if r["arm"] == baseline],
+                [r for r in rows if r["arm"] == aa],
+                confidence=confidence,
+                seed=seed,
+                n_resamples=n_resamples,
+                denominator=denominator,
+            )
+            if c["estimate"] is not None:
+                noise = {"estimate": c["estimate"], "lo": c["lo"], "hi": c["hi"]}
+                noise["floor"] = max(abs(c["lo"]), abs(c["hi"]))
+        arms_out = []
+        for arm in run.arms:
+            ar = [r for r in rows if r["arm"] == arm]
+            fp = fingerprint(ar)
+            costs = [r["cost_usd"] for r in ar if r.get("cost_usd") is not None]
+            entry: dict[str, Any] = {
+                "arm": arm,
+                **headline(ar, confidence, denominator),
+                "cost_usd": sum(costs) if costs else None,
+                "cost_known_trials": len(costs),
+                "images": short_hash(fp["images"]),
+                "graders": short_hash(fp["graders"]),
+                "move": None,
+            }
+            prev = last.get(arm)
+            if prev is not None:
+                prun, prows, pfp = prev
+                problems = why_unpairable(pfp, fp)
+                if problems:
+                    entry["move"] = {
+                        "from_run": prun.id,
+                        "paired": False,
+                        "cannot_pair": problems,
+                    }
+                else:
+                    c = paired_comparison(
+                        prows,
+                        ar,
+                        confidence=confidence,
+                        seed=seed,
+                        n_resamples=n_resamples,
+                        denominator=denominator,
+                    )
+                    flagged = None
+                    if noise is not None and c["estimate"] is not None:
+                        flagged = abs(c["estimate"]) > noise["floor"]
+                    entry["move"] = {
+                        "from_run": prun.id,
+                        "paired": True,
+                        "estimate": c["estimate"],
+                        "lo": c["lo"],
+                        "hi": c["hi"],
+                        "beyond_noise_floor": flagged,
+                    }
+            last[arm] = (run, ar, fp)
+            arms_out.append(entry)
+        entries.append(
+            {
+                "run_id": run.id,
+                "started_at": run.started_at.isoformat() if run.started_at else None,
+                "status": run.status,
+                "config": (run.config_hash or "")[:8],
+                "noise_floor": noise,
+                "arms": arms_out,
+            }
+        )
+    return {"runs": entries, "confidence": confidence}

@@ -1,0 +1,171 @@
+"""Can two sides be paired at all? Same tasks, graders, images, budgets and environments.
+
+Seed 001: pairing needs identical inputs, pinned corpus, the same grader version and
+interleaved runs; "a judge whose version changes between your two arms breaks pairing
+outright". Each check returns plain sentences naming what differs, so a refusal can be read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+
+def _short(value: Any, n: int = 12) -> str:
+    s = "none" if value is None else str(value)
+    if s.startswith("sha256:"):
+        s = s[7:]
+    return s[:n]
+
+
+def _names(items: list[str], limit: int = 5) -> str:
+    head = ", ".join(items[:limit])
+    return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _tasks(rows: list[dict]) -> set[str]:
+    return {r["task_id"] for r in rows}
+
+
+def _grader_versions(rows: list[dict], tasks: set[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        if r["task_id"] in tasks:
+            for grader, version in (r.get("grader_versions") or {}).items():
+                out[grader].add(str(version))
+    return out
+
+
+def _images(rows: list[dict], tasks: set[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        if r["task_id"] in tasks and r.get("image_id"):
+            out[r["task_id"]].add(r["image_id"])
+    return out
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def differences(
+    config_a: dict[str, Any],
+    rows_a: list[dict],
+    config_b: dict[str, Any],
+    rows_b: list[dict],
+    labels: tuple[str, str] = ("A", "B"),
+) -> list[dict[str, str]]:
+    """Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.
+
+    ``config_*`` is a run's stored resolved config (keys suite, tasks, environments);
+    ``rows_*`` the side's trial rows. Checks: task ids; grader versions (from the trial
+    rows); image ids (trial rows); budgets (suite and per-task overrides); environment
+    versions and image recipes; task definitions (instruction, graders, setup...).
+    """
+    la, lb = labels
+    out: list[dict[str, str]] = []
+    ta, tb = _tasks(rows_a), _tasks(rows_b)
+    if ta != tb:
+        only_a, only_b = sorted(ta - tb), sorted(tb - ta)
+        parts = []
+        if only_a:
+            parts.append(f"{len(only_a)} only in {la} ({_names(only_a)})")
+        if only_b:
+            parts.append(f"{len(only_b)} only in {lb} ({_names(only_b)})")
+        out.append({"check": "tasks", "message": "task sets differ: " + "; ".join(parts)})
+    shared = ta & tb
+
+    ga, gb = _grader_versions(rows_a, shared), _grader_versions(rows_b, shared)
+    for grader in sorted(set(ga) | set(gb)):
+        va, vb = sorted(ga.get(grader, set())), sorted(gb.get(grader, set()))
+        if va != vb:
+            out.append(
+                {
+                    "check": "graders",
+                    "message": f"grader '{grader}' version {'/'.join(va) or 'absent'} in {la} "
+                    f"vs {'/'.join(vb) or 'absent'} in {lb}",
+                }
+            )
+
+    ia, ib = _images(rows_a, shared), _images(rows_b, shared)
+    diff_tasks = sorted(t for t in set(ia) | set(ib) if ia.get(t) != ib.get(t))
+    if diff_tasks:
+        pairs = sorted(
+            {
+                f"{'/'.join(_short(x) for x in sorted(ia.get(t, {None})))} vs "
+                f"{'/'.join(_short(x) for x in sorted(ib.get(t, {None})))}"
+                for t in diff_tasks
+            }
+        )
+        out.append(
+            {
+                "check": "images",
+                "message": f"image ids differ on {len(diff_tasks)} task(s) "
+                f"({_names(diff_tasks, 3)}): {_names(pairs, 3)}",
+            }
+        )
+
+    sa, sb = config_a.get("suite") or {}, config_b.get("suite") or {}
+    ba, bb = sa.get("budgets") or {}, sb.get("budgets") or {}
+    for key in sorted(set(ba) | set(bb)):
+        if ba.get(key) != bb.get(key):
+            out.append(
+                {
+                    "check": "budgets",
+                    "message": f"budget {key}: {ba.get(key)} in {la} vs {bb.get(key)} in {lb}",
+                }
+            )
+    tasks_a, tasks_b = config_a.get("tasks") or {}, config_b.get("tasks") or {}
+    budget_tasks, defn_tasks = [], []
+    for t in sorted(shared):
+        da, db = tasks_a.get(t), tasks_b.get(t)
+        if da is None or db is None:
+            continue
+        if _canon(da.get("budgets")) != _canon(db.get("budgets")):
+            budget_tasks.append(t)
+        strip = ("budgets", "must_never")
+        if _canon({k: v for k, v in da.items() if k not in strip}) != _canon(
+            {k: v for k, v in db.items() if k not in strip}
+        ):
+            defn_tasks.append(t)
+    if budget_tasks:
+        out.append(
+            {
+                "check": "budgets",
+                "message": f"per-task budget overrides differ on {len(budget_tasks)} task(s) "
+                f"({_names(budget_tasks)})",
+            }
+        )
+    if defn_tasks:
+        out.append(
+            {
+                "check": "task definitions",
+                "message": f"task definitions (instruction, graders, setup, ...) differ on "
+                f"{len(defn_tasks)} task(s) ({_names(defn_tasks)})",
+            }
+        )
+
+    used = {(tasks_a.get(t) or {}).get("environment") for t in shared} | {
+        (tasks_b.get(t) or {}).get("environment") for t in shared
+    }
+    ea, eb = config_a.get("environments") or {}, config_b.get("environments") or {}
+    for env in sorted(e for e in used if e):
+        xa, xb = ea.get(env) or {}, eb.get(env) or {}
+        if xa.get("version") != xb.get("version"):
+            out.append(
+                {
+                    "check": "environments",
+                    "message": f"environment '{env}' version {xa.get('version')} in {la} vs "
+                    f"{xb.get('version')} in {lb}",
+                }
+            )
+        elif _canon(xa.get("image")) != _canon(xb.get("image")):
+            out.append(
+                {
+                    "check": "environments",
+                    "message": f"environment '{env}' image recipe differs "
+                    f"({_canon(xa.get('image'))} vs {_canon(xb.get('image'))})",
+                }
+            )
+    return out

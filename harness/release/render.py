@@ -1,0 +1,442 @@
+"""Renderers for compare, gate, plan and history: terminal (rich), Markdown, JUnit XML.
+
+Every rate is printed with n and its interval, every delta with its paired interval
+(DESIGN rule 6). Inputs are the plain dicts of ``harness.release``; JSON needs no renderer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+
+def pts(x: float | None, signed: bool = True) -> str:
+    """A rate difference in percentage points."""
+    if x is None:
+        return "—"
+    return f"{x * 100:+.1f}" if signed else f"{x * 100:.1f}"
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1%}"
+
+
+def rate(r: dict[str, Any] | None, n: int) -> str:
+    if not r:
+        return "—"
+    return f"{r['rate']:.1%} [{r['lo']:.1%}, {r['hi']:.1%}] (n={n} tasks)"
+
+
+def _pside(c: dict[str, Any], policy: dict[str, Any] | None = None) -> str:
+    if not c.get("p_values"):
+        return "no test (no paired tasks)"
+    if policy and policy.get("sides") == "one-sided":
+        return (
+            f"{c['test']}: one-sided p = {c['p_values']['greater']:.3g} (better), "
+            f"{c['p_values']['less']:.3g} (worse)"
+        )
+    return f"{c['test']}: two-sided p = {c['p_value']:.3g}"
+
+
+def comparison_lines(c: dict[str, Any], policy: dict[str, Any] | None = None) -> list[str]:
+    """The numbers behind a paired comparison, one fact per line (plain text)."""
+    if c.get("estimate") is None:
+        return ["no task has a verdict in both arms: nothing to compare"]
+    t, s = c["table"], c["signs"]
+    level = c["confidence"]
+    bounds = (
+        f"one-sided {policy['confidence']:.0%} bounds"
+        if policy and policy.get("sides") == "one-sided"
+        else f"{level:.0%} interval"
+    )
+    lines = [
+        f"baseline  {rate(c['baseline'], c['n_tasks'])}",
+        f"candidate {rate(c['candidate'], c['n_tasks'])}",
+        f"delta (candidate − baseline) {pts(c['estimate'])} points, {bounds} "
+        f"[{pts(c['lo'])}, {pts(c['hi'])}]",
+        f"method: {c['method']}; {c['n_clusters']} {c['resampling_unit']}s resampled, "
+        f"weights {c['weights']}, unresolved trials {c['denominator']}",
+    ]
+    if c["test"] and "McNemar" in c["test"]:
+        lines.append(
+            f"tasks: both pass {t['both_pass']}, fixed {t['fixed']}, broke {t['broke']}, "
+            f"both fail {t['both_fail']}"
+        )
+    else:
+        lines.append(
+            f"per-task differences: improved {s['improved']}, worse {s['worse']}, "
+            f"tied {s['tied']} (task passes at rate ≥ 50%: fixed {t['fixed']}, "
+            f"broke {t['broke']})"
+        )
+    lines.append(_pside(c, policy))
+    lines.append(f"pairing: {c['pairing']}; design: {c.get('design')}")
+    if c["dropped"]["n"]:
+        lines.append(f"unpaired tasks dropped: {c['dropped']['n']}")
+    return lines
+
+
+def _floor_line(n: dict[str, Any] | None) -> str:
+    if not n:
+        return "noise floor: no A/A arm in this run (add aa: true to the suite to measure it)"
+    warn = (
+        " — the A/A arm moved: the run is noisier than its intervals" if n["excludes_zero"] else ""
+    )
+    return (
+        f"noise floor (A/A, {n['arm']} vs its baseline): {pts(n['estimate'])} points "
+        f"[{pts(n['lo'])}, {pts(n['hi'])}]{warn}"
+    )
+
+
+def _screen_rows(screens: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for s in screens["classes"]:
+        g = s["signs"]
+        rows.append(
+            [
+                s["class"],
+                str(s["n_tasks"]),
+                pct(s["baseline"]),
+                pct(s["candidate"]),
+                f"{pts(s['estimate'])} [{pts(s['lo'])}, {pts(s['hi'])}]",
+                f"+{g['improved']} / −{g['worse']}",
+                f"{s['p_value']:.3g}",
+                f"{s['p_holm']:.3g}",
+                "look here" if s["look_here"] else "",
+            ]
+        )
+    return rows
+
+
+SCREEN_COLS = ["class", "tasks", "base", "new", "delta (pts)", "tasks ±", "p", "p Holm", ""]
+
+
+# ------------------------------------------------------------------------------ terminal
+def print_compare(c: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    con.print(f"[bold]Paired comparison[/] {c['baseline_side']} → {c['candidate_side']}")
+    for d in c["differences"]:
+        style = "yellow" if c["forced"] else "red"
+        con.print(f"[{style}]not comparable:[/] {d['check']}: {d['message']}")
+    if c["refused"]:
+        con.print("[red]refused: these sides cannot be paired (use --force to proceed anyway)[/]")
+        return
+    if c["forced"]:
+        con.print("[yellow]--force: pairing anyway; the delta mixes these differences in[/]")
+    for line in comparison_lines(c):
+        con.print("  " + line)
+    if c.get("note"):
+        con.print(f"  [dim]{c['note']}[/]")
+    con.print("  " + _floor_line(c.get("noise_floor")))
+    _print_screens(con, Table, c["screens"])
+
+
+def _print_screens(con, table_cls, screens: dict[str, Any]) -> None:
+    if len(screens["classes"]) < 2:
+        return
+    t = table_cls(title=f"Screens by class — {screens['label']}", title_justify="left")
+    for col in SCREEN_COLS:
+        t.add_column(col)
+    for row in _screen_rows(screens):
+        t.add_row(*row[:-1], f"[yellow]{row[-1]}[/]" if row[-1] else "")
+    con.print(t)
+    if screens["note"]:
+        con.print(f"[yellow]{screens['note']}[/]")
+
+
+_STYLE = {
+    "improvement": "green",
+    "non-inferior": "green",
+    "inconclusive": "yellow",
+    "regression": "red",
+    "no-verdict": "red",
+}
+
+
+def print_gate(g: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    pol = g["policy"]
+    con.print(f"[bold]Release gate[/] run {g['run_id']} (suite {g.get('suite')})")
+    style = _STYLE[g["verdict"]]
+    ship = "may ship" if g["may_ship"] else "do not ship"
+    con.print(f"[bold {style}]VERDICT: {g['verdict'].upper()}[/] (exit {g['exit_code']}, {ship})")
+    for r in g["reasons"]:
+        con.print(f"  {r}")
+    con.print("[bold]Must-never checks[/] (asserted, not tested)")
+    if not g["must_never"]:
+        con.print("  none declared")
+    for m in g["must_never"]:
+        mark = {"held": "[green]held[/]", "violated": "[red]VIOLATED[/]"}.get(
+            m["status"], "[yellow]unverified[/]"
+        )
+        con.print(f"  {mark} {m['name']}: {m['message']}")
+    cov = g["coverage"]
+    parts = [
+        f"{arm} {a['unresolved']}/{a['trials']} ({a['share']:.1%})"
+        for arm, a in cov["arms"].items()
+    ]
+    ok = "[green]ok[/]" if cov["status"] == "ok" else "[red]exceeded[/]"
+    con.print(f"[bold]Unresolved coverage[/]: {', '.join(parts)}; limit {cov['limit']:.1%}: {ok}")
+    rule = pol["rule"] + (f" (margin {pts(pol['margin'], False)} points)" if pol["margin"] else "")
+    p = g["primary"]
+    con.print(
+        f"[bold]Primary comparison[/] {g['baseline']} → {g['candidate']}: rule {rule}, "
+        f"{pol['sides']} at {pol['confidence']:.0%} → [{_STYLE.get(p['verdict'], '')}]"
+        f"{p['verdict']}[/]"
+    )
+    for line in comparison_lines(p, pol):
+        con.print("  " + line)
+    con.print(
+        f"  trials: {g['design']['design']}; {g['design']['trials']} trials spent"
+        + _saved(g["design"])
+    )
+    con.print("  " + _floor_line(g["noise_floor"]))
+    _print_screens(con, Table, g["screens"])
+    for w in g["warnings"]:
+        con.print(f"[yellow]warning:[/] {w}")
+    con.print("[dim]this evaluation cannot establish: " + "; ".join(g["cannot_establish"]) + "[/]")
+
+
+def _saved(d: dict[str, Any]) -> str:
+    if d["full_repeats_trials"] == d["trials"]:
+        return ""
+    return f" (full repeats would cost {d['full_repeats_trials']}: {d['saved_share']:.0%} saved)"
+
+
+# ------------------------------------------------------------------------------ markdown
+def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def gate_markdown(g: dict[str, Any]) -> str:
+    pol = g["policy"]
+    icon = {"improvement": "✅", "non-inferior": "✅", "inconclusive": "⚠️"}.get(g["verdict"], "⛔")
+    ship = "may ship" if g["may_ship"] else "do not ship"
+    out = [
+        f"### {icon} Release gate: **{g['verdict']}** ({ship}, exit {g['exit_code']})",
+        "",
+        f"Run `{g['run_id']}` · suite `{g.get('suite')}` · {g['baseline']} → {g['candidate']}",
+        "",
+    ]
+    out += [f"- {r}" for r in g["reasons"]]
+    out += ["", "**Must-never checks** (asserted, not tested)", ""]
+    if not g["must_never"]:
+        out.append("- none declared")
+    out += [f"- **{m['status']}** {m['name']}: {m['message']}" for m in g["must_never"]]
+    cov = g["coverage"]
+    out += [
+        "",
+        "**Unresolved coverage** (limit "
+        f"{cov['limit']:.1%}): "
+        + ", ".join(
+            f"{arm} {a['unresolved']}/{a['trials']} ({a['share']:.1%})"
+            for arm, a in cov["arms"].items()
+        )
+        + f" — {cov['status']}",
+        "",
+    ]
+    rule = pol["rule"] + (f", margin {pts(pol['margin'], False)} points" if pol["margin"] else "")
+    p = g["primary"]
+    out += [
+        f"**Primary comparison** ({rule}; {pol['sides']} at {pol['confidence']:.0%}): "
+        f"{p['verdict']}",
+        "",
+    ]
+    out += [f"- {line}" for line in comparison_lines(p, pol)]
+    out.append(
+        f"- trials: {g['design']['design']}; {g['design']['trials']} spent{_saved(g['design'])}"
+    )
+    out.append(f"- {_floor_line(g['noise_floor'])}")
+    s = g["screens"]
+    if len(s["classes"]) >= 2:
+        out += ["", f"<details><summary>Screens by class ({s['label']})</summary>", ""]
+        out += _md_table(SCREEN_COLS, _screen_rows(s))
+        if s["note"]:
+            out += ["", f"**{s['note']}**"]
+        out += ["", "</details>"]
+    if g["warnings"]:
+        out += [""] + [f"> ⚠️ {w}" for w in g["warnings"]]
+    out += ["", "_Cannot establish: " + "; ".join(g["cannot_establish"]) + "._"]
+    return "\n".join(out) + "\n"
+
+
+def compare_markdown(c: dict[str, Any]) -> str:
+    out = [f"### Paired comparison `{c['baseline_side']}` → `{c['candidate_side']}`", ""]
+    out += [f"- **not comparable** ({d['check']}): {d['message']}" for d in c["differences"]]
+    if c["refused"]:
+        out += ["", "Refused: these sides cannot be paired (`--force` to proceed anyway)."]
+        return "\n".join(out) + "\n"
+    out += [f"- {line}" for line in comparison_lines(c)]
+    if c.get("note"):
+        out.append(f"- {c['note']}")
+    out.append(f"- {_floor_line(c.get('noise_floor'))}")
+    s = c["screens"]
+    if len(s["classes"]) >= 2:
+        out += ["", f"Screens by class ({s['label']}):", ""]
+        out += _md_table(SCREEN_COLS, _screen_rows(s))
+        if s["note"]:
+            out += ["", f"**{s['note']}**"]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------ JUnit
+def gate_junit(g: dict[str, Any]) -> str:
+    """One testcase per check: each must-never class, unresolved coverage, the primary
+    comparison. Inconclusive and no-verdict are failures of their check (not a pass)."""
+    cases: list[tuple[str, str | None, str, str]] = []  # name, failure type, message, detail
+    for m in g["must_never"]:
+        kind = None if m["status"] == "held" else m["status"]
+        cases.append((m["name"], kind, m["message"], ""))
+    cov = g["coverage"]
+    msg = ", ".join(f"{a}: {v['share']:.1%}" for a, v in cov["arms"].items())
+    cases.append(
+        (
+            "unresolved coverage",
+            None if cov["status"] == "ok" else "exceeded",
+            f"{msg} (limit {cov['limit']:.1%})",
+            "",
+        )
+    )
+    p = g["primary"]
+    kind = None if p["verdict"] in ("improvement", "non-inferior") else p["verdict"]
+    cases.append(
+        (
+            f"primary comparison {g['baseline']} -> {g['candidate']} ({g['policy']['rule']})",
+            kind,
+            f"{p['verdict']}: {p['why']}",
+            "\n".join(comparison_lines(p, g["policy"])),
+        )
+    )
+    failures = sum(1 for c in cases if c[1])
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites name="harness gate" tests="{len(cases)}" failures="{failures}">',
+        f'  <testsuite name={quoteattr("gate " + str(g["run_id"]))} tests="{len(cases)}" '
+        f'failures="{failures}">',
+        "    <properties>",
+        f'      <property name="verdict" value={quoteattr(g["verdict"])}/>',
+        f'      <property name="exit_code" value="{g["exit_code"]}"/>',
+        "    </properties>",
+    ]
+    for name, kind, message, detail in cases:
+        out.append(f'    <testcase classname="harness.gate" name={quoteattr(name)}>')
+        if kind:
+            out.append(
+                f"      <failure type={quoteattr(kind)} message={quoteattr(message)}>"
+                f"{escape(detail or message)}</failure>"
+            )
+        else:
+            out.append(f"      <system-out>{escape(message)}</system-out>")
+        out.append("    </testcase>")
+    out += ["  </testsuite>", "</testsuites>"]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------ plan, history
+def print_plan(p: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    con = Console()
+    if "unpaired_per_arm" in p:
+        con.print(
+            f"[bold]Tasks needed[/] to detect {pct(p['base'])} → {pct(p['base'] + p['lift'])} "
+            f"(α = {p['alpha']:g} two-sided, power {p['power']:.0%})"
+        )
+        con.print(f"  unpaired (two independent runs): {p['unpaired_per_arm']:,} tasks per arm")
+        if p["discordance_assumed"]:
+            con.print("  paired (both arms on the same tasks), at assumed discordance:")
+        for row in p["paired"]:
+            extra = (
+                f", of which about {row['discordant_tasks']} discordant"
+                if row["discordant_tasks"]
+                else ""
+            )
+            con.print(f"    discordance {row['discordance']:.0%}: {row['tasks']:,} tasks{extra}")
+        if p["discordance_assumed"]:
+            con.print("  [dim]measure the discordance from a pilot run: harness plan --run RUN[/]")
+        return
+    if not p.get("n_tasks"):
+        con.print("no paired tasks in this run")
+        return
+    con.print(
+        f"[bold]Run {p['run_id']}[/] ({p['baseline']} → {p['candidate']}): {p['n_tasks']} "
+        f"tasks, {p['n_clusters']} clusters, baseline {pct(p['baseline_rate'])}, measured "
+        f"discordance {p['discordance']:.1%} ({p['discordant_tasks']} tasks differ)"
+    )
+    con.print(
+        f"  smallest lift detectable (α = {p['alpha']:g}, power {p['power']:.0%}): paired "
+        f"{pts(p['mde_paired'], False) if p['mde_paired'] else '—'} points; unpaired "
+        f"{pts(p['mde_unpaired'], False) if p['mde_unpaired'] else '—'} points"
+    )
+    if p.get("mde_paired_clusters"):
+        con.print(
+            f"  counting clusters, not tasks, as the independent unit: paired "
+            f"{pts(p['mde_paired_clusters'], False)} points"
+        )
+
+
+def print_history(h: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    if not h["runs"]:
+        con.print(f"no runs of suite '{h['suite']}' in this store")
+        return
+    t = Table(title=f"History of suite {h['suite']} (oldest first)", title_justify="left")
+    t.add_column("run", no_wrap=True)
+    for col in (
+        "started",
+        "arm",
+        f"rate [{h['confidence']:.0%}]",
+        "tasks",
+        "trials",
+        "cost $",
+        "images",
+        "graders",
+        "move vs previous",
+    ):
+        t.add_column(col)
+    notes: list[str] = []
+    any_floor = False
+    for e in h["runs"]:
+        any_floor |= e["noise_floor"] is not None
+        for a in e["arms"]:
+            r = f"{a['rate']:.1%} [{a['lo']:.1%}, {a['hi']:.1%}]" if a["rate"] is not None else "—"
+            m = a["move"]
+            if m is None:
+                move = ""
+            elif not m["paired"]:
+                move = "[yellow]cannot pair[/]"
+                notes.append(
+                    f"{e['run_id']} {a['arm']} cannot be paired with {m['from_run']}: "
+                    + "; ".join(m["cannot_pair"])
+                )
+            else:
+                move = f"{pts(m['estimate'])} [{pts(m['lo'])}, {pts(m['hi'])}]"
+                if m["beyond_noise_floor"]:
+                    move = f"[red]{move} beyond A/A floor[/]"
+            t.add_row(
+                e["run_id"],
+                (e["started_at"] or "")[:16].replace("T", " "),
+                a["arm"],
+                r,
+                str(a["n_tasks"]),
+                str(a["n_trials"]),
+                "—" if a["cost_usd"] is None else f"{a['cost_usd']:.2f}",
+                a["images"],
+                a["graders"],
+                move,
+            )
+    con.print(t)
+    for n in notes:
+        con.print(f"[yellow]{n}[/]")
+    if not any_floor:
+        con.print("no A/A arm in these runs: no noise floor, so no move is flagged (aa: true)")

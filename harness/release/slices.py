@@ -1,0 +1,104 @@
+"""Slices as screens: per-class paired deltas that say "look here", never the verdict.
+
+Seed 001: with eight classes tested at 5% a third of clean runs show a false alarm
+somewhere, so class comparisons get Holm-adjusted p-values and only ever trigger a look
+(a follow-up run with repeats on that class). A flat headline can hide one class collapsing
+while another improves by the same amount; that pattern is called out, not averaged away.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+SCREEN_P = 0.2
+"""Unadjusted one-sided p at or below which a class counts as "moved" for the opposite-moves
+callout (seed 001: a 3–0 swing is p = 0.125, not a result alone, but two opposite ones are
+worth repeats)."""
+
+
+def class_screens(
+    rows_a: list[dict],
+    rows_b: list[dict],
+    *,
+    alpha: float = 0.05,
+    cluster_key: str = "cluster",
+    denominator: str = "failure",
+    weights: bool = True,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    headline_flat: bool = True,
+) -> dict[str, Any]:
+    """Per-class paired comparisons (candidate − baseline) with Holm-adjusted p-values.
+
+    Returns {"classes": [...], "holm_alpha", "look_here": [classes], "opposite_moves":
+    {"up": [...], "down": [...]} | None, "note"}. ``look_here`` holds classes whose
+    Holm-adjusted two-sided p is at most ``alpha`` or that take part in opposite moves.
+    ``headline_flat`` says the primary comparison showed no clear move (only then are
+    opposite moves called out as hidden by the headline).
+    """
+    from harness.release.compare import paired_comparison
+    from harness.stats import holm_adjust
+
+    by_a: dict[str, list[dict]] = defaultdict(list)
+    by_b: dict[str, list[dict]] = defaultdict(list)
+    for r in rows_a:
+        by_a[r.get("task_class") or "default"].append(r)
+    for r in rows_b:
+        by_b[r.get("task_class") or "default"].append(r)
+    out: list[dict[str, Any]] = []
+    for cls in sorted(set(by_a) & set(by_b)):
+        c = paired_comparison(
+            by_a[cls],
+            by_b[cls],
+            confidence=1 - alpha,
+            cluster_key=cluster_key,
+            seed=seed,
+            n_resamples=n_resamples,
+            denominator=denominator,
+            weights=weights,
+        )
+        if not c["n_tasks"]:
+            continue
+        out.append(
+            {
+                "class": cls,
+                "n_tasks": c["n_tasks"],
+                "baseline": c["baseline"]["rate"],
+                "candidate": c["candidate"]["rate"],
+                "estimate": c["estimate"],
+                "lo": c["lo"],
+                "hi": c["hi"],
+                "table": c["table"],
+                "signs": c["signs"],
+                "p_value": c["p_value"],
+                "p_values": c["p_values"],
+            }
+        )
+    if out:
+        adjusted = holm_adjust([s["p_value"] for s in out])
+        for s, p in zip(out, adjusted, strict=True):
+            s["p_holm"] = float(p)
+    up = [s["class"] for s in out if s["p_values"]["greater"] <= SCREEN_P]
+    down = [s["class"] for s in out if s["p_values"]["less"] <= SCREEN_P]
+    opposite = {"up": up, "down": down} if (up and down) else None
+    look = [s["class"] for s in out if s["p_holm"] <= alpha]
+    if opposite:
+        look += [c for c in up + down if c not in look]
+    for s in out:
+        s["look_here"] = s["class"] in look
+    note = None
+    if opposite:
+        note = (
+            f"opposite moves: {', '.join(up)} up and {', '.join(down)} down"
+            + (" under a flat headline" if headline_flat else "")
+            + "; each alone is not a result, together they are where to spend repeats"
+        )
+    return {
+        "classes": out,
+        "holm_alpha": alpha,
+        "look_here": look,
+        "opposite_moves": opposite,
+        "note": note,
+        "label": "screens: 'look here' means a follow-up run on that class, never the verdict",
+    }

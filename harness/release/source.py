@@ -1,0 +1,107 @@
+"""Reading what a release decision needs from the store: trial rows and arm names.
+
+The only module of ``harness.release`` that touches the store; everything else is pure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import ConfigError
+
+ROW_COLUMNS = [
+    "arm",
+    "task_id",
+    "variant",
+    "trial_index",
+    "seed",
+    "cluster",
+    "task_class",
+    "weight",
+    "status",
+    "passed",
+    "cost_usd",
+    "grader_versions",
+    "image_id",
+]
+
+
+def load_rows(store, run_id: str) -> list[dict[str, Any]]:
+    """Every trial row of a run as a plain dict (JSON columns decoded)."""
+    cols = store.trial_columns(run_id, ROW_COLUMNS)
+    keys = list(cols)
+    rows = [dict(zip(keys, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+    for r in rows:
+        gv = r.get("grader_versions")
+        if isinstance(gv, str):
+            r["grader_versions"] = json.loads(gv) if gv else {}
+        elif gv is None:
+            r["grader_versions"] = {}
+    return rows
+
+
+def get_run(store, run_id: str):
+    """The run with this id ('latest' for the newest), or a ConfigError naming it."""
+    run = store.latest_run() if run_id == "latest" else store.get_run(run_id)
+    if run is None:
+        raise ConfigError(store.url, "", f"no run with id '{run_id}' in this store")
+    return run
+
+
+def suite_config(run) -> dict[str, Any]:
+    return dict((run.config or {}).get("suite") or {})
+
+
+def aa_arm(run, baseline: str) -> str | None:
+    """The A/A copy of ``baseline`` in this run, if it has one."""
+    name = f"{baseline}-aa"
+    return name if name in run.arms else None
+
+
+def primary_arms(run) -> tuple[str, str | None]:
+    """(baseline, candidate) named before the run: gate.primary, report.primary, else the
+    run's first two arms (an A/A copy is never the default candidate). Read from the stored
+    config as plain data, so runs recorded by older versions still answer."""
+    cfg = suite_config(run)
+    for primary in (
+        (cfg.get("gate") or {}).get("primary"),
+        (cfg.get("report") or {}).get("primary"),
+    ):
+        if primary:
+            return primary["baseline"], primary["candidate"]
+    names = [a for a in run.arms if not (cfg.get("aa") and a.endswith("-aa"))]
+    return names[0], (names[1] if len(names) > 1 else None)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a run and one of its arms."""
+
+    run: Any
+    arm: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.run.id}:{self.arm}"
+
+
+def resolve_side(store, spec: str, role: str) -> Side:
+    """``RUN[:ARM]`` to a Side. Without ARM: the run's only arm, else its primary baseline
+    (``role="baseline"``) or candidate (``role="candidate"``)."""
+    run_id, _, arm = spec.partition(":")
+    run = get_run(store, run_id)
+    if arm:
+        if arm not in run.arms:
+            raise ConfigError(
+                spec, "", f"run {run.id} has no arm '{arm}' (arms: {', '.join(run.arms)})"
+            )
+        return Side(run, arm)
+    if len(run.arms) == 1:
+        return Side(run, run.arms[0])
+    baseline, candidate = primary_arms(run)
+    pick = baseline if role == "baseline" else candidate
+    if pick is None:
+        raise ConfigError(spec, "", f"run {run.id} has several arms; name one as RUN:ARM")
+    return Side(run, pick)
