@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make a Docker daemon answer and harness-base exist, then return. Meant for CI (root, CI=true):
+# Make a Docker daemon answer and harness-base exist (and Chromium be installed, for the
+# browser tests), then return. Meant for CI and test machines (root, CI=true):
 #
 #     bash docker/ci-setup.sh            # before `python -m pytest`
 #
@@ -52,6 +53,13 @@ else
     docker info >/dev/null 2>&1 || { log_tail; die "dockerd did not answer within ${DOCKER_WAIT_S}s (log: $DOCKERD_LOG)"; }
     say "dockerd is up (pid $DOCKERD_PID)"
   fi
+fi
+
+# Headless Chromium for the browser tests of the HTML report and the trial viewer.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  say "installing chromium with apt-get"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
 command -v debootstrap >/dev/null 2>&1 || docker image inspect harness-base:latest >/dev/null 2>&1 || {
