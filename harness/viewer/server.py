@@ -1,0 +1,281 @@
+"""`harness view`: a read-only web UI over the store, on loopback only.
+
+Standard library only (``http.server.ThreadingHTTPServer``); pages are HTML strings built with
+``html.escape``. Routes:
+
+    /                         runs, newest first
+    /run/RUN_ID               arms with their rates, and the task table
+    /run/RUN_ID/report        the full HTML report (as `harness html` writes it)
+    /run/RUN_ID/trials        trials, filtered by ?arm=&task=&status= (paged)
+    /trial/ID                 one trial: transcript, grader evidence, seed, image, cost
+    /blob/SHA256              a full tool result, as plain text
+
+The server binds 127.0.0.1 and answers only requests whose Host header names the loopback
+interface (so a web page elsewhere cannot read the store through DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from harness.viewer import DEFAULT_PORT
+from harness.viewer.page import badge, e, num, page
+
+HOST = "127.0.0.1"
+TRIALS_PAGE = 200
+ALLOWED_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+class ViewerServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, store_url: str, port: int = DEFAULT_PORT):
+        from harness.store import Store, resolve_url
+
+        self.store = Store(resolve_url(store_url))
+        self.store_url = self.store.url
+        self._cache: dict[str, str] = {}
+        self._lock = threading.Lock()
+        super().__init__((HOST, port), Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.server_address[1]}"
+
+    def cached(self, key: str, build) -> str:
+        """Pages of finished runs never change: build them once."""
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+        html = build()
+        with self._lock:
+            self._cache[key] = html
+        return html
+
+
+def make_server(store_url: str | None, port: int = DEFAULT_PORT) -> ViewerServer:
+    """A server bound to 127.0.0.1:port (0 picks a free port); call serve_forever()."""
+    return ViewerServer(store_url or "", port)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: ViewerServer
+    server_version = "harness-view"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # quiet: the terminal shows the URL, not every request
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+        if host not in ALLOWED_HOSTS:
+            self._send(HTTPStatus.FORBIDDEN, "text/plain", b"loopback only")
+            return
+        parts = urlsplit(self.path)
+        path = [unquote(p) for p in parts.path.split("/") if p]
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        try:
+            self._route(path, query)
+        except Exception:  # noqa: BLE001 - one broken page must not stop the server
+            body = page("error", f"<h1>Internal error</h1><pre>{e(traceback.format_exc())}</pre>")
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, "text/html; charset=utf-8", body.encode())
+
+    def _route(self, path: list[str], query: dict[str, str]) -> None:
+        store = self.server.store
+        if not path:
+            return self._html(runs_page(store))
+        if path[0] == "favicon.ico":
+            return self._send(HTTPStatus.NO_CONTENT, "image/x-icon", b"")
+        if path[0] == "run" and len(path) >= 2:
+            run = store.get_run(path[1])
+            if run is None:
+                return self._not_found(f"no run '{path[1]}'")
+            if len(path) == 2:
+                key = f"run:{run.id}"
+                build = lambda: run_page(self.server.store_url, run)  # noqa: E731
+                return self._html(
+                    self.server.cached(key, build) if run.status == "finished" else build()
+                )
+            if path[2] == "report":
+                from harness.viewer.html import build_html
+
+                build = lambda: build_html(run.id, self.server.store_url, viewer_url="")  # noqa: E731
+                key = f"report:{run.id}"
+                return self._html(
+                    self.server.cached(key, build) if run.status == "finished" else build()
+                )
+            if path[2] == "trials":
+                return self._html(trials_page(store, run, query))
+        if path[0] == "trial" and len(path) == 2 and path[1].isdigit():
+            from harness.viewer.trial_page import render_trial
+
+            body = render_trial(store, int(path[1]))
+            if body is None:
+                return self._not_found(f"no trial {path[1]}")
+            return self._html(page(f"trial {path[1]}", body, nav=_nav()))
+        if path[0] == "blob" and len(path) == 2:
+            data = store.blob(path[1])
+            if data is None:
+                return self._not_found("no such blob")
+            return self._send(HTTPStatus.OK, "text/plain; charset=utf-8", data)
+        return self._not_found("no such page")
+
+    def _html(self, html: str) -> None:
+        self._send(HTTPStatus.OK, "text/html; charset=utf-8", html.encode("utf-8"))
+
+    def _not_found(self, what: str) -> None:
+        body = page("not found", f"<h1>Not found</h1><p>{e(what)}</p>", nav=_nav())
+        self._send(HTTPStatus.NOT_FOUND, "text/html; charset=utf-8", body.encode())
+
+    def _send(self, status: HTTPStatus, ctype: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _nav() -> str:
+    return '<a href="/">runs</a>'
+
+
+def runs_page(store) -> str:
+    runs = store.list_runs(limit=500)
+    rows = "".join(
+        f'<tr><td><a href="/run/{e(r.id)}">{e(r.id)}</a></td><td>{e(r.suite_name)}</td>'
+        f"<td>{badge(r.status)}</td><td>{e(f'{r.started_at:%Y-%m-%d %H:%M}')}</td>"
+        f"<td>{e(', '.join(r.arms or []))}</td><td class='n'>{e(num(r.jobs_planned))}</td>"
+        f'<td><a href="/run/{e(r.id)}/report">report</a></td></tr>'
+        for r in runs
+    )
+    body = (
+        f"<h1>Runs</h1><p class='muted'>store: <code>{e(_safe_url(store.url))}</code></p>"
+        '<div class="toolbar" data-filter-for="runs-table"><input type="search" autocomplete="off" '
+        'placeholder="filter runs…" aria-label="filter runs"><span class="count muted"></span></div>'
+        '<table id="runs-table" class="sortable"><thead><tr><th>run id</th><th>suite</th>'
+        "<th>status</th><th>started</th><th>arms</th><th class='n'>trials planned</th><th></th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return page("harness runs", body, nav=_nav())
+
+
+def _safe_url(url: str) -> str:
+    """The store URL without a password."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return parts._replace(netloc=netloc).geturl()
+    return url
+
+
+def run_page(store_url: str, run) -> str:
+    """Arms with their rates, and the per-task table linking to trials."""
+    from harness.report.cli import load_report
+    from harness.store import Store
+    from harness.viewer import derive as dv
+    from harness.viewer.html import _header, _headline, _task_section
+
+    data = load_report(run.id, store_url)
+    store = Store(store_url)
+    try:
+        rr = dv.load_rows(store, run)
+    finally:
+        store.close()
+    rows = dv.task_rows(rr)
+    body = (
+        f'<nav class="crumbs"><a href="/">runs</a> / {e(run.id)}</nav>'
+        + _header(data, run, rr)
+        + f'<p><a href="/run/{e(run.id)}/report">full report</a> · '
+        f'<a href="/run/{e(run.id)}/trials">all trials</a> · '
+        f'<a href="/run/{e(run.id)}/trials?status=failed">failed trials</a></p>'
+        + _headline(data, rr)
+        + _task_section(rows, rr, "", task_link=f"/run/{run.id}/trials?task=")
+    )
+    return page(f"run {run.id}", body, nav=_nav())
+
+
+def trials_page(store, run, query: dict[str, str]) -> str:
+    from sqlalchemy import text
+
+    where = ["run_id = :r"]
+    params: dict[str, Any] = {"r": run.id}
+    for key, col in (
+        ("arm", "arm"),
+        ("task", "task_id"),
+        ("status", "status"),
+        ("class", "task_class"),
+    ):
+        if query.get(key):
+            where.append(f"{col} = :{key}")
+            params[key] = query[key]
+    page_no = max(0, int(query.get("page", "0") or 0)) if query.get("page", "0").isdigit() else 0
+    params["lim"], params["off"] = TRIALS_PAGE, page_no * TRIALS_PAGE
+    cond = " AND ".join(where)
+    with store.engine.connect() as conn:
+        total = conn.execute(text(f"SELECT COUNT(*) FROM trials WHERE {cond}"), params).scalar()
+        rows = conn.execute(
+            text(
+                "SELECT id, arm, task_id, variant, trial_index, status, score, reason, cost_usd, "
+                f"latency_s, tokens_in, tokens_out FROM trials WHERE {cond} "
+                "ORDER BY task_id, arm, trial_index, id LIMIT :lim OFFSET :off"
+            ),
+            params,
+        ).all()
+    body_rows = "".join(
+        f'<tr><td><a href="/trial/{r[0]}">{r[0]}</a></td><td>{e(r[1])}</td><td>{e(r[2])}</td>'
+        f"<td>{e(r[3])}</td><td class='n'>{r[4]}</td><td>{badge(r[5])}</td>"
+        f"<td class='n'>{e(num(r[6]))}</td><td class='n'>{e(num(r[9], 2))}</td>"
+        f"<td class='n'>{e(num(r[10]))} / {e(num(r[11]))}</td><td class='small'>{e((r[7] or '')[:160])}</td></tr>"
+        for r in rows
+    )
+    filters = " · ".join(f"{k} = {e(v)}" for k, v in query.items() if k != "page" and v)
+    arms = "".join(
+        f'<a href="?{e(urlencode({**_drop(query, "page"), "arm": a}))}">{e(a)}</a> '
+        for a in run.arms or []
+    )
+    statuses = "".join(
+        f'<a href="?{e(urlencode({**_drop(query, "page"), "status": s}))}">{e(s)}</a> '
+        for s in ("passed", "failed", "infra_error", "grader_error", "harness_error")
+    )
+    pager = ""
+    if page_no > 0:
+        pager += f'<a href="?{e(urlencode({**query, "page": page_no - 1}))}">← previous</a> '
+    if (page_no + 1) * TRIALS_PAGE < total:
+        pager += f'<a href="?{e(urlencode({**query, "page": page_no + 1}))}">next →</a>'
+    body = (
+        f'<nav class="crumbs"><a href="/">runs</a> / <a href="/run/{e(run.id)}">{e(run.id)}</a> / trials</nav>'
+        f"<h1>Trials of {e(run.id)}</h1>"
+        f"<p>{e(num(total))} trials{' where ' + filters if filters else ''} "
+        f'(<a href="?">clear filters</a>). arm: {arms} · status: {statuses}</p>'
+        '<table class="sortable"><thead><tr><th class="n">id</th><th>arm</th><th>task</th>'
+        "<th>variant</th><th class='n'>#</th><th>status</th><th class='n'>score</th>"
+        "<th class='n'>latency s</th><th class='n'>tokens in / out</th><th>reason</th></tr></thead>"
+        f"<tbody>{body_rows}</tbody></table><p>{pager}</p>"
+    )
+    return page(f"trials of {run.id}", body, nav=_nav())
+
+
+def _drop(d: dict[str, str], key: str) -> dict[str, str]:
+    return {k: v for k, v in d.items() if k != key}
+
+
+def serve(store_url: str | None, port: int = DEFAULT_PORT) -> None:
+    """Serve until interrupted (Ctrl-C)."""
+    server = make_server(store_url, port)
+    print(f"harness view: {server.url}/  (store {_safe_url(server.store_url)}; Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        server.store.close()
+
+
+__all__ = ["HOST", "ViewerServer", "make_server", "serve"]
