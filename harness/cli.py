@@ -45,6 +45,12 @@ def run(
     sandbox: Annotated[
         str | None, typer.Option(help="Sandbox backend: auto, local or docker.")
     ] = None,  # noqa: UP045
+    executor: Annotated[
+        str | None, typer.Option(help="Where trials run: local (this process) or ray.")
+    ] = None,  # noqa: UP045
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster address for --executor ray (host:port).")
+    ] = None,  # noqa: UP045
     trials: Annotated[Optional[int], typer.Option(help="Trials per task per arm.")] = None,  # noqa: UP045
     concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
     seed: Annotated[Optional[int], typer.Option(help="Suite seed.")] = None,  # noqa: UP045
@@ -61,7 +67,14 @@ def run(
 
     if suite is None and resume is None:
         _fail("give a suite file, or --resume RUN_ID", exitcodes.BAD_CONFIG)
-    overrides = {"sandbox": sandbox, "trials": trials, "concurrency": concurrency, "seed": seed}
+    overrides = {
+        "sandbox": sandbox,
+        "executor": executor,
+        "ray_address": ray_address,
+        "trials": trials,
+        "concurrency": concurrency,
+        "seed": seed,
+    }
     result = start(
         str(suite) if suite else "",
         overrides,
@@ -89,12 +102,21 @@ def report(
         bool, typer.Option("--json", help="Machine-readable JSON on stdout.")
     ] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    html: Annotated[
+        Optional[Path],
+        typer.Option("--html", help="Also write a self-contained HTML report to this file."),
+    ] = None,  # noqa: UP045
     store: StoreOpt = None,
 ) -> None:
     """Print a run's report: rates with n and intervals, pass^k, unresolved trials."""
     from harness.report.cli import print_report
 
     print_report(run_id, store, fmt="json" if as_json else "markdown" if markdown else "terminal")
+    if html:
+        from harness.viewer.html import write_html
+
+        write_html(run_id, store, html)
+        typer.echo(f"wrote {html}", err=True)
 
 
 @app.command()

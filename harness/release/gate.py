@@ -20,7 +20,7 @@ Beside it: the A/A delta (noise floor) when the run has an A/A arm, and class sc
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 VERDICTS = ("improvement", "non-inferior", "inconclusive", "regression", "no-verdict")
@@ -272,13 +272,7 @@ def evaluate_gate(
         seed=seed,
         headline_flat=headline_flat,
     )
-    counts = {
-        arm: [
-            len([r for r in rs if (r.get("variant") or "") == "" and r["task_id"] == t])
-            for t in sorted({r["task_id"] for r in rs})
-        ]
-        for arm, rs in ((baseline, rows_a), (candidate, rows_b))
-    }
+    counts = {arm: _trials_per_task(rs) for arm, rs in ((baseline, rows_a), (candidate, rows_b))}
     design = design_summary(suite.get("repeats"), trials_per_task, counts)
     warnings: list[str] = []
     if noise and noise["excludes_zero"]:
@@ -356,3 +350,9 @@ def _arms(policy, suite: dict[str, Any], arms: list[str]) -> tuple[str, str]:
         if arm not in arms:
             raise ConfigError("gate", "primary", f"the run has no arm '{arm}' ({', '.join(arms)})")
     return pair
+
+
+def _trials_per_task(rows: list[dict[str, Any]]) -> list[int]:
+    """Trials of the task as written (no variants) per task, in sorted task order."""
+    per_task = Counter(r["task_id"] for r in rows if (r.get("variant") or "") == "")
+    return [per_task[t] for t in sorted({r["task_id"] for r in rows})]
