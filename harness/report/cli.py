@@ -1,46 +1,121 @@
-"""Glue between the CLI and the report: load a run from the store, render it."""
+"""Glue between the CLI and the report: load a run from the store, build the data, render."""
 
 from __future__ import annotations
 
 import json
+import math
+import time
+from typing import Any
 
 from harness.errors import ConfigError
-from harness.report.data import run_report
 from harness.store import Store, resolve_url
 
-ROW_FIELDS = [
-    "arm",
-    "task_id",
-    "cluster",
-    "task_class",
-    "status",
-    "passed",
-    "variant",
-    "trial_index",
-]
 
+def load_report(
+    run_id: str | None,
+    store_url: str | None,
+    *,
+    n_resamples: int | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """THE report-data entry point: the report dict for ``run_id`` (default: latest run).
 
-def load_report(run_id: str | None, store_url: str | None) -> dict:
-    store = Store(resolve_url(store_url))
-    run = store.get_run(run_id) if run_id else store.latest_run()
-    if run is None:
-        what = f"no run with id '{run_id}'" if run_id else "no runs yet"
-        raise ConfigError(store.url, "run", f"{what} in this store")
-    cols = store.trial_columns(run.id, ROW_FIELDS)
-    rows = [dict(zip(ROW_FIELDS, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
-    suite = run.config.get("suite", {})
-    return run_report(
-        run,
-        rows,
-        denominator=suite.get("denominator", "failure"),
-        confidence=suite.get("report", {}).get("confidence", 0.95),
+    The shape is documented in ``harness.report.data``; it is JSON-serialisable. Pass a
+    ``timings`` dict to receive the seconds spent per phase.
+    """
+    from harness.report.compare import comparison_available, primary_comparison
+    from harness.report.data import (
+        DEFAULT_RESAMPLES,
+        build_report,
+        report_settings,
+        scheduled_per_arm,
     )
+    from harness.report.load import load_run_data
+
+    t0 = time.perf_counter()
+    store = Store(resolve_url(store_url))
+    try:
+        run = store.get_run(run_id) if run_id else store.latest_run()
+        if run is None:
+            what = f"no run with id '{run_id}'" if run_id else "no runs yet"
+            raise ConfigError(store.url, "run", f"{what} in this store")
+        config = run.config or {}
+        suite = config.get("suite", {})
+        settings = report_settings(suite)
+        variants = bool(suite["variants"]) if "variants" in suite else None
+        data = load_run_data(
+            store, run.id, with_variants=variants, with_pairing=comparison_available(settings)
+        )
+    finally:
+        store.close()
+    t1 = time.perf_counter()
+    info = {
+        "id": run.id,
+        "suite": run.suite_name,
+        "status": run.status,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "harness_version": run.harness_version,
+        "config_hash": run.config_hash,
+        "sandbox": run.sandbox,
+        "seed": run.seed,
+        "trials_per_task": run.trials_per_task,
+        "image_ids": run.image_ids,
+        "arms": list(run.arms or []),
+    }
+    report = build_report(
+        info,
+        data,
+        settings=settings,
+        scheduled=scheduled_per_arm(
+            config, run.trials_per_task, run.jobs_planned, len(run.arms or []) or 1
+        ),
+        n_resamples=n_resamples or DEFAULT_RESAMPLES,
+    )
+    t2 = time.perf_counter()
+    comparison, warning = primary_comparison(data, settings, int(run.seed or 0))
+    report["comparison"] = comparison
+    if warning:
+        report["warnings"].append(warning)
+    report = clean(report)
+    if timings is not None:
+        timings.update(data.timings)
+        timings.update(load_s=t1 - t0, statistics_s=t2 - t1, comparison_s=time.perf_counter() - t2)
+    return report
+
+
+def clean(value: Any) -> Any:
+    """Make a value strict-JSON safe: numpy scalars to Python, NaN/inf to None."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    try:
+        import numpy as np
+
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, np.floating):
+            f = float(value)
+            return f if math.isfinite(f) else None
+        if isinstance(value, np.ndarray):
+            return clean(value.tolist())
+    except ImportError:  # pragma: no cover
+        pass
+    return str(value)
 
 
 def print_report(run_id: str | None, store_url: str | None, fmt: str = "terminal") -> None:
+    """Print a run's report as 'terminal' (rich), 'json' or 'markdown'."""
     data = load_report(run_id, store_url)
     if fmt == "json":
-        print(json.dumps(data, indent=2, default=str))
+        print(json.dumps(data, indent=2, allow_nan=False))
     elif fmt == "markdown":
         from harness.report.markdown import render_markdown
 

@@ -1,4 +1,76 @@
-"""Store rows → report data (pure). Renderers (terminal, JSON, Markdown) only format this.
+"""Store rows → report data (pure). Renderers (terminal, JSON, Markdown, HTML) only format it.
+
+``harness.report.load_report(run_id, store_url)`` returns the dict described here; it is
+JSON-serialisable (no NaN: undefined numbers are ``null``) and this shape is the contract the
+renderers and the web viewer read. Keys are only ever added, never renamed.
+
+Every rate is a *rate record*::
+
+    {"estimate": float|null, "lo": float|null, "hi": float|null, "n": int, "unit": "task"|
+     "trial"|"attempt", "confidence": 0.95, "method": str, ...}
+
+where ``n`` counts the independent units the interval was formed over (tasks, unless the
+record says otherwise) and ``method`` names the interval.
+
+Top level::
+
+    schema          "harness.report/2"
+    run             {id, suite, status, started_at, finished_at, harness_version, config_hash,
+                     sandbox, seed, trials_per_task, image_ids}
+    settings        {confidence, denominator ("failure"|"exclude"), denominator_text,
+                     cluster_key, k (list|null), primary ({baseline, candidate}|null),
+                     n_resamples, prediction_resamples, bootstrap_seed}
+    estimand        str: the headline estimand in words
+    sampling_unit   str: what counts as one independent observation
+    versions        {harness_version, config_hash, seed, sandbox, image_ids (run-level),
+                     trial_image_ids [str], grader_versions {grader: [versions]}}
+    arms            {arm name: ARM}
+    comparison      null | {baseline_arm, candidate_arm, estimate, lo, hi, confidence, method,
+                     n_tasks, n_clusters, table {both_pass, fixed, broke, both_fail},
+                     p_value, test, ...}  (from harness.release.compare.paired_comparison)
+    warnings        [str]
+
+ARM::
+
+    tasks, clusters            ints: tasks / clusters with at least one original trial
+    trials_scheduled           int: original (non-variant) trials planned for this arm
+    trials_completed           int: original trials with a final row
+    trials_unresolved          int: completed trials with no verdict (infra, grader, harness)
+    trials_missing             int: scheduled − completed (never finished: interrupted run)
+    variant_trials_scheduled   int
+    by_status                  {status: count} over original trials
+    denominator                "failure" | "exclude" (the policy applied to every estimate)
+    tasks_without_resolved_trials  int (tasks dropped from estimates under "exclude")
+    unit                       {kind: "cluster"|"task", n_units, reason, effective_clusters}
+    success                    rate record (mean of per-task rates) + {n_clusters, n_trials,
+                               estimand, warning?} or null when nothing is counted
+    pass_hat_k, pass_at_k      [rate record + {k}] (mean unbiased per-task estimates)
+    pass_hat_k_predicted       {prediction: true, estimand, ks, points [{k, estimate, lo, hi,
+                               confidence}], a, b, method, check {k, fitted,
+                               observed_unbiased}, note?}
+    unstable_tasks             int: tasks with 0 < passes < counted trials
+    unstable_task_ids          [str] (first 50, sorted)
+    slices                     {class: [SLICE], cluster: [SLICE]}; SLICE = rate record +
+                               {name, tasks, trials}
+    stratified                 null | rate record + {n_eff, se, strata [{name, tasks,
+                               weight_share, estimate}]?}
+    reliability                {consistency: rate record + {k} | null,
+                                robustness: {estimate (variant − original), lo, hi, se,
+                                  p_value, n_pairs, n_tasks, variants, original_rate,
+                                  variant_rate, method} | null,
+                                calibration: {ece, estimate, lo, hi, n, n_tasks, bins,
+                                  mean_confidence, success_rate, method} | null,
+                                harm: rate record + {harmful_trials, trials, mean_severity,
+                                  trial_share, trial_mean_severity, max_severity} | null}
+    usage                      {tokens {in, cached, out, per_trial {in, cached, out}, trials},
+                                cost {scope, trials, known_trials, unknown_trials, total_usd,
+                                  per_trial_usd, per_success_usd (each {estimate, lo, hi, n,
+                                  method} or null = unknown), note},
+                                latency {n, p50_s, p95_s, mean_s, warning?},
+                                steps {n, mean, p50, p95}}
+    infra                      {infra_error_trials, grader_error_trials, harness_error_trials,
+                                attempts, attempts_by_outcome, infra_error_attempts,
+                                crash_rate (rate record over attempts) | null}
 
 Per-task aggregation comes first: a task's trials are counted per task before any interval
 over tasks is formed, so repeated trials never shrink an interval as if they were new tasks.
@@ -6,119 +78,289 @@ over tasks is formed, so repeated trials never shrink an interval as if they wer
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from harness import errors
-from harness.stats.intervals import wilson_interval
-from harness.stats.passk import pass_at_k, pass_hat_k
+from harness.report import sections as sec
+from harness.report.load import ArmTrials, RunData, empty_arm
 
+SCHEMA = "harness.report/2"
 ESTIMAND = (
     "expected success rate of the arm on a task drawn uniformly from the suite's tasks, "
-    "one trial per task (mean of per-task success rates)"
+    "one trial per task (mean of per-task success rates; each task counts once)"
 )
+DENOMINATOR_TEXT = {
+    "failure": "unresolved trials (infra, grader and harness errors) count as failures",
+    "exclude": "unresolved trials are excluded from every rate (and reported separately)",
+}
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_PREDICTION_RESAMPLES = 200
 
 
-def arm_summary(
-    rows: list[dict[str, Any]],
+def report_settings(suite: dict[str, Any]) -> dict[str, Any]:
+    """The report settings a run's stored suite declares, with defaults."""
+    rep = suite.get("report") or {}
+    denominator = suite.get("denominator", "failure")
+    return {
+        "confidence": float(rep.get("confidence", 0.95)),
+        "denominator": denominator,
+        "denominator_text": DENOMINATOR_TEXT.get(denominator, denominator),
+        "cluster_key": rep.get("cluster_key", "cluster"),
+        "k": rep.get("k"),
+        "primary": rep.get("primary"),
+    }
+
+
+def scheduled_per_arm(config: dict[str, Any], trials: int, jobs_planned: int, n_arms: int):
+    """(original trials, variant trials) scheduled per arm, from the stored suite."""
+    tasks = config.get("tasks")
+    suite = config.get("suite", {})
+    if isinstance(tasks, dict) and tasks:
+        original = len(tasks) * trials
+        variants = 0
+        if suite.get("variants"):
+            variants = trials * sum(len(t.get("variants") or []) for t in tasks.values())
+        return original, variants
+    return jobs_planned // max(1, n_arms), 0
+
+
+def build_report(
+    run: dict[str, Any],
+    data: RunData,
     *,
-    trials_per_task: int,
-    scheduled: int,
-    denominator: str = "failure",
-    confidence: float = 0.95,
+    settings: dict[str, Any],
+    scheduled: tuple[int, int],
+    n_resamples: int = DEFAULT_RESAMPLES,
+    prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
 ) -> dict[str, Any]:
-    """Summarise one arm's trial rows (dicts with task_id, cluster, status, passed, ...)."""
-    by_status: dict[str, int] = defaultdict(int)
-    per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # task -> [n, c]
-    clusters: set[str] = set()
-    for r in rows:
-        by_status[r["status"]] += 1
-        clusters.add(r["cluster"])
-        resolved = r["status"] in errors.RESOLVED
-        if not resolved and denominator == "exclude":
-            per_task.setdefault(r["task_id"], [0, 0])
-            continue
-        counts = per_task[r["task_id"]]
-        counts[0] += 1
-        counts[1] += int(bool(r["passed"]) and resolved)
-    tasks = [t for t, (n, _) in per_task.items() if n > 0]
-    n_arr = np.array([per_task[t][0] for t in tasks], dtype=float)
-    c_arr = np.array([per_task[t][1] for t in tasks], dtype=float)
-    n_tasks = len(tasks)
-    completed = sum(by_status.values())
-    unresolved = completed - by_status[errors.PASSED] - by_status[errors.FAILED]
+    """The whole report for one run (pure: arrays in, JSON-able dict out)."""
+    seed = int(run.get("seed") or 0)
+    settings = {
+        **settings,
+        "n_resamples": n_resamples,
+        "prediction_resamples": prediction_resamples,
+        "bootstrap_seed": seed,
+    }
+    arm_names = list(run.get("arms") or [])
+    arm_names += [a for a in data.arms if a not in arm_names]
+    arms: dict[str, Any] = {}
+    warnings: list[str] = []
+    for name in arm_names:
+        arms[name] = arm_report(
+            data.arms.get(name) or empty_arm(),
+            attempts=data.attempts.get(name, {}),
+            variants=data.variants.get(name),
+            trials_per_task=int(run.get("trials_per_task") or 1),
+            scheduled=scheduled,
+            settings=settings,
+            n_resamples=n_resamples,
+            prediction_resamples=prediction_resamples,
+            seed=seed,
+        )
+        w = (arms[name].get("success") or {}).get("warning")
+        if w:
+            warnings.append(f"{name}: {w}")
+        for key in ("latency",):
+            w = arms[name]["usage"][key].get("warning")
+            if w:
+                warnings.append(f"{name}: latency: {w}")
+        if arms[name]["trials_missing"]:
+            warnings.append(
+                f"{name}: {arms[name]['trials_missing']} scheduled trials never finished "
+                "(interrupted run?): resume it before drawing conclusions"
+            )
+    unit_kinds = {a["unit"]["kind"] for a in arms.values() if a.get("unit")}
+    sampling_unit = (
+        "cluster of tasks (task.cluster): intervals resample or cluster on whole clusters"
+        if unit_kinds == {"cluster"}
+        else "task: trials of a task are averaged first; tasks are the independent units"
+        if unit_kinds == {"task"}
+        else "per arm (see arms.*.unit)"
+    )
+    versions = _versions(run, data)
+    return {
+        "schema": SCHEMA,
+        "run": {
+            k: run.get(k)
+            for k in (
+                "id",
+                "suite",
+                "status",
+                "started_at",
+                "finished_at",
+                "harness_version",
+                "config_hash",
+                "sandbox",
+                "seed",
+                "trials_per_task",
+                "image_ids",
+            )
+        },
+        "settings": settings,
+        "estimand": ESTIMAND,
+        "sampling_unit": sampling_unit,
+        "versions": versions,
+        "arms": arms,
+        "comparison": None,
+        "warnings": warnings,
+    }
+
+
+def _versions(run: dict[str, Any], data: RunData) -> dict[str, Any]:
+    import json
+
+    images: set[str] = set()
+    graders: dict[str, set[str]] = {}
+    for arm in data.arms.values():
+        images |= arm.image_ids
+        for text in arm.grader_versions:
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict):
+                for g, v in parsed.items():
+                    graders.setdefault(str(g), set()).add(str(v))
+    return {
+        "harness_version": run.get("harness_version"),
+        "config_hash": run.get("config_hash"),
+        "seed": run.get("seed"),
+        "sandbox": run.get("sandbox"),
+        "image_ids": run.get("image_ids") or {},
+        "trial_image_ids": sorted(images),
+        "grader_versions": {g: sorted(v) for g, v in sorted(graders.items())},
+    }
+
+
+def arm_report(
+    arm: ArmTrials,
+    *,
+    attempts: dict[str, int],
+    variants,
+    trials_per_task: int,
+    scheduled: tuple[int, int],
+    settings: dict[str, Any],
+    n_resamples: int,
+    prediction_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """One arm's sections."""
+    confidence = settings["confidence"]
+    denominator = settings["denominator"]
+    rng = np.random.default_rng(seed)
+    codes, counts = np.unique(arm.status, return_counts=True)
+    by_status = {errors.STATUSES[int(c)]: int(n) for c, n in zip(codes, counts, strict=True)}
+    completed = int(arm.status.size)
+    unresolved = completed - by_status.get(errors.PASSED, 0) - by_status.get(errors.FAILED, 0)
     out: dict[str, Any] = {
-        "tasks": len(per_task),
-        "clusters": len(clusters),
-        "trials_scheduled": scheduled,
+        "tasks": int(arm.tasks.size),
+        "clusters": len(set(arm.clusters.tolist())),
+        "trials_scheduled": int(scheduled[0]),
         "trials_completed": completed,
         "trials_unresolved": unresolved,
-        "trials_missing": max(0, scheduled - completed),
-        "by_status": dict(by_status),
+        "trials_missing": max(0, int(scheduled[0]) - completed),
+        "variant_trials_scheduled": int(scheduled[1]),
+        "by_status": by_status,
         "denominator": denominator,
+        "infra": sec.infra_section(by_status, attempts, confidence),
     }
-    if n_tasks == 0:
-        out["success"] = None
-        out["pass_hat_k"] = out["pass_at_k"] = []
+    outcomes = sec.task_outcomes(arm, denominator)
+    inc = outcomes.include
+    out["tasks_without_resolved_trials"] = int(arm.tasks.size - inc.sum())
+    n, c = outcomes.n[inc], outcomes.c[inc]
+    clusters = arm.clusters[inc]
+    unit = sec.choose_unit(clusters, settings["cluster_key"])
+    out["unit"] = {
+        "kind": unit.kind,
+        "n_units": unit.n_units,
+        "reason": unit.reason,
+        "effective_clusters": sec.effective_cluster_count(clusters),
+    }
+    empty_sections = {
+        "success": None,
+        "pass_hat_k": [],
+        "pass_at_k": [],
+        "pass_hat_k_predicted": None,
+        "unstable_tasks": 0,
+        "unstable_task_ids": [],
+        "slices": {"class": [], "cluster": []},
+        "stratified": None,
+        "reliability": {
+            "consistency": None,
+            "robustness": None,
+            "calibration": None,
+            "harm": None,
+        },
+    }
+    if n.size == 0:
+        out.update(empty_sections)
+        out["usage"] = sec.usage_section(
+            arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
+        )
         return out
-    rates = c_arr / n_arr
-    mean = float(rates.mean())
-    lo, hi = wilson_interval(mean * n_tasks, n_tasks, confidence)
-    out["success"] = {
-        "estimate": mean,
-        "n": n_tasks,
-        "unit": "task",
-        "lo": float(lo),
-        "hi": float(hi),
-        "confidence": confidence,
-        "method": "Wilson score interval over tasks (mean of per-task rates)",
+
+    rates = c / n
+    success = sec.mean_interval(rates, unit, confidence)
+    success.update(
+        n_clusters=len(set(clusters.tolist())),
+        n_trials=int(n.sum()),
+        estimand=ESTIMAND,
+    )
+    if unit.warning:
+        success["warning"] = unit.warning
+    elif unit.kind == "cluster" and out["unit"]["effective_clusters"] < sec.MIN_CLUSTERS:
+        success["warning"] = (
+            f"unequal cluster sizes leave about {out['unit']['effective_clusters']:.1f} "
+            "effective clusters (J²/Σ J_r²): cluster-robust intervals are themselves "
+            "uncertain and may be too narrow (seed 003)"
+        )
+    out["success"] = success
+
+    ks = settings.get("k") or list(range(1, trials_per_task + 1))
+    hat, at = sec.pass_k_section(
+        n, c, unit, sorted(set(ks)), n_resamples=n_resamples, rng=rng, confidence=confidence
+    )
+    out["pass_hat_k"], out["pass_at_k"] = hat, at
+    out["pass_hat_k_predicted"] = sec.prediction_section(
+        n,
+        c,
+        unit,
+        trials_per_task,
+        hat,
+        n_resamples=prediction_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+    unstable = (c > 0) & (c < n)
+    out["unstable_tasks"] = int(unstable.sum())
+    out["unstable_task_ids"] = sorted(str(t) for t in arm.tasks[inc][unstable])[:50]
+    out["slices"] = {
+        "class": sec.slices_section(arm.classes[inc], rates, n.astype(float), confidence),
+        "cluster": sec.slices_section(clusters, rates, n.astype(float), confidence),
     }
-    out["pass_hat_k"], out["pass_at_k"] = [], []
-    for k in range(1, trials_per_task + 1):
-        ok = n_arr >= k
-        if not ok.any():
-            continue
-        for key, fn in (("pass_hat_k", pass_hat_k), ("pass_at_k", pass_at_k)):
-            values = np.asarray(fn(n_arr[ok].astype(int), c_arr[ok].astype(int), k), dtype=float)
-            out[key].append({"k": k, "estimate": float(values.mean()), "n": int(ok.sum())})
-    out["unstable_tasks"] = int(((c_arr > 0) & (c_arr < n_arr)).sum())
+    out["stratified"] = sec.stratified_section(
+        rates, arm.strata[inc], arm.weights[inc], unit, confidence
+    )
+    consistency = next((dict(p) for p in hat if p["k"] == trials_per_task), None)
+    if consistency is not None and trials_per_task >= 2:
+        consistency["estimand"] = (
+            f"chance that {trials_per_task} independent trials of a random task all succeed "
+            "(pass^k at k = trials per task)"
+        )
+    else:
+        consistency = None
+    cluster_of = dict(zip(arm.tasks.tolist(), arm.clusters.tolist(), strict=True))
+    out["reliability"] = {
+        "consistency": consistency,
+        "robustness": sec.robustness_section(variants, cluster_of, unit, denominator, confidence),
+        "calibration": sec.calibration_section(
+            arm, unit, inc, n_resamples=n_resamples, rng=rng, confidence=confidence
+        ),
+        "harm": sec.harm_section(arm, unit, inc, confidence),
+    }
+    out["usage"] = sec.usage_section(
+        arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
+    )
     return out
-
-
-def run_report(
-    run, trial_rows: list[dict[str, Any]], denominator: str = "failure", confidence: float = 0.95
-) -> dict[str, Any]:
-    """The whole first-cut report for one run."""
-    arms: dict[str, list[dict[str, Any]]] = {a: [] for a in run.arms}
-    for r in trial_rows:
-        arms.setdefault(r["arm"], []).append(r)
-    per_arm_planned = run.jobs_planned // max(1, len(run.arms))
-    return {
-        "run": {
-            "id": run.id,
-            "suite": run.suite_name,
-            "status": run.status,
-            "started_at": run.started_at.isoformat() if run.started_at else None,
-            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "harness_version": run.harness_version,
-            "config_hash": run.config_hash,
-            "sandbox": run.sandbox,
-            "seed": run.seed,
-            "trials_per_task": run.trials_per_task,
-            "image_ids": run.image_ids,
-        },
-        "estimand": ESTIMAND,
-        "sampling_unit": "task",
-        "arms": {
-            name: arm_summary(
-                rows,
-                trials_per_task=run.trials_per_task,
-                scheduled=per_arm_planned,
-                denominator=denominator,
-                confidence=confidence,
-            )
-            for name, rows in arms.items()
-        },
-    }

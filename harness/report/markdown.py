@@ -4,26 +4,157 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.terminal import pct, rate_text
+from harness.report.fmt import (
+    ci,
+    count,
+    delta_text,
+    denominator_text,
+    pct,
+    rate_text,
+    select_ks,
+    usd,
+    usd_rec,
+)
+
+CLUSTER_ROWS = 10
 
 
 def render_markdown(report: dict[str, Any]) -> str:
     run = report["run"]
+    s = report.get("settings", {})
     lines = [
         f"## Run `{run['id']}` — suite `{run['suite']}`",
         "",
         f"Status {run['status']} · sandbox {run['sandbox']} · harness {run['harness_version']} "
-        f"· config `{run['config_hash'][:12]}` · seed {run['seed']}",
+        f"· config `{str(run['config_hash'])[:12]}` · seed {run['seed']}",
         "",
-        "| arm | tasks | clusters | trials sched / done / unresolved | success (95% CI, n) | pass^k |",
-        "| --- | ---: | ---: | --- | --- | --- |",
+        f"*Estimand:* {report['estimand']}. *Sampling unit:* {report['sampling_unit']}. "
+        f"*Intervals:* {pct(s.get('confidence', 0.95), 0)}. "
+        f"*Denominator:* {denominator_text(report)}.",
+        "",
+        "| arm | tasks | clusters | trials sched / done / unresolved | success (CI, n) "
+        "| interval method | unstable tasks | crash rate |",
+        "| --- | ---: | ---: | --- | --- | --- | ---: | --- |",
     ]
     for name, a in report["arms"].items():
-        passk = ", ".join(f"k={p['k']}: {pct(p['estimate'])}" for p in a["pass_hat_k"]) or "—"
+        crash = (a.get("infra") or {}).get("crash_rate")
         lines.append(
             f"| {name} | {a['tasks']} | {a['clusters']} | {a['trials_scheduled']} / "
             f"{a['trials_completed']} / {a['trials_unresolved']} | {rate_text(a['success'])} "
-            f"| {passk} |"
+            f"| {(a.get('success') or {}).get('method', '—')} | {a.get('unstable_tasks', '—')} "
+            f"| {rate_text(crash, 'attempt') if crash else '—'} |"
         )
-    lines += ["", f"*Estimand:* {report['estimand']}. *Sampling unit:* {report['sampling_unit']}."]
+    c = report.get("comparison")
+    if c and c.get("estimate") is None:
+        lines += ["", "### Primary comparison", "", "No task was run by both arms."]
+    elif c:
+        t = c.get("table") or {}
+        p = c.get("p_value")
+        lines += [
+            "",
+            "### Primary comparison",
+            "",
+            f"**{c['candidate_arm']} − {c['baseline_arm']}: {delta_text(c)}** "
+            f"({pct(c.get('confidence'), 0)} {c.get('method')}; n = {c.get('n_tasks')} tasks in "
+            f"{c.get('n_clusters')} clusters). Tasks: both pass {t.get('both_pass')}, fixed "
+            f"{t.get('fixed')}, broke {t.get('broke')}, both fail {t.get('both_fail')}; "
+            f"{c.get('test')}: p = {'—' if p is None else f'{p:.3g}'}.",
+        ]
+    for name, a in report["arms"].items():
+        lines += ["", f"### Arm `{name}`", ""]
+        lines += _arm(a)
+    v = report.get("versions") or {}
+    graders = ", ".join(f"{g} {'/'.join(vs)}" for g, vs in (v.get("grader_versions") or {}).items())
+    images = ", ".join(f"`{k}`={x}" for k, x in (v.get("image_ids") or {}).items())
+    lines += [
+        "",
+        f"*Versions:* harness {v.get('harness_version')}, config `{v.get('config_hash')}`, "
+        f"images {images or '—'}, graders {graders or '—'}.",
+    ]
+    for w in report.get("warnings", []):
+        lines.append(f"> **Warning:** {w}")
     return "\n".join(lines)
+
+
+def _arm(a: dict[str, Any]) -> list[str]:
+    infra = a.get("infra") or {}
+    out = [
+        f"Unresolved trials: {infra.get('infra_error_trials', 0)} infra, "
+        f"{infra.get('grader_error_trials', 0)} grader, "
+        f"{infra.get('harness_error_trials', 0)} harness errors; attempts "
+        f"{infra.get('attempts', 0)} ({infra.get('infra_error_attempts', 0)} crashed). "
+        f"Unit: {a['unit']['kind']} ({a['unit']['reason']}; effective clusters "
+        f"{a['unit']['effective_clusters']:.1f}).",
+    ]
+    if a.get("success", {}) and a["success"].get("warning"):
+        out.append(f"> {a['success']['warning']}")
+    if a.get("pass_hat_k"):
+        at = {p["k"]: p for p in a["pass_at_k"]}
+        out += ["", "| k | pass^k (CI) | pass@k (CI) | tasks |", "| ---: | --- | --- | ---: |"]
+        for p in select_ks(a["pass_hat_k"]):
+            q = at.get(p["k"], {})
+            out.append(
+                f"| {p['k']} | {pct(p['estimate'])} {ci(p)} | {pct(q.get('estimate'))} "
+                f"{ci(q)} | {p['n']} |"
+            )
+    pred = a.get("pass_hat_k_predicted") or {}
+    if pred.get("points"):
+        pts = ", ".join(f"k={p['k']}: {pct(p['estimate'])} {ci(p)}" for p in pred["points"])
+        chk = pred.get("check") or {}
+        out += [
+            "",
+            f"*Prediction (beta-binomial, not observed):* pass^k {pts}; at k={chk.get('k')} "
+            f"fitted {pct(chk.get('fitted'))} vs observed {pct(chk.get('observed_unbiased'))}.",
+        ]
+    for what, limit in (("class", None), ("cluster", CLUSTER_ROWS)):
+        rows = a["slices"][what]
+        if len(rows) < 2:
+            continue
+        shown = sorted(rows, key=lambda r: r["estimate"])[:limit] if limit else rows
+        note = f" (lowest {len(shown)} of {len(rows)})" if len(shown) < len(rows) else ""
+        out += [
+            "",
+            f"By {what}{note}:",
+            "",
+            f"| {what} | tasks | trials | success (Wilson CI, n tasks) |",
+            "| --- | ---: | ---: | --- |",
+        ]
+        out += [f"| {r['name']} | {r['tasks']} | {r['trials']} | {rate_text(r)} |" for r in shown]
+    st = a.get("stratified")
+    if st:
+        out += ["", f"Stratified: {rate_text(st)}, n_eff {st['n_eff']:.1f} (Kish); {st['method']}."]
+    rel = a["reliability"]
+    items = []
+    if rel.get("consistency"):
+        items.append(f"consistency pass^{rel['consistency']['k']} {rate_text(rel['consistency'])}")
+    r = rel.get("robustness")
+    if r and r.get("estimate") is not None:
+        items.append(f"robustness (variant − original) {delta_text(r)}, {r['n_pairs']} pairs")
+    cal = rel.get("calibration")
+    if cal:
+        items.append(
+            f"ECE {cal['ece']:.3f} [{cal['lo']:.3f}, {cal['hi']:.3f}] (n={cal['n']} trials)"
+        )
+    h = rel.get("harm")
+    if h:
+        items.append(f"harm {rate_text(h)}, mean severity {h['mean_severity']:.3f}")
+    if items:
+        out += ["", "Reliability: " + "; ".join(items) + "."]
+    u = a["usage"]
+    cost, lat, steps, tok = u["cost"], u["latency"], u["steps"], u["tokens"]
+    line = (
+        f"Usage: tokens in {count(tok['in'])} (cached {count(tok['cached'])}), out "
+        f"{count(tok['out'])}; cost total {usd(cost['total_usd'])}, per trial "
+        f"{usd_rec(cost['per_trial_usd'])}, per success {usd_rec(cost['per_success_usd'])}"
+    )
+    if cost.get("note"):
+        line += f" ({cost['note']})"
+    if lat.get("n"):
+        line += (
+            f"; latency p50 {lat['p50_s']:.2f} s, p95 {lat['p95_s']:.2f} s (n={lat['n']})"
+            f"; steps mean {steps['mean']:.1f}"
+        )
+        if lat.get("warning"):
+            line += f" — {lat['warning']}"
+    out += ["", line + "."]
+    return out

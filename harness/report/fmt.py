@@ -1,0 +1,74 @@
+"""Number formatting shared by the terminal and Markdown renderers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def ci(r: dict[str, Any] | None, digits: int = 1) -> str:
+    """'[lo, hi]' in percent, or '' when the record has no interval."""
+    if not r or r.get("lo") is None or r.get("hi") is None:
+        return ""
+    return f"[{pct(r['lo'], digits)}, {pct(r['hi'], digits)}]"
+
+
+def rate_text(r: dict[str, Any] | None, unit: str | None = None) -> str:
+    """'73.0% [67.8%, 78.3%] (n=10000 tasks)': a rate is never shown without n and interval."""
+    if not r or r.get("estimate") is None:
+        return "no counted trials"
+    u = unit or r.get("unit", "task")
+    return f"{pct(r['estimate'])} {ci(r)} (n={r['n']} {u}s)"
+
+
+def signed_pts(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:+.1f} pts"
+
+
+def delta_text(r: dict[str, Any] | None) -> str:
+    """A difference in percentage points with its interval."""
+    if not r or r.get("estimate") is None:
+        return "—"
+    return f"{signed_pts(r['estimate'])} [{signed_pts(r.get('lo'))}, {signed_pts(r.get('hi'))}]"
+
+
+def usd(x: float | None) -> str:
+    if x is None:
+        return "unknown"
+    if abs(x) >= 100:
+        return f"${x:,.0f}"
+    if abs(x) >= 1:
+        return f"${x:,.2f}"
+    return f"${x:.4f}"
+
+
+def usd_rec(r: dict[str, Any] | None) -> str:
+    if not r or r.get("estimate") is None:
+        return "unknown"
+    if r.get("lo") is None:
+        return usd(r["estimate"])
+    return f"{usd(r['estimate'])} [{usd(r['lo'])}, {usd(r['hi'])}]"
+
+
+def count(x: int | float | None) -> str:
+    return "—" if x is None else f"{int(x):,}"
+
+
+def select_ks(points: list[dict[str, Any]], limit: int = 10) -> list[dict[str, Any]]:
+    """At most ``limit`` of the k entries for display: 1–5, powers of two, and the last."""
+    if len(points) <= limit:
+        return points
+    last = points[-1]["k"]
+    want = {1, 2, 3, 4, 5, last} | {2**i for i in range(3, 20) if 2**i < last}
+    chosen = [p for p in points if p["k"] in want]
+    if len(chosen) > limit:
+        chosen = chosen[: limit - 1] + [points[-1]]
+    return chosen
+
+
+def denominator_text(report: dict[str, Any]) -> str:
+    s = report.get("settings", {})
+    return s.get("denominator_text") or s.get("denominator", "failure")

@@ -1,0 +1,342 @@
+"""Store → column arrays for the report, with a few raw SQL queries and no ORM objects.
+
+A report over a million trial rows is dominated by moving rows out of the database, so the
+queries are shaped for that:
+
+* one *task* query groups the original (non-variant) trials by (arm, task) and returns each
+  task's labels (cluster, class, stratum, weight), its trial count and token sums;
+* one *trial* query returns the per-trial numbers the statistics need (status, confidence,
+  latency, steps, cost, harm, trial index, seed) in the same (arm, task) order, so each trial
+  maps to its task by position (``np.repeat`` over the task query's counts) and no string
+  column is fetched per trial;
+* one *attempt* query counts attempts per (arm, outcome), for the crash rate;
+* variant trials are fetched (paired with their original trial) only when the run has any.
+
+All queries go through the engine's raw DBAPI connection (sqlite3 or psycopg) with plain
+SQL that both dialects accept.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness import errors
+
+STATUS_CODES = {s: i for i, s in enumerate(errors.STATUSES)}
+"""Trial status → small integer code (order of ``errors.STATUSES``); unknown → harness_error."""
+PASSED_CODE = STATUS_CODES[errors.PASSED]
+FAILED_CODE = STATUS_CODES[errors.FAILED]
+
+_TASK_SQL = """
+SELECT arm, task_id, MIN(cluster), MIN(task_class), MIN(stratum), MIN(weight), COUNT(*),
+       SUM(tokens_in), SUM(tokens_cached), SUM(tokens_out),
+       MIN(image_id), MAX(image_id),
+       MIN(CAST(grader_versions AS TEXT)), MAX(CAST(grader_versions AS TEXT))
+FROM trials WHERE run_id = {p} AND variant = ''
+GROUP BY arm, task_id ORDER BY arm, task_id
+"""
+# Unknown confidence / cost come back as -1 so every column converts to float in one step.
+_TRIAL_SQL = """
+SELECT status, COALESCE(confidence, -1.0), latency_s, steps, COALESCE(cost_usd, -1.0),
+       harm_severity{pairing}
+FROM trials WHERE run_id = {p} AND variant = ''
+ORDER BY arm, task_id
+"""
+_PAIRING_COLUMNS = ", trial_index, seed"  # only for the primary comparison's trial rows
+_ATTEMPT_SQL = """
+SELECT arm, outcome, COUNT(*) FROM attempts WHERE run_id = {p} GROUP BY arm, outcome
+"""
+_HAS_VARIANTS_SQL = "SELECT 1 FROM trials WHERE run_id = {p} AND variant <> '' LIMIT 1"
+_VARIANT_SQL = """
+SELECT v.arm, v.task_id, v.variant, v.trial_index, v.status, o.status
+FROM trials v JOIN trials o
+  ON o.run_id = v.run_id AND o.arm = v.arm AND o.task_id = v.task_id
+ AND o.trial_index = v.trial_index AND o.variant = ''
+WHERE v.run_id = {p} AND v.variant <> ''
+"""
+_FETCH_ROWS = 100_000
+
+
+@dataclass
+class ArmTrials:
+    """One arm's original (non-variant) trials as arrays.
+
+    Task arrays have one entry per task (sorted by task id); trial arrays one entry per trial,
+    with ``task_index`` mapping each trial to its task.
+    """
+
+    tasks: np.ndarray
+    clusters: np.ndarray
+    classes: np.ndarray
+    strata: np.ndarray
+    """Stratum label per task; None where undeclared (object array)."""
+    weights: np.ndarray
+    tokens: np.ndarray
+    """Per-task sums, shape (n_tasks, 3): tokens in, cached, out."""
+    task_index: np.ndarray
+    status: np.ndarray
+    """Status code per trial (``STATUS_CODES``)."""
+    confidence: np.ndarray
+    """Stated confidence per trial; NaN when the agent gave none."""
+    latency: np.ndarray
+    steps: np.ndarray
+    cost: np.ndarray
+    """US dollars per trial; NaN when the price was unknown."""
+    harm: np.ndarray
+    trial_index: np.ndarray
+    seed: np.ndarray
+    image_ids: set[str] = field(default_factory=set)
+    grader_versions: list[str] = field(default_factory=list)
+    """Distinct grader_versions JSON texts seen on this arm's trials."""
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.status.size)
+
+
+@dataclass
+class VariantPairs:
+    """Variant trials paired with the original trial of the same (arm, task, trial index)."""
+
+    task: np.ndarray
+    variant: np.ndarray
+    trial_index: np.ndarray
+    status: np.ndarray
+    """Status code of the variant trial."""
+    original_status: np.ndarray
+
+
+@dataclass
+class RunData:
+    """Everything the report reads from the store for one run."""
+
+    arms: dict[str, ArmTrials]
+    attempts: dict[str, dict[str, int]]
+    """arm → attempt outcome → count."""
+    variants: dict[str, VariantPairs]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _execute(conn, paramstyle: str, sql: str, run_id: str, **parts: str):
+    marker = "?" if paramstyle == "qmark" else "%s"
+    cur = conn.cursor()
+    cur.execute(sql.format(p=marker, **parts), (run_id,))
+    return cur
+
+
+def _empty_arm() -> ArmTrials:
+    f = np.empty(0, dtype=float)
+    i = np.empty(0, dtype=np.int64)
+    o = np.empty(0, dtype=object)
+    return ArmTrials(
+        tasks=o,
+        clusters=o,
+        classes=o,
+        strata=o,
+        weights=f,
+        tokens=np.zeros((0, 3)),
+        task_index=i,
+        status=np.empty(0, dtype=np.int8),
+        confidence=f,
+        latency=f,
+        steps=f,
+        cost=f,
+        harm=f,
+        trial_index=i,
+        seed=i,
+    )
+
+
+def _status_codes(values) -> np.ndarray:
+    harness_error = STATUS_CODES[errors.HARNESS_ERROR]
+    get = STATUS_CODES.get
+    return np.fromiter((get(s, harness_error) for s in values), dtype=np.int8, count=len(values))
+
+
+def _fetch_trials(cur) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fetch the trial query in chunks: status codes, a float matrix (confidence, latency,
+    steps, cost, harm) and an int64 matrix (trial index, seed: 63-bit, so never floats)."""
+    codes: list[np.ndarray] = []
+    nums: list[np.ndarray] = []
+    ints: list[np.ndarray] = []
+    while True:
+        rows = cur.fetchmany(_FETCH_ROWS)
+        if not rows:
+            break
+        cols = list(zip(*rows, strict=True))
+        codes.append(_status_codes(cols[0]))
+        nums.append(np.array(cols[1:6], dtype=float))
+        if len(cols) > 6:
+            ints.append(np.array(cols[6:8], dtype=np.int64))
+        else:
+            ints.append(np.full((2, len(rows)), -1, dtype=np.int64))
+    if not codes:
+        return np.empty(0, dtype=np.int8), np.empty((5, 0)), np.empty((2, 0), dtype=np.int64)
+    return np.concatenate(codes), np.concatenate(nums, axis=1), np.concatenate(ints, axis=1)
+
+
+def load_run_data(
+    store, run_id: str, *, with_variants: bool | None = None, with_pairing: bool = True
+) -> RunData:
+    """Read one run's trials and attempts as arrays (see module docstring for the queries).
+
+    ``with_variants``: True/False if the caller knows whether the run scheduled variant
+    trials; None asks the store. ``with_pairing``: also read each trial's index and seed
+    (needed only for the primary comparison's trial rows; else they are -1).
+    """
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    engine = store.engine
+    paramstyle = engine.dialect.paramstyle
+    raw = engine.raw_connection()
+    try:
+        cur = _execute(raw, paramstyle, _TASK_SQL, run_id)
+        task_rows = cur.fetchall()
+        cur.close()
+        timings["task_query_s"] = time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        pairing = _PAIRING_COLUMNS if with_pairing else ""
+        cur = _execute(raw, paramstyle, _TRIAL_SQL, run_id, pairing=pairing)
+        status, nums, ints = _fetch_trials(cur)
+        cur.close()
+        timings["trial_query_s"] = time.perf_counter() - t1
+
+        t1 = time.perf_counter()
+        cur = _execute(raw, paramstyle, _ATTEMPT_SQL, run_id)
+        attempts: dict[str, dict[str, int]] = {}
+        for arm, outcome, count in cur.fetchall():
+            attempts.setdefault(arm, {})[outcome] = int(count)
+        cur.close()
+        timings["attempt_query_s"] = time.perf_counter() - t1
+
+        t1 = time.perf_counter()
+        variant_rows: list[tuple] = []
+        if with_variants is None:
+            cur = _execute(raw, paramstyle, _HAS_VARIANTS_SQL, run_id)
+            with_variants = cur.fetchone() is not None
+            cur.close()
+        if with_variants:
+            cur = _execute(raw, paramstyle, _VARIANT_SQL, run_id)
+            variant_rows = cur.fetchall()
+            cur.close()
+        timings["variant_query_s"] = time.perf_counter() - t1
+    finally:
+        raw.close()
+
+    t1 = time.perf_counter()
+    counts = np.fromiter((r[6] for r in task_rows), dtype=np.int64, count=len(task_rows))
+    if int(counts.sum()) != status.size:  # pragma: no cover - rows written between queries
+        raise RuntimeError("the store changed while the report was reading it; run it again")
+    arms: dict[str, ArmTrials] = {}
+    start_task = 0
+    start_trial = 0
+    arm_names = [r[0] for r in task_rows]
+    while start_task < len(task_rows):
+        arm = arm_names[start_task]
+        end_task = start_task
+        while end_task < len(task_rows) and arm_names[end_task] == arm:
+            end_task += 1
+        rows = task_rows[start_task:end_task]
+        n_per_task = counts[start_task:end_task]
+        end_trial = start_trial + int(n_per_task.sum())
+        sl = slice(start_trial, end_trial)
+        cols = list(zip(*rows, strict=True))
+        images: set[str] = set()
+        for lo, hi in zip(cols[10], cols[11], strict=True):
+            images.update(x for x in (lo, hi) if x)
+        graders: set[str] = set()
+        for lo, hi in zip(cols[12], cols[13], strict=True):
+            graders.update(_as_text(x) for x in (lo, hi) if x)
+        conf, lat, steps, cost, harm = nums[:, sl]
+        tidx, seed = ints[:, sl]
+        arms[arm] = ArmTrials(
+            tasks=np.array(cols[1], dtype=object),
+            clusters=np.array(cols[2], dtype=object),
+            classes=np.array(cols[3], dtype=object),
+            strata=np.array(cols[4], dtype=object),
+            weights=np.array(cols[5], dtype=float),
+            tokens=np.array(cols[7:10], dtype=float).T,
+            task_index=np.repeat(np.arange(len(rows)), n_per_task),
+            status=status[sl],
+            confidence=np.where(conf < 0, np.nan, conf),
+            latency=lat,
+            steps=steps,
+            cost=np.where(cost < 0, np.nan, cost),
+            harm=harm,
+            trial_index=tidx,
+            seed=seed,
+            image_ids=images,
+            grader_versions=sorted(graders),
+        )
+        start_task, start_trial = end_task, end_trial
+
+    variants: dict[str, VariantPairs] = {}
+    by_arm: dict[str, list[tuple]] = {}
+    for r in variant_rows:
+        by_arm.setdefault(r[0], []).append(r)
+    for arm, rows in by_arm.items():
+        cols = list(zip(*rows, strict=True))
+        variants[arm] = VariantPairs(
+            task=np.array(cols[1], dtype=object),
+            variant=np.array(cols[2], dtype=object),
+            trial_index=np.array(cols[3], dtype=np.int64),
+            status=_status_codes(cols[4]),
+            original_status=_status_codes(cols[5]),
+        )
+    timings["arrays_s"] = time.perf_counter() - t1
+    return RunData(arms=arms, attempts=attempts, variants=variants, timings=timings)
+
+
+def _as_text(value: Any) -> str:
+    """grader_versions comes back as JSON text (SQLite) or a parsed dict (PostgreSQL)."""
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+def empty_arm() -> ArmTrials:
+    """An arm with no trials (declared in the run but nothing finished yet)."""
+    return _empty_arm()
+
+
+def comparison_rows(arm: str, data: ArmTrials) -> list[dict[str, Any]]:
+    """Trial-row dicts (arm, task_id, cluster, task_class, weight, status, passed,
+    trial_index, seed, variant) for ``harness.release.compare.paired_comparison``."""
+    statuses = np.array(errors.STATUSES, dtype=object)[data.status].tolist()
+    ti = data.task_index
+    task_ids = data.tasks[ti].tolist()
+    clusters = data.clusters[ti].tolist()
+    classes = data.classes[ti].tolist()
+    weights = data.weights[ti].tolist()
+    resolved = {errors.PASSED: True, errors.FAILED: False}
+    return [
+        {
+            "arm": arm,
+            "task_id": t,
+            "cluster": c,
+            "task_class": k,
+            "weight": w,
+            "status": s,
+            "passed": resolved.get(s),
+            "trial_index": i,
+            "seed": sd,
+            "variant": "",
+        }
+        for t, c, k, w, s, i, sd in zip(
+            task_ids,
+            clusters,
+            classes,
+            weights,
+            statuses,
+            data.trial_index.tolist(),
+            data.seed.tolist(),
+            strict=True,
+        )
+    ]

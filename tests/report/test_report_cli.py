@@ -1,0 +1,132 @@
+"""`harness report` end to end on a real demo run, and the primary-comparison glue."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+from rich.console import Console
+
+from harness.report.compare import primary_comparison
+from harness.report.load import RunData
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'demo.db'}"
+    result = run_cli("run", "tasks/demo/suite.yaml", "--store", url, "-q", "--trials", "3")
+    assert result.returncode == 0, result.stderr
+    return url
+
+
+def test_report_json_on_demo_run(demo_store):
+    out = run_cli("report", "--json", "--store", demo_store)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["schema"] == "harness.report/2"
+    assert set(data["arms"]) == {"baseline", "candidate"}
+    for arm in data["arms"].values():
+        assert arm["tasks"] == 36 and arm["clusters"] == 6
+        assert arm["trials_scheduled"] == arm["trials_completed"] == 108
+        s = arm["success"]
+        assert s["lo"] <= s["estimate"] <= s["hi"] and s["n"] == 36
+        assert [p["k"] for p in arm["pass_hat_k"]] == [1, 2, 3]
+        assert arm["pass_hat_k"][0]["estimate"] == pytest.approx(s["estimate"])
+        assert arm["pass_hat_k_predicted"]["prediction"] is True
+        assert arm["infra"]["attempts"] >= 108
+        assert arm["usage"]["latency"]["n"] == 108
+        assert {r["name"] for r in arm["slices"]["class"]} == {"arithmetic", "counting", "lookup"}
+    assert data["settings"]["primary"] == {"baseline": "baseline", "candidate": "candidate"}
+    assert data["versions"]["config_hash"] == data["run"]["config_hash"]
+    comparison = data["comparison"]
+    try:
+        import harness.release.compare  # noqa: F401
+    except ImportError:
+        assert comparison is None
+    else:
+        assert comparison["baseline_arm"] == "baseline"
+        assert comparison["lo"] <= comparison["estimate"] <= comparison["hi"]
+        assert set(comparison["table"]) == {"both_pass", "fixed", "broke", "both_fail"}
+
+
+def test_report_markdown_and_terminal_on_demo_run(demo_store):
+    md = run_cli("report", "--markdown", "--store", demo_store)
+    assert md.returncode == 0, md.stderr
+    text = md.stdout
+    assert text.startswith("## Run `")
+    for needle in ("*Estimand:*", "| baseline |", "pass^k", "By class", "*Versions:*"):
+        assert needle in text
+    # The terminal renderer in-process (the `run` command above already printed it once).
+    from harness.report import load_report
+    from harness.report.terminal import render
+
+    buf = io.StringIO()
+    render(load_report(None, demo_store, n_resamples=500), Console(file=buf, width=160))
+    out = buf.getvalue()
+    assert "Per arm" in out and "PREDICTION" in out and "latency: p50" in out
+
+
+def test_comparison_is_omitted_when_release_is_not_importable(monkeypatch):
+    monkeypatch.setitem(sys.modules, "harness.release.compare", None)  # import -> ImportError
+    data = RunData(arms={}, attempts={}, variants={})
+    settings = {
+        "primary": {"baseline": "a", "candidate": "b"},
+        "confidence": 0.95,
+        "cluster_key": "cluster",
+        "denominator": "failure",
+    }
+    assert primary_comparison(data, settings, 0) == (None, None)
+    assert primary_comparison(data, {**settings, "primary": None}, 0) == (None, None)
+
+
+def test_comparison_receives_trial_rows(monkeypatch):
+    import types
+
+    seen = {}
+
+    def fake(rows_a, rows_b, *, confidence, cluster_key, seed):
+        seen.update(a=rows_a, b=rows_b, confidence=confidence, key=cluster_key, seed=seed)
+        return {"estimate": 0.1, "lo": 0.0, "hi": 0.2}
+
+    monkeypatch.setitem(
+        sys.modules, "harness.release.compare", types.SimpleNamespace(paired_comparison=fake)
+    )
+    import numpy as np
+
+    from harness.report.load import empty_arm
+
+    arm = empty_arm()
+    arm.tasks = np.array(["t0"], dtype=object)
+    arm.clusters = np.array(["c0"], dtype=object)
+    arm.classes = np.array(["x"], dtype=object)
+    arm.weights = np.array([1.0])
+    arm.task_index = np.array([0, 0])
+    arm.status = np.array([0, 2], dtype=np.int8)
+    arm.trial_index = np.array([0, 1])
+    arm.seed = np.array([2**62 + 1, 5])
+    data = RunData(arms={"a": arm}, attempts={}, variants={})
+    settings = {
+        "primary": {"baseline": "a", "candidate": "b"},
+        "confidence": 0.9,
+        "cluster_key": "task",
+        "denominator": "failure",
+    }
+    result, warning = primary_comparison(data, settings, 11)
+    assert warning is None and result["baseline_arm"] == "a" and result["estimate"] == 0.1
+    assert seen["b"] == [] and seen["confidence"] == 0.9 and seen["key"] == "task"
+    assert seen["a"][0] == {
+        "arm": "a",
+        "task_id": "t0",
+        "cluster": "c0",
+        "task_class": "x",
+        "weight": 1.0,
+        "status": "passed",
+        "passed": True,
+        "trial_index": 0,
+        "seed": 2**62 + 1,
+        "variant": "",
+    }
+    assert seen["a"][1]["status"] == "infra_error" and seen["a"][1]["passed"] is None
