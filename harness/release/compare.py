@@ -11,8 +11,11 @@ Everything here is pure: rows in (plain dicts, as read from the store), a JSON-a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 RESOLVED = ("passed", "failed")
 
@@ -41,37 +44,118 @@ def outcome(row: dict[str, Any], denominator: str = "failure") -> float | None:
     return 0.0
 
 
+COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index", "seed", "variant")
+
+
+def as_columns(rows: Iterable[dict[str, Any]] | Mapping[str, Sequence[Any]]) -> dict[str, list]:
+    """Trial rows as columns: a mapping of equal-length sequences is taken as it is (the fast
+    path the report uses for a million rows); a list of row dicts is transposed once."""
+    if isinstance(rows, Mapping):
+        n = len(rows["task_id"])
+        return {
+            k: (rows[k].tolist() if hasattr(rows[k], "tolist") else list(rows[k]))
+            if k in rows
+            else [None] * n
+            for k in COLUMNS
+        }
+    rows = list(rows)
+    return {k: [r.get(k) for r in rows] for k in COLUMNS}
+
+
+@dataclass
+class _Tasks:
+    """Per-task counts of one arm (tasks in sorted id order)."""
+
+    ids: np.ndarray
+    successes: np.ndarray
+    trials: np.ndarray
+    scheduled: np.ndarray
+    unresolved: np.ndarray
+    cluster: np.ndarray
+    task_class: np.ndarray
+    weight: np.ndarray
+    blocks: np.ndarray
+    """Unique (task id code, trial index, variant code, seed) rows, for the pairing check."""
+    seeds_known: bool
+
+
 def _by_task(
-    rows: Iterable[dict[str, Any]], denominator: str, cluster_key: str, variants: bool
-) -> dict[str, dict[str, Any]]:
-    tasks: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        if not variants and (r.get("variant") or "") != "":
-            continue
-        tid = r["task_id"]
-        t = tasks.setdefault(
-            tid,
-            {
-                "successes": 0.0,
-                "trials": 0,
-                "scheduled": 0,
-                "unresolved": 0,
-                "blocks": set(),
-                "cluster": tid if cluster_key == "task" else (r.get(cluster_key) or tid),
-                "task_class": r.get("task_class") or "default",
-                "weight": float(r.get("weight") if r.get("weight") is not None else 1.0),
-            },
+    cols: dict[str, list],
+    denominator: str,
+    cluster_key: str,
+    variants: bool,
+    variant_codes: dict[str, int],
+    task_codes: dict[str, int],
+) -> _Tasks:
+    if denominator not in ("failure", "exclude"):
+        raise ValueError("denominator must be 'failure' or 'exclude'")
+    variant = np.array([v or "" for v in cols["variant"]], dtype=object)
+    keep = np.ones(len(variant), bool) if variants else (variant == "")
+    task = np.array(cols["task_id"], dtype=object)[keep]
+    status = np.array(cols["status"], dtype=object)[keep]
+    ids, first, inverse = np.unique(task.astype(str), return_index=True, return_inverse=True)
+    n = len(ids)
+    passed = (status == "passed").astype(float)
+    resolved = (status == "passed") | (status == "failed")
+    counted = resolved if denominator == "exclude" else np.ones(len(status), bool)
+    cluster_col = np.array(cols["cluster"], dtype=object)[keep]
+    if cluster_key == "task":
+        cluster = ids.astype(object)
+    else:
+        cluster = np.array(
+            [c if c else t for c, t in zip(cluster_col[first], ids, strict=True)], dtype=object
         )
-        t["scheduled"] += 1
-        if r.get("status") not in RESOLVED:
-            t["unresolved"] += 1
-        t["blocks"].add((r.get("trial_index"), r.get("variant") or "", r.get("seed")))
-        y = outcome(r, denominator)
-        if y is None:
-            continue
-        t["successes"] += y
-        t["trials"] += 1
-    return tasks
+    classes = np.array(
+        [c or "default" for c in np.array(cols["task_class"], dtype=object)[keep][first]],
+        dtype=object,
+    )
+    weights = np.array(
+        [
+            1.0 if w is None else float(w)
+            for w in np.array(cols["weight"], dtype=object)[keep][first]
+        ]
+    )
+    seeds = np.array(cols["seed"], dtype=object)[keep]
+    seeds_known = not any(sd is None for sd in seeds)
+    block_rows = (
+        np.column_stack(
+            [
+                np.array([task_codes[t] for t in ids], dtype=np.int64)[inverse],
+                np.array(
+                    [
+                        -1 if i is None else int(i)
+                        for i in np.array(cols["trial_index"], dtype=object)[keep]
+                    ],
+                    dtype=np.int64,
+                ),
+                np.array([variant_codes[v] for v in variant[keep]], dtype=np.int64),
+                np.array([0 if sd is None else int(sd) for sd in seeds], dtype=np.int64),
+            ]
+        )
+        if len(task)
+        else np.zeros((0, 4), np.int64)
+    )
+    return _Tasks(
+        ids=ids,
+        successes=np.bincount(inverse, weights=passed * counted, minlength=n),
+        trials=np.bincount(inverse, weights=counted.astype(float), minlength=n).astype(int),
+        scheduled=np.bincount(inverse, minlength=n),
+        unresolved=np.bincount(inverse, weights=(~resolved).astype(float), minlength=n).astype(int),
+        cluster=cluster,
+        task_class=classes,
+        weight=weights,
+        blocks=np.unique(block_rows, axis=0),
+        seeds_known=seeds_known,
+    )
+
+
+def _same_blocks(ta: _Tasks, tb: _Tasks, paired_codes: np.ndarray) -> bool:
+    """Does every paired task have the same (trial index, variant, seed) blocks in both arms?"""
+    if not (ta.seeds_known and tb.seeds_known):
+        return False
+    a = ta.blocks[np.isin(ta.blocks[:, 0], paired_codes)]
+    b = tb.blocks[np.isin(tb.blocks[:, 0], paired_codes)]
+    return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 def _p_values(broke: int, fixed: int) -> dict[str, float]:
@@ -119,16 +203,23 @@ def paired_comparison(
     Only tasks present in both arms are paired; the others are counted in ``dropped``.
     Assumes clusters are independent; with few clusters bootstrap intervals are too narrow.
     """
-    import numpy as np
-
     from harness.stats import paired_cluster_bootstrap, sign_test
 
-    ta = _by_task(rows_a, denominator, cluster_key, variants)
-    tb = _by_task(rows_b, denominator, cluster_key, variants)
-    paired = sorted(t for t in ta if t in tb and ta[t]["trials"] > 0 and tb[t]["trials"] > 0)
-    only_a = sorted(t for t in ta if t not in tb)
-    only_b = sorted(t for t in tb if t not in ta)
-    no_verdict = sorted(t for t in ta if t in tb and t not in set(paired))
+    cols_a, cols_b = as_columns(rows_a), as_columns(rows_b)
+    all_variants = sorted(
+        {v or "" for v in cols_a["variant"]} | {v or "" for v in cols_b["variant"]}
+    )
+    variant_codes = {v: i for i, v in enumerate(all_variants)}
+    all_tasks = sorted({str(t) for t in cols_a["task_id"]} | {str(t) for t in cols_b["task_id"]})
+    task_codes = {t: i for i, t in enumerate(all_tasks)}
+    ta = _by_task(cols_a, denominator, cluster_key, variants, variant_codes, task_codes)
+    tb = _by_task(cols_b, denominator, cluster_key, variants, variant_codes, task_codes)
+    common, ia, ib = np.intersect1d(ta.ids, tb.ids, return_indices=True)
+    ok = (ta.trials[ia] > 0) & (tb.trials[ib] > 0)
+    paired, ia, ib = common[ok].tolist(), ia[ok], ib[ok]
+    only_a = sorted(set(ta.ids.tolist()) - set(tb.ids.tolist()))
+    only_b = sorted(set(tb.ids.tolist()) - set(ta.ids.tolist()))
+    no_verdict = common[~ok].tolist()
     dropped = {
         "n": len(only_a) + len(only_b) + len(no_verdict),
         "baseline_only": only_a[:20],
@@ -144,12 +235,12 @@ def paired_comparison(
         "n_tasks": len(paired),
         "dropped": dropped,
         "n_trials": {
-            "baseline": int(sum(ta[t]["scheduled"] for t in paired)),
-            "candidate": int(sum(tb[t]["scheduled"] for t in paired)),
+            "baseline": int(ta.scheduled[ia].sum()),
+            "candidate": int(tb.scheduled[ib].sum()),
         },
         "unresolved": {
-            "baseline": int(sum(ta[t]["unresolved"] for t in paired)),
-            "candidate": int(sum(tb[t]["unresolved"] for t in paired)),
+            "baseline": int(ta.unresolved[ia].sum()),
+            "candidate": int(tb.unresolved[ib].sum()),
         },
     }
     if not paired:
@@ -171,10 +262,11 @@ def paired_comparison(
         )
         return out
 
-    ra = np.array([ta[t]["successes"] / ta[t]["trials"] for t in paired])
-    rb = np.array([tb[t]["successes"] / tb[t]["trials"] for t in paired])
-    clusters = [ta[t]["cluster"] for t in paired]
-    w = np.array([ta[t]["weight"] for t in paired]) if weights else None
+    na, nb = ta.trials[ia], tb.trials[ib]
+    ra = ta.successes[ia] / na
+    rb = tb.successes[ib] / nb
+    clusters = ta.cluster[ia].tolist()
+    w = ta.weight[ia] if weights else None
     boot = paired_cluster_bootstrap(
         ra,
         rb,
@@ -185,7 +277,7 @@ def paired_comparison(
         rng=seed,
     )
     d = rb - ra
-    single = all(ta[t]["trials"] == 1 and tb[t]["trials"] == 1 for t in paired)
+    single = bool(np.all(na == 1) and np.all(nb == 1))
     pass_a, pass_b = ra >= 0.5, rb >= 0.5
     table = {
         "both_pass": int(np.count_nonzero(pass_a & pass_b)),
@@ -206,11 +298,8 @@ def paired_comparison(
         test = TEST_SIGN
     # Trial-level pairing needs a real shared unit: every (trial index, variant, seed) block
     # of a task in one arm appears in the other (seed 004).
-    shared = all(
-        ta[t]["blocks"] == tb[t]["blocks"] and all(b[2] is not None for b in ta[t]["blocks"])
-        for t in paired
-    )
-    trials = sorted({(ta[t]["trials"], tb[t]["trials"]) for t in paired})
+    shared = _same_blocks(ta, tb, np.array([task_codes[t] for t in paired], dtype=np.int64))
+    trials = sorted(set(zip(na.tolist(), nb.tolist(), strict=True)))
     if single:
         design = "1 trial per task per arm"
     elif len(trials) == 1 and trials[0][0] == trials[0][1]:
@@ -237,14 +326,23 @@ def paired_comparison(
         tasks=[
             {
                 "task_id": t,
-                "task_class": ta[t]["task_class"],
-                "cluster": ta[t]["cluster"],
-                "baseline": float(ra[i]),
-                "candidate": float(rb[i]),
-                "n_baseline": ta[t]["trials"],
-                "n_candidate": tb[t]["trials"],
+                "task_class": k,
+                "cluster": c,
+                "baseline": a,
+                "candidate": b,
+                "n_baseline": x,
+                "n_candidate": y,
             }
-            for i, t in enumerate(paired)
+            for t, k, c, a, b, x, y in zip(
+                paired,
+                ta.task_class[ia].tolist(),
+                clusters,
+                ra.tolist(),
+                rb.tolist(),
+                na.tolist(),
+                nb.tolist(),
+                strict=True,
+            )
         ],
     )
     return out

@@ -306,37 +306,19 @@ def empty_arm() -> ArmTrials:
     return _empty_arm()
 
 
-def comparison_rows(arm: str, data: ArmTrials) -> list[dict[str, Any]]:
-    """Trial-row dicts (arm, task_id, cluster, task_class, weight, status, passed,
-    trial_index, seed, variant) for ``harness.release.compare.paired_comparison``."""
-    statuses = np.array(errors.STATUSES, dtype=object)[data.status].tolist()
+def comparison_rows(arm: str, data: ArmTrials) -> dict[str, Any]:
+    """One arm's trials as columns (task_id, cluster, task_class, weight, status,
+    trial_index, seed, variant) for ``harness.release.compare.paired_comparison``: columns,
+    not a dict per trial, so a million-row comparison stays vectorized."""
     ti = data.task_index
-    task_ids = data.tasks[ti].tolist()
-    clusters = data.clusters[ti].tolist()
-    classes = data.classes[ti].tolist()
-    weights = data.weights[ti].tolist()
-    resolved = {errors.PASSED: True, errors.FAILED: False}
-    return [
-        {
-            "arm": arm,
-            "task_id": t,
-            "cluster": c,
-            "task_class": k,
-            "weight": w,
-            "status": s,
-            "passed": resolved.get(s),
-            "trial_index": i,
-            "seed": sd,
-            "variant": "",
-        }
-        for t, c, k, w, s, i, sd in zip(
-            task_ids,
-            clusters,
-            classes,
-            weights,
-            statuses,
-            data.trial_index.tolist(),
-            data.seed.tolist(),
-            strict=True,
-        )
-    ]
+    n = len(ti)
+    return {
+        "task_id": data.tasks[ti],
+        "cluster": data.clusters[ti],
+        "task_class": data.classes[ti],
+        "weight": data.weights[ti],
+        "status": np.array(errors.STATUSES, dtype=object)[data.status],
+        "trial_index": data.trial_index,
+        "seed": data.seed,
+        "variant": np.full(n, "", dtype=object),
+    }

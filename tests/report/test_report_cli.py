@@ -116,17 +116,10 @@ def test_comparison_receives_trial_rows(monkeypatch):
     }
     result, warning = primary_comparison(data, settings, 11)
     assert warning is None and result["baseline_arm"] == "a" and result["estimate"] == 0.1
-    assert seen["b"] == [] and seen["confidence"] == 0.9 and seen["key"] == "task"
-    assert seen["a"][0] == {
-        "arm": "a",
-        "task_id": "t0",
-        "cluster": "c0",
-        "task_class": "x",
-        "weight": 1.0,
-        "status": "passed",
-        "passed": True,
-        "trial_index": 0,
-        "seed": 2**62 + 1,
-        "variant": "",
-    }
-    assert seen["a"][1]["status"] == "infra_error" and seen["a"][1]["passed"] is None
+    assert len(seen["b"]["task_id"]) == 0 and seen["confidence"] == 0.9 and seen["key"] == "task"
+    a = {k: list(v) for k, v in seen["a"].items()}  # columns, one entry per trial
+    assert a["task_id"] == ["t0", "t0"] and a["cluster"] == ["c0", "c0"]
+    assert a["task_class"] == ["x", "x"] and a["weight"] == [1.0, 1.0]
+    assert a["status"] == ["passed", "infra_error"]
+    assert a["trial_index"] == [0, 1] and a["seed"] == [2**62 + 1, 5]
+    assert a["variant"] == ["", ""]
