@@ -47,19 +47,33 @@ def outcome(row: dict[str, Any], denominator: str = "failure") -> float | None:
 COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index", "seed", "variant")
 
 
-def as_columns(rows: Iterable[dict[str, Any]] | Mapping[str, Sequence[Any]]) -> dict[str, list]:
-    """Trial rows as columns: a mapping of equal-length sequences is taken as it is (the fast
-    path the report uses for a million rows); a list of row dicts is transposed once."""
+def as_columns(
+    rows: Iterable[dict[str, Any]] | Mapping[str, Sequence[Any]],
+) -> dict[str, np.ndarray]:
+    """Trial rows as numpy columns: a mapping of equal-length sequences is taken as it is (the
+    fast path the report uses for a million rows); a list of row dicts is transposed once."""
     if isinstance(rows, Mapping):
         n = len(rows["task_id"])
         return {
-            k: (rows[k].tolist() if hasattr(rows[k], "tolist") else list(rows[k]))
-            if k in rows
-            else [None] * n
-            for k in COLUMNS
+            k: np.asarray(rows[k]) if k in rows else np.full(n, None, dtype=object) for k in COLUMNS
         }
     rows = list(rows)
-    return {k: [r.get(k) for r in rows] for k in COLUMNS}
+    return {k: np.array([r.get(k) for r in rows], dtype=object) for k in COLUMNS}
+
+
+def _ints(values: np.ndarray, missing: int) -> tuple[np.ndarray, bool]:
+    """(int64 array, whether every value was present)."""
+    if values.dtype != object:
+        return values.astype(np.int64), True
+    absent = np.equal(values, None)
+    return np.where(absent, missing, values).astype(np.int64), not bool(absent.any())
+
+
+def _strings(values: np.ndarray, default: str | None = None) -> np.ndarray:
+    out = values.astype(object)
+    if default is not None:
+        out = np.where(np.equal(out, None) | np.equal(out, ""), default, out)
+    return out
 
 
 @dataclass
@@ -80,61 +94,42 @@ class _Tasks:
 
 
 def _by_task(
-    cols: dict[str, list],
+    cols: dict[str, np.ndarray],
     denominator: str,
     cluster_key: str,
     variants: bool,
-    variant_codes: dict[str, int],
-    task_codes: dict[str, int],
+    variant_names: np.ndarray,
+    task_names: np.ndarray,
 ) -> _Tasks:
     if denominator not in ("failure", "exclude"):
         raise ValueError("denominator must be 'failure' or 'exclude'")
-    variant = np.array([v or "" for v in cols["variant"]], dtype=object)
+    variant = _strings(cols["variant"], "")
     keep = np.ones(len(variant), bool) if variants else (variant == "")
-    task = np.array(cols["task_id"], dtype=object)[keep]
-    status = np.array(cols["status"], dtype=object)[keep]
-    ids, first, inverse = np.unique(task.astype(str), return_index=True, return_inverse=True)
+    task = cols["task_id"][keep].astype(str)
+    status = cols["status"][keep]
+    ids, first, inverse = np.unique(task, return_index=True, return_inverse=True)
     n = len(ids)
     passed = (status == "passed").astype(float)
     resolved = (status == "passed") | (status == "failed")
     counted = resolved if denominator == "exclude" else np.ones(len(status), bool)
-    cluster_col = np.array(cols["cluster"], dtype=object)[keep]
     if cluster_key == "task":
         cluster = ids.astype(object)
     else:
-        cluster = np.array(
-            [c if c else t for c, t in zip(cluster_col[first], ids, strict=True)], dtype=object
-        )
-    classes = np.array(
-        [c or "default" for c in np.array(cols["task_class"], dtype=object)[keep][first]],
-        dtype=object,
-    )
-    weights = np.array(
+        cluster = cols["cluster"][keep][first].astype(object)
+        cluster = np.where(np.equal(cluster, None) | np.equal(cluster, ""), ids, cluster)
+    classes = _strings(cols["task_class"][keep][first], "default")
+    weights = cols["weight"][keep][first]
+    weights = np.where(np.equal(weights, None), 1.0, weights).astype(float)
+    trial_index, _ = _ints(cols["trial_index"][keep], -1)
+    seeds, seeds_known = _ints(cols["seed"][keep], 0)
+    block_rows = np.column_stack(
         [
-            1.0 if w is None else float(w)
-            for w in np.array(cols["weight"], dtype=object)[keep][first]
+            np.searchsorted(task_names, ids)[inverse],
+            trial_index,
+            np.searchsorted(variant_names, variant[keep].astype(str)),
+            seeds,
         ]
-    )
-    seeds = np.array(cols["seed"], dtype=object)[keep]
-    seeds_known = not any(sd is None for sd in seeds)
-    block_rows = (
-        np.column_stack(
-            [
-                np.array([task_codes[t] for t in ids], dtype=np.int64)[inverse],
-                np.array(
-                    [
-                        -1 if i is None else int(i)
-                        for i in np.array(cols["trial_index"], dtype=object)[keep]
-                    ],
-                    dtype=np.int64,
-                ),
-                np.array([variant_codes[v] for v in variant[keep]], dtype=np.int64),
-                np.array([0 if sd is None else int(sd) for sd in seeds], dtype=np.int64),
-            ]
-        )
-        if len(task)
-        else np.zeros((0, 4), np.int64)
-    )
+    ).astype(np.int64)
     return _Tasks(
         ids=ids,
         successes=np.bincount(inverse, weights=passed * counted, minlength=n),
@@ -206,14 +201,19 @@ def paired_comparison(
     from harness.stats import paired_cluster_bootstrap, sign_test
 
     cols_a, cols_b = as_columns(rows_a), as_columns(rows_b)
-    all_variants = sorted(
-        {v or "" for v in cols_a["variant"]} | {v or "" for v in cols_b["variant"]}
+    variant_names = np.unique(
+        np.concatenate(
+            [
+                _strings(cols_a["variant"], "").astype(str),
+                _strings(cols_b["variant"], "").astype(str),
+            ]
+        )
     )
-    variant_codes = {v: i for i, v in enumerate(all_variants)}
-    all_tasks = sorted({str(t) for t in cols_a["task_id"]} | {str(t) for t in cols_b["task_id"]})
-    task_codes = {t: i for i, t in enumerate(all_tasks)}
-    ta = _by_task(cols_a, denominator, cluster_key, variants, variant_codes, task_codes)
-    tb = _by_task(cols_b, denominator, cluster_key, variants, variant_codes, task_codes)
+    task_names = np.unique(
+        np.concatenate([cols_a["task_id"].astype(str), cols_b["task_id"].astype(str)])
+    )
+    ta = _by_task(cols_a, denominator, cluster_key, variants, variant_names, task_names)
+    tb = _by_task(cols_b, denominator, cluster_key, variants, variant_names, task_names)
     common, ia, ib = np.intersect1d(ta.ids, tb.ids, return_indices=True)
     ok = (ta.trials[ia] > 0) & (tb.trials[ib] > 0)
     paired, ia, ib = common[ok].tolist(), ia[ok], ib[ok]
@@ -298,7 +298,7 @@ def paired_comparison(
         test = TEST_SIGN
     # Trial-level pairing needs a real shared unit: every (trial index, variant, seed) block
     # of a task in one arm appears in the other (seed 004).
-    shared = _same_blocks(ta, tb, np.array([task_codes[t] for t in paired], dtype=np.int64))
+    shared = _same_blocks(ta, tb, np.searchsorted(task_names, np.asarray(paired, dtype=str)))
     trials = sorted(set(zip(na.tolist(), nb.tolist(), strict=True)))
     if single:
         design = "1 trial per task per arm"
