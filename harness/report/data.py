@@ -70,7 +70,8 @@ ARM::
                                 steps {n, mean, p50, p95}}
     infra                      {infra_error_trials, grader_error_trials, harness_error_trials,
                                 attempts, attempts_by_outcome, infra_error_attempts,
-                                crash_rate (rate record over attempts) | null}
+                                crash_rate (rate record over attempts) | null,
+                                unresolved_by_class [{name, trials, unresolved, + rate record}]}
 
 Per-task aggregation comes first: a task's trials are counted per task before any interval
 over tasks is formed, so repeated trials never shrink an interval as if they were new tasks.
@@ -84,7 +85,7 @@ import numpy as np
 
 from harness import errors
 from harness.report import sections as sec
-from harness.report.load import ArmTrials, RunData, empty_arm
+from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
 
 SCHEMA = "harness.report/2"
 ESTIMAND = (
@@ -264,7 +265,14 @@ def arm_report(
         "variant_trials_scheduled": int(scheduled[1]),
         "by_status": by_status,
         "denominator": denominator,
-        "infra": sec.infra_section(by_status, attempts, confidence),
+        "infra": {
+            **sec.infra_section(by_status, attempts, confidence),
+            "unresolved_by_class": sec.unresolved_by_class(
+                arm.classes[arm.task_index],
+                np.isin(arm.status, (PASSED_CODE, FAILED_CODE)),
+                confidence,
+            ),
+        },
     }
     outcomes = sec.task_outcomes(arm, denominator)
     inc = outcomes.include

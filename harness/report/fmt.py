@@ -72,3 +72,16 @@ def select_ks(points: list[dict[str, Any]], limit: int = 10) -> list[dict[str, A
 def denominator_text(report: dict[str, Any]) -> str:
     s = report.get("settings", {})
     return s.get("denominator_text") or s.get("denominator", "failure")
+
+
+def unresolved_by_class_text(infra: dict[str, Any]) -> str:
+    """'unresolved share by class: a 0/12, b 2/10 (20.0% [5.7%, 51.0%])' (one line)."""
+    parts = []
+    for row in infra.get("unresolved_by_class") or []:
+        text = f"{row['name']} {row['unresolved']}/{row['trials']}"
+        if row["unresolved"]:
+            text += (
+                f" ({100 * row['estimate']:.1f}% [{100 * row['lo']:.1f}%, {100 * row['hi']:.1f}%])"
+            )
+        parts.append(text)
+    return "unresolved share by class: " + (", ".join(parts) if parts else "no trials")

@@ -12,6 +12,7 @@ from harness.report.fmt import (
     pct,
     rate_text,
     select_ks,
+    unresolved_by_class_text,
     usd,
     usd_rec,
 )
@@ -85,6 +86,7 @@ def _arm(a: dict[str, Any]) -> list[str]:
         f"{infra.get('attempts', 0)} ({infra.get('infra_error_attempts', 0)} crashed). "
         f"Unit: {a['unit']['kind']} ({a['unit']['reason']}; effective clusters "
         f"{a['unit']['effective_clusters']:.1f}).",
+        unresolved_by_class_text(infra).capitalize() + ".",
     ]
     if a.get("success", {}) and a["success"].get("warning"):
         out.append(f"> {a['success']['warning']}")

@@ -821,6 +821,38 @@ def infra_section(
     return out
 
 
+def unresolved_by_class(
+    classes: np.ndarray,
+    resolved: np.ndarray,
+    confidence: float,
+) -> list[dict[str, Any]]:
+    """Per task class: trials, trials without a verdict, and their share (Wilson over trials,
+    which may be correlated within a task). ``classes`` and ``resolved`` are per trial."""
+    if classes.size == 0:
+        return []
+    names, codes = np.unique(classes.astype(str), return_inverse=True)
+    trials = np.bincount(codes.reshape(-1), minlength=names.size)
+    unresolved = np.bincount(
+        codes.reshape(-1), weights=(~resolved).astype(float), minlength=names.size
+    ).astype(int)
+    lo, hi = wilson_interval(unresolved.astype(float), trials.astype(float), confidence)
+    return [
+        {
+            "name": str(names[i]),
+            "trials": int(trials[i]),
+            "unresolved": int(unresolved[i]),
+            "estimate": float(unresolved[i] / trials[i]),
+            "lo": float(lo[i]),
+            "hi": float(hi[i]),
+            "n": int(trials[i]),
+            "unit": "trial",
+            "confidence": confidence,
+            "method": "Wilson score interval over trials",
+        }
+        for i in range(names.size)
+    ]
+
+
 def effective_cluster_count(clusters: np.ndarray) -> float:
     """Effective number of clusters J²/Σ J_r² (seed 003) for per-task cluster labels."""
     return effective_clusters(clusters.astype(str)) if clusters.size else 0.0

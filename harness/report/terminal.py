@@ -15,6 +15,7 @@ from harness.report.fmt import (
     pct,
     rate_text,
     select_ks,
+    unresolved_by_class_text,
     usd,
     usd_rec,
 )
@@ -91,6 +92,7 @@ def _arm(console: Console, name: str, a: dict[str, Any]) -> None:
         f"unit: {a['unit']['kind']} ({a['unit']['reason']}, "
         f"effective clusters {a['unit']['effective_clusters']:.1f})"
     )
+    console.print(unresolved_by_class_text(infra))
     if a.get("pass_hat_k"):
         t = Table(title="pass^k (all k succeed) and pass@k (at least one)", title_justify="left")
         for col in ("k", "pass^k (CI)", "pass@k (CI)", "tasks"):

@@ -74,7 +74,11 @@ class LocalSandbox:
                     tg.start_soon(drain, proc.stdout, out)
                     tg.start_soon(drain, proc.stderr, err)
                     if stdin is not None:
-                        await proc.stdin.send(stdin)
+                        # A command that never reads its input closes the pipe early: fine.
+                        with contextlib.suppress(
+                            anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+                        ):
+                            await proc.stdin.send(stdin)
                         await proc.stdin.aclose()
                     await proc.wait()
             code = proc.returncode

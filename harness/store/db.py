@@ -2,19 +2,28 @@
 
 Only the orchestrator's driver writes; one transaction per finished trial, so a killed
 process loses at most the trials that were in flight, never a finished one.
+
+PostgreSQL (``postgresql://user:pass@host/db``) is the store for teams: several runs, from
+several machines, write one database at once. Each process holds at most ``pool_size +
+max_overflow`` connections; both can be given as URL query parameters
+(``?pool_size=2&max_overflow=2``), which are read here and not passed to the driver.
+Migrations run under a transaction-level advisory lock, so processes starting together
+against an empty database apply each migration exactly once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, func, insert, text
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from harness.errors import HarnessError, StoreConflict
@@ -41,16 +50,24 @@ def _v1(conn) -> None:
 MIGRATIONS: list[tuple[int, Callable]] = [(1, _v1)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
+# pg_advisory_xact_lock key that serialises migrations across processes ("harness" in ASCII).
+_MIGRATION_LOCK = 0x68_61_72_6E_65_73_73
+POOL_PARAMS = ("pool_size", "max_overflow", "pool_timeout", "pool_recycle")
+
 
 class StoreUnavailable(HarnessError):
     """The store cannot be opened or written at all (bad URL, read-only file, server down)."""
 
 
 class Store:
-    def __init__(self, url: str | None = None, *, pool_size: int = 5):
+    def __init__(
+        self, url: str | None = None, *, pool_size: int = 5, max_overflow: int = 5
+    ) -> None:
+        """Open (and migrate) the store at ``url``. ``pool_size``/``max_overflow`` size the
+        connection pool of server databases; the URL's query parameters override them."""
         self.url = url or resolve_url()
         try:
-            self.engine = _make_engine(self.url, pool_size)
+            self.engine = _make_engine(self.url, pool_size, max_overflow)
             self.migrate()
         except (SQLAlchemyError, OSError, ImportError) as exc:
             detail = getattr(exc, "orig", None) or exc
@@ -60,8 +77,26 @@ class Store:
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> int:
-        """Apply pending migrations; returns the schema version now in force."""
+        """Apply pending migrations; returns the schema version now in force.
+
+        Safe when several processes start at once: on PostgreSQL the whole migration runs
+        under a transaction-level advisory lock (the others wait, then find nothing to do);
+        elsewhere a lost race (a unique violation or a busy database) is retried, and the
+        retry sees the winner's schema.
+        """
+        for attempt in range(6):
+            try:
+                return self._migrate_once()
+            except (IntegrityError, OperationalError):
+                if attempt == 5:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _migrate_once(self) -> int:
         with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
             SchemaVersion.__table__.create(conn, checkfirst=True)
             current = conn.execute(select(func.max(SchemaVersion.version))).scalar() or 0
             for version, step in MIGRATIONS:
@@ -75,12 +110,12 @@ class Store:
 
     # -- runs ---------------------------------------------------------------------------
     def create_run(self, run: Run) -> None:
-        with Session(self.engine) as s:
+        with self._unavailable_as_error("record the run"), Session(self.engine) as s:
             s.add(run)
             s.commit()
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        with Session(self.engine) as s:
+        with self._unavailable_as_error("update the run"), Session(self.engine) as s:
             run = s.get(Run, run_id)
             if run is None:
                 raise KeyError(run_id)
@@ -88,6 +123,16 @@ class Store:
                 setattr(run, k, v)
             s.add(run)
             s.commit()
+
+    @contextlib.contextmanager
+    def _unavailable_as_error(self, what: str):
+        """A locked, read-only or unreachable store is one clear error, not a traceback."""
+        try:
+            yield
+        except OperationalError as exc:
+            raise StoreUnavailable(
+                f"cannot {what} in the store {_redact(self.url)}: {str(exc.orig).splitlines()[0]}"
+            ) from None
 
     def get_run(self, run_id: str) -> Run | None:
         with Session(self.engine) as s:
@@ -132,10 +177,13 @@ class Store:
                     e.pop("id", None)
                 if event_rows:
                     conn.execute(_INSERT_EVENT, event_rows)
-                for ref, data in (blobs or {}).items():
-                    exists = conn.execute(select(Blob.sha256).where(Blob.sha256 == ref)).first()
-                    if not exists:
-                        conn.execute(_INSERT_BLOB, {"sha256": ref, "data": data})
+                if blobs:
+                    # Content-addressed and shared by runs: another run may write the same
+                    # blob at the same moment, so an existing row is not an error.
+                    conn.execute(
+                        _insert_blob(conn.dialect.name),
+                        [{"sha256": ref, "data": data} for ref, data in blobs.items()],
+                    )
             return trial_id
         except OperationalError as exc:
             raise StoreConflict(f"store write failed: {exc.orig}") from exc
@@ -199,7 +247,19 @@ class Store:
 _INSERT_TRIAL = insert(Trial.__table__).returning(Trial.__table__.c.id)
 _INSERT_ATTEMPT = insert(Attempt.__table__)
 _INSERT_EVENT = insert(TrajectoryEvent.__table__)
-_INSERT_BLOB = insert(Blob.__table__)
+
+
+def _insert_blob(dialect: str):
+    """INSERT of blobs that skips ones already stored (ON CONFLICT DO NOTHING)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(Blob.__table__).on_conflict_do_nothing(index_elements=["sha256"])
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(Blob.__table__).on_conflict_do_nothing(index_elements=["sha256"])
+    return insert(Blob.__table__).prefix_with("IGNORE", dialect="mysql")
 
 
 def _redact(url: str) -> str:
@@ -216,7 +276,7 @@ def _row(obj: dict[str, Any] | SQLModel) -> dict[str, Any]:
     return dict(obj) if isinstance(obj, dict) else obj.model_dump()
 
 
-def _make_engine(url: str, pool_size: int) -> Engine:
+def _make_engine(url: str, pool_size: int, max_overflow: int) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -232,6 +292,13 @@ def _make_engine(url: str, pool_size: int) -> Engine:
             cur.close()
 
         return engine
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://") :]
-    return create_engine(url, pool_size=pool_size, pool_pre_ping=True)
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            url = "postgresql+psycopg://" + url[len(plain) :]
+    parsed = make_url(url)
+    pool: dict[str, Any] = {"pool_size": pool_size, "max_overflow": max_overflow}
+    for key in POOL_PARAMS:
+        if key in parsed.query:
+            pool[key] = int(parsed.query[key])
+    parsed = parsed.difference_update_query(POOL_PARAMS)
+    return create_engine(parsed, pool_pre_ping=True, **pool)
