@@ -38,7 +38,7 @@ class RunResult:
 
 
 def new_run_id() -> str:
-    return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"  # unique across machines
 
 
 def choose_sandbox(requested: str) -> str:

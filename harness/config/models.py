@@ -188,7 +188,7 @@ class Suite(Strict):
         None,
         exclude=True,
         description="Ray cluster address for executor ray (host:port, ray://host:10001 or "
-        "auto); default: $RAY_ADDRESS, else a local Ray instance started for the run",
+        "auto); default: $RAY_ADDRESS, else Ray on this machine (started if none runs)",
     )
     executor_options: dict[str, Any] = Field(
         default_factory=dict,
@@ -231,6 +231,24 @@ class Suite(Strict):
         if v != "auto" and v not in BACKENDS and ":" not in v:
             raise ValueError(f"unknown sandbox '{v}' (known: auto, {', '.join(BACKENDS)})")
         return v
+
+    @model_validator(mode="after")
+    def _executor_options(self) -> Suite:
+        from pydantic import ValidationError
+
+        from harness.executors.options import OPTIONS
+
+        model = OPTIONS.get(self.executor)
+        if model is None and self.executor_options:
+            raise ValueError(f"executor '{self.executor}' takes no executor_options")
+        if model is not None:
+            try:
+                model.model_validate(self.executor_options)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                loc = ".".join(str(p) for p in ("executor_options", *err["loc"]))
+                raise ValueError(f"{loc}: {err['msg']}") from None
+        return self
 
     @model_validator(mode="after")
     def _unique_arms(self) -> Suite:

@@ -1,0 +1,33 @@
+"""Typed ``executor_options`` per executor backend (light: imported by config validation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from harness.config.models import Strict
+
+
+class RayOptions(Strict):
+    """``executor_options`` of the ``ray`` executor."""
+
+    num_cpus: float | None = Field(
+        None,
+        ge=0,
+        description="CPUs one trial task reserves; default 0 with the docker sandbox (the "
+        "`docker` resource is the limit), else 1",
+    )
+    resources: dict[str, float] | None = Field(
+        None,
+        description='custom resources one trial task needs; default {"docker": 1} with the '
+        "docker sandbox, else none",
+    )
+    runtime_env: dict[str, Any] | None = Field(
+        None, description="Ray runtime_env for the run's workers (env_vars, working_dir, ...)"
+    )
+    namespace: str = Field("harness", description="Ray namespace of the run's driver")
+    log_to_driver: bool = Field(False, description="stream workers' stdout/stderr to the driver")
+
+
+OPTIONS: dict[str, type[Strict]] = {"ray": RayOptions}

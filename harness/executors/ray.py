@@ -1,0 +1,297 @@
+"""The ``ray`` executor: each trial runs as a Ray task on a cluster node, its record comes back.
+
+Driver side (``RayExecutor``): the orchestrator calls the executor once per job, in plan
+order and ``concurrency`` at a time, exactly as with ``local``; the executor submits one
+Ray task per attempt and awaits its ``TrialRecord``. Records stream back as trials finish and
+the driver alone writes the store. Seeds, interleaving, resume and the concurrency limit
+therefore stay the orchestrator's, identical on both executors.
+
+Worker side (``_run_on_worker``): each Ray worker process keeps, per run, the resolved suite
+(shipped once through the object store), a sandbox provider and a persistent event loop, and
+runs ``run_trial(job, rc)`` there: the same infra-only retries and circuit breaker as in
+process. With the Docker sandbox the driver pins the images; a worker adopts the driver's
+pinned image ids and refuses to run (an infrastructure error) on a node whose daemon lacks
+them, so rule 1 holds across machines.
+
+Scheduling: with the Docker sandbox every task needs one unit of the custom resource
+``docker`` (declare it on nodes with a daemon: ``ray start --resources='{"docker": 8}'``;
+the number is how many trials that node runs at once) and no CPU. Ray never retries a task
+itself (``max_retries=0``): when a worker process or a whole node dies mid-trial, the
+executor records the lost attempt as ``infra_error`` and submits the trial again (to any
+node with capacity) until the suite's ``retries.max_attempts`` are used up. Lost attempts
+count against the same budget as the worker's own retries, and stay in the attempts list.
+
+``ray`` is imported only here, and only when the executor is chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import random
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from harness import errors
+from harness.config.loader import ResolvedSuite
+from harness.executors.options import RayOptions
+from harness.plan import Job
+from harness.store import now
+from harness.trial import RunContext, TrialRecord, _attempt_row, _error_record, run_trial
+
+log = logging.getLogger(__name__)
+
+
+class NodeLost(errors.InfraError):
+    """The Ray worker process or node running a trial died, or the trial's result was lost."""
+
+
+class RayUnavailable(errors.HarnessError):
+    """The Ray cluster cannot be reached (or ray is not installed)."""
+
+
+@dataclass
+class _Payload:
+    """What a worker needs to rebuild a run's context; shipped once per run."""
+
+    run_id: str
+    resolved: ResolvedSuite
+    sandbox: str
+    image_ids: dict[str, str | None]
+    pinned: dict[str, Any]
+    """The driver's ``PinnedImage`` per environment (Docker), adopted by workers."""
+    backoff_s: float
+
+
+# ----------------------------------------------------------------------------- driver
+class RayExecutor:
+    """Runs each trial as a Ray task; see the module docstring."""
+
+    name = "ray"
+
+    def __init__(self, rc: RunContext, sandbox: str, *, address: str | None = None, **options):
+        try:
+            self.options = RayOptions.model_validate(options)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in ("executor_options", *err["loc"]))
+            raise errors.ConfigError(str(rc.resolved.path), loc, err["msg"]) from None
+        try:
+            import ray
+        except ImportError:
+            raise RayUnavailable(
+                "executor 'ray' needs the ray package: pip install 'harness[ray]'"
+            ) from None
+        self._ray = ray
+        self.rc = rc
+        self._owns_ray = False
+        if not ray.is_initialized():
+            address = address or os.environ.get("RAY_ADDRESS")
+            kwargs: dict[str, Any] = dict(
+                address=address,
+                namespace=self.options.namespace,
+                runtime_env=self.options.runtime_env,
+                log_to_driver=self.options.log_to_driver,
+                logging_level=logging.WARNING,
+            )
+            if not address:
+                kwargs["include_dashboard"] = False
+            try:
+                ray.init(**kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise RayUnavailable(
+                    f"cannot connect to the Ray cluster at {address or '(local)'}: {exc}"
+                ) from None
+            self._owns_ray = True
+
+        docker = sandbox == "docker" and bool(rc.resolved.environments)
+        resources = self.options.resources
+        if resources is None:
+            resources = {"docker": 1} if docker else {}
+        num_cpus = self.options.num_cpus
+        if num_cpus is None:
+            num_cpus = 0 if docker else 1
+        self._remote = ray.remote(_run_on_worker).options(
+            num_cpus=num_cpus, resources=resources, max_retries=0, retry_exceptions=False
+        )
+        payload = _Payload(
+            run_id=rc.run_id,
+            resolved=rc.resolved,
+            sandbox=sandbox,
+            image_ids=dict(rc.image_ids),
+            pinned=dict(getattr(rc.provider, "_pinned", None) or {}),
+            backoff_s=rc.backoff_s,
+        )
+        self._key = f"{rc.run_id}:{uuid.uuid4().hex}"
+        # In a list, so Ray passes the reference itself: a worker fetches it once per run.
+        self._box = [ray.put(payload)]
+
+    async def __call__(self, job: Job) -> TrialRecord:
+        rc, ray = self.rc, self._ray
+        max_attempts = rc.resolved.suite.retries.max_attempts
+        lost: list[dict[str, Any]] = []
+        first_started = now()
+        while True:
+            number, started = len(lost) + 1, now()
+            ref = self._remote.remote(self._key, self._box, job, max_attempts - len(lost))
+            try:
+                record: TrialRecord = await ref
+            except anyio.get_cancelled_exc_class():
+                ray.cancel(ref)  # KeyboardInterrupt in the task: its sandbox is destroyed
+                lost.append(_attempt_row(job, rc, number, "interrupted", None, started))
+                rc.interrupted.extend(lost)
+                raise
+            except ray.exceptions.RayError as exc:
+                cause = getattr(exc, "cause", None)
+                if isinstance(exc, ray.exceptions.RayTaskError) and not isinstance(
+                    cause, errors.InfraError
+                ):
+                    # The task itself raised something other than an infrastructure error:
+                    # a bug of ours on the worker. Recorded, never retried.
+                    failure = cause if isinstance(cause, BaseException) else exc
+                    status = errors.classify(failure)
+                    lost.append(_attempt_row(job, rc, number, status, _describe(exc), started))
+                    return _error_record(job, rc, status, failure, lost, first_started)
+                lost.append(_attempt_row(job, rc, number, "infra_error", _describe(exc), started))
+                if len(lost) >= max_attempts:
+                    final = NodeLost(f"attempt {number} of {max_attempts} lost: {_describe(exc)}")
+                    final.__cause__ = exc
+                    return _error_record(job, rc, errors.INFRA_ERROR, final, lost, first_started)
+                log.warning("trial %s lost (%s); submitting it again", job.key, type(exc).__name__)
+                delay = rc.backoff_s * (2 ** (number - 1)) * (0.5 + random.random())
+                await anyio.sleep(delay)
+                continue
+            return _after_lost(record, lost)
+
+    async def aclose(self) -> None:
+        if self._owns_ray:
+            await anyio.to_thread.run_sync(self._ray.shutdown)
+            self._owns_ray = False
+
+
+def _after_lost(record: TrialRecord, lost: list[dict[str, Any]]) -> TrialRecord:
+    """Put the lost attempts before the worker's own, numbered after them."""
+    if lost:
+        for row in record.attempts:
+            row["attempt"] += len(lost)
+        record.attempts = [*lost, *record.attempts]
+        record.trial["attempts"] = len(record.attempts)
+    return record
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+# ----------------------------------------------------------------------------- worker
+@dataclass
+class _WorkerState:
+    """One run's context inside one Ray worker process."""
+
+    rc: RunContext
+    by_budget: dict[int, RunContext] = dataclasses.field(default_factory=dict)
+
+    def context(self, max_attempts: int) -> RunContext:
+        """The run's context with ``max_attempts`` left (fewer after lost attempts); all
+        share this process's provider and circuit breaker."""
+        rc = self.rc
+        if max_attempts == rc.resolved.suite.retries.max_attempts:
+            return rc
+        if max_attempts not in self.by_budget:
+            suite = rc.resolved.suite
+            retries = suite.retries.model_copy(update={"max_attempts": max(1, max_attempts)})
+            resolved = dataclasses.replace(
+                rc.resolved, suite=suite.model_copy(update={"retries": retries})
+            )
+            self.by_budget[max_attempts] = RunContext(
+                rc.run_id,
+                resolved,
+                rc.provider,
+                rc.image_ids,
+                backoff_s=rc.backoff_s,
+                breaker=rc.breaker,
+            )
+        return self.by_budget[max_attempts]
+
+
+_STATES: dict[str, _WorkerState] = {}
+_RUNNER: asyncio.Runner | None = None
+
+
+def _runner() -> asyncio.Runner:
+    """One event loop per worker process, kept across tasks (clients and limiters bind to it)."""
+    global _RUNNER
+    if _RUNNER is None:
+        _RUNNER = asyncio.Runner()
+    return _RUNNER
+
+
+def _run_on_worker(key: str, box: list, job: Job, max_attempts: int) -> TrialRecord:
+    """The Ray task: one trial, with the worker-side retries of ``run_trial``."""
+    state = _STATES.get(key)
+    if state is None:
+        import ray
+
+        payload: _Payload = ray.get(box[0])
+        for old in [k for k in _STATES if k != key]:  # a previous run in this worker process
+            _close(_STATES.pop(old))
+        state = _runner().run(_open_state(payload))
+        _STATES[key] = state
+    return _runner().run(run_trial(job, state.context(max_attempts)))
+
+
+async def _open_state(payload: _Payload) -> _WorkerState:
+    from harness.sandbox import get_provider
+
+    suite = payload.resolved.suite
+    provider = None
+    if payload.resolved.environments:
+        provider = get_provider(payload.sandbox, limits=suite.limits)
+        if hasattr(provider, "gc"):  # containers of worker processes that died on this node
+            await anyio.to_thread.run_sync(provider.gc)
+        await _adopt_images(provider, payload)
+    rc = RunContext(
+        payload.run_id, payload.resolved, provider, payload.image_ids, backoff_s=payload.backoff_s
+    )
+    return _WorkerState(rc)
+
+
+async def _adopt_images(provider, payload: _Payload) -> None:
+    """Use the driver's pinned images on this node, after checking the daemon has each id."""
+    pinned_here = getattr(provider, "_pinned", None)
+    client = getattr(provider, "_client", None)
+    if pinned_here is None or client is None or not payload.pinned:
+        return
+    import docker.errors
+
+    for name, pinned in payload.pinned.items():
+        try:
+            await anyio.to_thread.run_sync(client.images.get, pinned.image_id)
+        except docker.errors.ImageNotFound:
+            raise errors.SandboxError(
+                f"node {socket.gethostname()} has no image {pinned.image_id[:19]} pinned for "
+                f"environment '{name}': give worker nodes the driver's images (docker save | "
+                "docker load, or a registry pull by digest) before the run"
+            ) from None
+        except docker.errors.DockerException as exc:
+            raise errors.SandboxError(f"node {socket.gethostname()}: {exc}") from exc
+        pinned_here[name] = pinned
+
+
+def _close(state: _WorkerState) -> None:
+    provider = state.rc.provider
+    if provider is not None:
+        try:
+            _runner().run(provider.close())
+        except Exception as exc:  # best effort: the next run's gc removes leftovers
+            log.warning("closing the sandbox provider failed: %s", exc)
+
+
+__all__ = ["NodeLost", "RayExecutor", "RayOptions", "RayUnavailable"]
