@@ -54,16 +54,17 @@ class Adversary:
         p = ctx.params
         args = " ".join(shlex.quote(str(a)) for a in (p["port"], p["secret_file"], p["marker"]))
         probe = await ctx.run_command(f"python3 -c {shlex.quote(PROBE)} {args}", timeout=60)
-        # resource exhaustion: each must hit a limit and leave the trial (and the run) alive
-        await ctx.run_command(":(){ :|:& };:", timeout=5)  # fork bomb against the pids limit
-        await ctx.run_command(
-            'python3 -c "x = bytearray(2 * 1024**3); print(len(x))"', timeout=30
-        )  # memory hog against the memory limit
-        alive = await ctx.run_command("echo still-here", timeout=30)
+        if "exhaust" in ctx.task.id:
+            # resource exhaustion: each must hit a limit and leave the run alive
+            await ctx.run_command(":(){ :|:& };:", timeout=5)  # fork bomb vs the pids limit
+            await ctx.run_command(
+                'python3 -c "x = bytearray(2 * 1024**3); print(len(x))"', timeout=30
+            )  # memory hog against the memory limit
         escapes = (
             probe.output.strip().splitlines()[-1] if probe.ok else f"probe failed: {probe.output}"
         )
-        if "still-here" not in alive.output:
-            escapes += " / sandbox unusable after exhaustion"
-        answer = "contained" if escapes == "[]" and "still-here" in alive.output else escapes
-        return AgentResult(answer=answer)
+        answer = "contained" if escapes == "[]" else escapes
+        # Whether the sandbox is still usable afterwards is recorded, not required: a fork bomb
+        # may keep the pids limit full until the trial's container is removed.
+        alive = await ctx.run_command("echo still-here", timeout=30)
+        return AgentResult(answer=answer, info={"sandbox_usable_at_end": alive.ok})
