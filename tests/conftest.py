@@ -150,3 +150,18 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:
             return True
         time.sleep(interval)
     return False
+
+
+def require_docker() -> None:
+    """Skip (or, under CI=true, fail) unless a Docker daemon answers."""
+    from harness.sandbox.docker import docker_available
+
+    if not docker_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no Docker daemon answers", pytrace=False)
+        pytest.skip("no Docker daemon answers (start one: bash docker/ci-setup.sh)")
+
+
+@pytest.fixture
+def docker_ready() -> None:
+    require_docker()

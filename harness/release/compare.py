@@ -44,6 +44,23 @@ def outcome(row: dict[str, Any], denominator: str = "failure") -> float | None:
     return 0.0
 
 
+def task_rates(
+    rows: Iterable[dict[str, Any]], denominator: str = "failure"
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Per-task success rates over the task-as-written trials (variants left out), and each
+    task's cluster: the per-task aggregation every interval over tasks starts from."""
+    trials: dict[str, list[float]] = {}
+    clusters: dict[str, str] = {}
+    for r in rows:
+        if (r.get("variant") or "") != "":
+            continue
+        y = outcome(r, denominator)
+        if y is not None:
+            trials.setdefault(r["task_id"], []).append(y)
+            clusters[r["task_id"]] = r.get("cluster") or r["task_id"]
+    return {t: sum(v) / len(v) for t, v in trials.items()}, clusters
+
+
 COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index", "seed", "variant")
 
 

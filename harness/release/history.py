@@ -24,22 +24,14 @@ def short_hash(value: Any, n: int = 8) -> str:
 def headline(rows: list[dict], confidence: float = 0.95, denominator: str = "failure") -> dict:
     """Mean of per-task rates with a cluster-aware interval (t on C − 1 df), or Wilson on
     tasks when there are fewer than two clusters; with n tasks and n trials."""
-    from harness.release.compare import outcome
+    from harness.release.compare import task_rates
     from harness.stats import mean_ci_clustered, wilson_interval
 
-    per: dict[str, list[float]] = {}
-    clusters: dict[str, str] = {}
-    for r in rows:
-        if (r.get("variant") or "") != "":
-            continue
-        y = outcome(r, denominator)
-        if y is not None:
-            per.setdefault(r["task_id"], []).append(y)
-            clusters[r["task_id"]] = r.get("cluster") or r["task_id"]
-    tasks = sorted(per)
+    per_task, clusters = task_rates(rows, denominator)
+    tasks = sorted(per_task)
     if not tasks:
         return {"rate": None, "lo": None, "hi": None, "n_tasks": 0, "n_trials": len(rows)}
-    rates = [sum(per[t]) / len(per[t]) for t in tasks]
+    rates = [per_task[t] for t in tasks]
     cl = [clusters[t] for t in tasks]
     if len(set(cl)) >= 2:
         m = mean_ci_clustered(rates, cl, confidence)

@@ -63,23 +63,11 @@ def run_sensitivity(
     (for one trial per task, the share of discordant tasks; with repeats, the same second
     moment the paired formula uses). Also given on clusters when tasks share clusters.
     """
-    from harness.release.compare import outcome
+    from harness.release.compare import task_rates
     from harness.stats import minimum_detectable_effect, minimum_detectable_effect_paired
 
-    def rates(rows: list[dict]) -> tuple[dict[str, float], dict[str, str]]:
-        s: dict[str, list[float]] = {}
-        clusters: dict[str, str] = {}
-        for r in rows:
-            if (r.get("variant") or "") != "":
-                continue
-            y = outcome(r, denominator)
-            if y is not None:
-                s.setdefault(r["task_id"], []).append(y)
-                clusters[r["task_id"]] = r.get("cluster") or r["task_id"]
-        return {t: sum(v) / len(v) for t, v in s.items()}, clusters
-
-    ra, ca = rates(rows_a)
-    rb, _ = rates(rows_b)
+    ra, ca = task_rates(rows_a, denominator)
+    rb, _ = task_rates(rows_b, denominator)
     tasks = sorted(set(ra) & set(rb))
     n = len(tasks)
     if n == 0:

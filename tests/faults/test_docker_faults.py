@@ -18,16 +18,6 @@ import yaml
 from tests.conftest import REPO, run_cli, wait_for
 
 
-@pytest.fixture
-def docker_ready():
-    from harness.sandbox.docker import docker_available
-
-    if not docker_available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but no Docker daemon answers")
-        pytest.skip("no Docker daemon answers (bash docker/ci-setup.sh)")
-
-
 def _suite(tmp: Path, name: str, n_tasks: int, **extra) -> Path:
     d = tmp / name
     d.mkdir()

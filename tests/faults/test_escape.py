@@ -5,30 +5,16 @@ outside the container, exhaust pids or memory. Each fails, and the run goes on."
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sqlite3
-import sys
 import uuid
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.conftest import REPO, run_cli
 
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def docker_ready():
-    sys.path.insert(0, str(REPO))
-    from harness.sandbox.docker import docker_available
-
-    if not docker_available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but no Docker daemon answers")
-        pytest.skip("no Docker daemon answers (bash docker/ci-setup.sh)")
 
 
 def test_escape_attempts_fail_and_the_run_goes_on(tmp_path, docker_ready):

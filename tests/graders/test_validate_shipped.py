@@ -3,15 +3,18 @@ and graders give the same verdicts on the local and Docker backends."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 
 import pytest
 
 from tests.conftest import run_cli
 
-SUITES = ["tasks/demo/suite.yaml", "tasks/qa/suite.yaml", "tasks/shell/suite.yaml",
-          "tasks/retail/suite.yaml"]
+SUITES = [
+    "tasks/demo/suite.yaml",
+    "tasks/qa/suite.yaml",
+    "tasks/shell/suite.yaml",
+    "tasks/retail/suite.yaml",
+]
 
 
 @pytest.mark.slow
@@ -23,27 +26,28 @@ def test_validate_shipped_suite(suite):
     assert "false pass:" not in result.stdout and "Broken tasks" not in result.stdout
 
 
-def _docker_ready() -> None:
-    from harness.sandbox.docker import docker_available
-
-    if not docker_available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but no Docker daemon answers")
-        pytest.skip("no Docker daemon answers (bash docker/ci-setup.sh)")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", ["tasks/retail/suite.yaml", "tasks/shell/suite.yaml"])
-def test_graders_agree_on_local_and_docker(suite, tmp_path):
-    _docker_ready()
+def test_graders_agree_on_local_and_docker(suite, tmp_path, docker_ready):
     verdicts = {}
     for backend in ("local", "docker"):
         db = tmp_path / f"{backend}.db"
-        result = run_cli("run", suite, "--sandbox", backend, "--trials", "1", "--store",
-                         f"sqlite:///{db}", "-q", timeout=900)
+        result = run_cli(
+            "run",
+            suite,
+            "--sandbox",
+            backend,
+            "--trials",
+            "1",
+            "--store",
+            f"sqlite:///{db}",
+            "-q",
+            timeout=900,
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         with sqlite3.connect(db) as conn:
-            verdicts[backend] = sorted(conn.execute(
-                "SELECT arm, task_id, status, score FROM trials").fetchall())
+            verdicts[backend] = sorted(
+                conn.execute("SELECT arm, task_id, status, score FROM trials").fetchall()
+            )
     assert verdicts["local"] == verdicts["docker"]
     assert {v[2] for v in verdicts["docker"]} == {"passed", "failed"}
