@@ -6,7 +6,8 @@ pinned id (never a tag), never reused across trials, and force-removed when the 
 
 Hardening of every container (defaults, see ``DockerProvider``):
 
-* no network (``network_mode=none``) unless the environment lists hosts in ``network``.
+* no network (``network_mode=none``) unless the environment lists hosts in ``network``: then
+  a bridge of its own whose egress reaches only those hosts (``docker_network``).
   Then the container joins Docker's default bridge and can reach **any** host: Docker
   cannot enforce a host allowlist without an egress proxy, which this backend does not run.
   A warning says so once per environment.
@@ -42,7 +43,7 @@ import anyio
 import anyio.to_thread
 
 from harness.errors import EnvironmentBuildError, SandboxError
-from harness.sandbox import docker_gc, docker_images
+from harness.sandbox import docker_gc, docker_images, docker_network
 from harness.sandbox.base import Environment, ExecResult, SandboxRequest
 from harness.sandbox.docker_images import PinnedImage, check_lock, tar_directory
 
@@ -314,7 +315,7 @@ class DockerProvider:
         self._owner = docker_gc.owner_labels()
         self._pinned: dict[str, PinnedImage] = {}
         self._live: set[str] = set()
-        self._warned_network: set[str] = set()
+        self._allowlists: dict[str, docker_network.Allowlist] = {}
 
     async def _run(self, fn: Callable[..., T], *args: Any, abandon_on_cancel=False) -> T:
         return await anyio.to_thread.run_sync(
@@ -333,6 +334,10 @@ class DockerProvider:
                 self._pinned[env.name] = await self._run(
                     docker_images.pin_environment, self._client, env, self._pull
                 )
+            if env.spec.network and env.name not in self._allowlists:
+                allow = docker_network.Allowlist(env.name, list(env.spec.network))
+                await self._run(allow.create, self._client, self._owner)
+                self._allowlists[env.name] = allow
         return {env.name: self._pinned[env.name].image_id for env in environments}
 
     async def lock_entries(self, environments: list[Environment]) -> dict[str, dict]:
@@ -350,16 +355,8 @@ class DockerProvider:
         spec = request.environment.spec
         limits = request.limits
         network = "none"
-        if spec.network:
-            network = "bridge"
-            if spec.name not in self._warned_network:
-                self._warned_network.add(spec.name)
-                log.warning(
-                    "environment '%s' declares network hosts %s: its sandboxes get full "
-                    "outbound network (Docker bridge); the host list is NOT enforced",
-                    spec.name,
-                    ", ".join(spec.network),
-                )
+        if spec.network:  # a bridge whose egress reaches only the listed hosts
+            network = self._allowlists[spec.name].network_name
         cpus = min(limits.cpus, self._ncpu)
         labels = {**request.labels, **self._owner, "harness": "1", "harness.environment": spec.name}
         host_config = self._client.api.create_host_config(
@@ -448,6 +445,9 @@ class DockerProvider:
         with anyio.CancelScope(shield=True):
             for cid in list(self._live):
                 await self._remove(cid)
+            for allow in self._allowlists.values():
+                await self._run(allow.remove, self._client)
+            self._allowlists.clear()
         self._client.close()
 
     def gc(self, running_run_ids: Iterable[str] | None = None) -> list[str]:

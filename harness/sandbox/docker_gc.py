@@ -107,9 +107,28 @@ def gc(client=None, running_run_ids: Iterable[str] | None = None) -> list[str]:
                 pass
             except docker.errors.APIError as exc:
                 log.warning("gc: could not remove container %s: %s", c["Id"][:12], exc)
+        _gc_networks(client)
     finally:
         if own:
             client.close()
     if removed:
         log.info("gc: removed %d leftover harness container(s)", len(removed))
     return removed
+
+
+def _gc_networks(client) -> None:
+    """Remove egress-allowlist networks (and their iptables rules) whose owner is dead."""
+    from harness.sandbox.docker_network import remove_rules_for
+
+    for net in client.networks.list(filters={"label": f"{HARNESS_LABEL}=1"}):
+        labels = net.attrs.get("Labels") or {}
+        if owner_alive(labels) is not False:
+            continue
+        bridge = (net.attrs.get("Options") or {}).get("com.docker.network.bridge.name", "")
+        try:
+            net.remove()
+        except Exception as exc:  # still has containers: the next gc gets it
+            log.warning("gc: could not remove network %s: %s", net.name, exc)
+            continue
+        if bridge:
+            remove_rules_for(bridge)

@@ -86,3 +86,26 @@ def test_gc_removes_leftovers_of_dead_runs_only(docker_client, test_label):
         for c in (dead_owner, live_owner, remote_dead_run, remote_live_run):
             with contextlib.suppress(docker.errors.NotFound):
                 c.remove(force=True)
+
+
+def test_gc_removes_the_allowlist_network_and_rules_of_a_dead_run(docker_client):
+    from harness.sandbox.docker_network import Allowlist
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owner = {"harness.host": socket.gethostname(), "harness.pid": str(dead.pid)}
+    allow = Allowlist("gc-test", ["192.0.2.1"])
+    allow.create(docker_client, owner)  # as a run killed before it could clean up leaves it
+
+    def rules() -> str:
+        return subprocess.run(
+            ["iptables", "-S", "DOCKER-USER"], capture_output=True, text=True
+        ).stdout
+
+    try:
+        assert allow.bridge in rules()
+        gc(docker_client)
+        assert allow.bridge not in rules()
+        assert not docker_client.networks.list(names=[allow.network_name])
+    finally:
+        allow.remove(docker_client)

@@ -78,19 +78,68 @@ async def test_host_docker_proxy_config_is_not_injected(
         await p.close()
 
 
-async def test_declared_network_hosts_get_a_bridge(provider, request_for):
+async def test_declared_network_hosts_are_the_only_reachable_ones(
+    docker_client, request_for, test_label
+):
+    """Egress allowlist: two web servers (our own containers on this machine); the sandbox's
+    environment lists only the first; the second is unreachable; rules go with the provider."""
+    import subprocess
+
     from docker_helpers import BASE_IMAGE, FIXTURES, make_env
 
-    env = make_env(
-        "test-net", FIXTURES / "rootenv", image={"ref": BASE_IMAGE}, network=["example.com"]
-    )
-    s = await provider.create(request_for(env))
+    from harness.sandbox.docker import DockerProvider
+
+    servers = [
+        docker_client.containers.run(
+            BASE_IMAGE,
+            ["python3", "-m", "http.server", "8000"],
+            detach=True,
+            labels=test_label,
+            network_mode="bridge",
+            entrypoint=[],
+        )
+        for _ in range(2)
+    ]
+    provider = DockerProvider()
     try:
-        info = await provider._run(provider._client.api.inspect_container, s.id)
-        assert info["HostConfig"]["NetworkMode"] == "bridge"
-        assert "eth0" in (await s.exec("ls /sys/class/net")).stdout.split()
+        ips = []
+        for c in servers:
+            c.reload()
+            ips.append(c.attrs["NetworkSettings"]["IPAddress"])
+        env = make_env(
+            "test-allow", FIXTURES / "rootenv", image={"ref": BASE_IMAGE}, network=[ips[0]]
+        )
+        s = await provider.create(request_for(env))
+        fetch = (
+            'python3 -c "import sys, urllib.request; '
+            'print(urllib.request.urlopen(sys.argv[1], timeout=3).status)" http://{}:8000/'
+        )
+        try:
+            allowed = await s.exec(fetch.format(ips[0]), timeout=30)
+            for _ in range(20):  # the server may still be starting
+                if allowed.ok:
+                    break
+                await anyio.sleep(0.5)
+                allowed = await s.exec(fetch.format(ips[0]), timeout=30)
+            assert allowed.ok and "200" in allowed.stdout, allowed.stderr
+            blocked = await s.exec(fetch.format(ips[1]), timeout=30)
+            assert not blocked.ok
+        finally:
+            await s.destroy()
+        bridge = provider._allowlists["test-allow"].bridge
+        assert (
+            bridge
+            in subprocess.run(
+                ["iptables", "-S", "DOCKER-USER"], capture_output=True, text=True
+            ).stdout
+        )
     finally:
-        await s.destroy()
+        await provider.close()
+        for c in servers:
+            c.remove(force=True)
+    rules = subprocess.run(["iptables", "-S", "DOCKER-USER"], capture_output=True, text=True)
+    assert bridge not in rules.stdout  # rules removed with the provider
+    assert not docker_client.networks.list(names=[f"harness-allow-test-allow-{bridge[2:]}"])
 
 
 async def test_fork_bomb_and_memory_hog_fail_only_their_command(provider, root_env, request_for):
