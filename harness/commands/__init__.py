@@ -15,10 +15,4 @@ MODULES = ["environments", "release", "viewer"]
 
 def register_all(app: typer.Typer) -> None:
     for name in MODULES:
-        try:
-            module = importlib.import_module(f"harness.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"harness.commands.{name}":
-                continue  # feature area not present in this build
-            raise
-        module.register(app)
+        importlib.import_module(f"harness.commands.{name}").register(app)
