@@ -84,9 +84,11 @@ def start(
         run_id = new_run_id()
 
     sandbox_name = choose_sandbox(resolved.suite.sandbox)
-    provider = (
-        get_provider(sandbox_name, limits=resolved.suite.limits) if resolved.environments else None
-    )
+    provider = None
+    if resolved.environments:
+        provider = get_provider(
+            sandbox_name, limits=resolved.suite.limits, **resolved.suite.sandbox_options
+        )
     return anyio.run(
         _run,
         resolved,

@@ -253,7 +253,7 @@ async def _open_state(payload: _Payload) -> _WorkerState:
     suite = payload.resolved.suite
     provider = None
     if payload.resolved.environments:
-        provider = get_provider(payload.sandbox, limits=suite.limits)
+        provider = get_provider(payload.sandbox, limits=suite.limits, **suite.sandbox_options)
         if hasattr(provider, "gc"):  # containers of worker processes that died on this node
             await anyio.to_thread.run_sync(provider.gc)
         await _adopt_images(provider, payload)

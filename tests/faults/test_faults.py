@@ -159,3 +159,20 @@ def test_faulty_run_completes_with_crash_counts(tmp_path, cli):
     assert crashes >= 5
     retried = db.execute("SELECT count(*) FROM trials WHERE attempts > 1").fetchone()[0]
     assert retried >= 5
+
+
+def test_sandbox_options_reach_the_backend(tmp_path, cli):
+    """A faulty backend configured never to fail must not fail: the suite's options arrive."""
+    suite = _suite_with_env(
+        tmp_path,
+        30,
+        0.5,
+        sandbox="faulty",
+        sandbox_options={"inner": "local", "create_failure": 0.0, "kill": 0.0},
+    )
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    assert cli("run", str(suite), "--store", url, "-q").returncode == 0
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "o.db") as db:
+        assert db.execute("SELECT count(*) FROM attempts WHERE outcome != 'ok'").fetchone()[0] == 0
