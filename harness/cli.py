@@ -103,7 +103,7 @@ def report(
     ] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
     html: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--html", help="Also write a self-contained HTML report to this file."),
     ] = None,  # noqa: UP045
     store: StoreOpt = None,

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
 def lock(
     suite: Annotated[Path, typer.Argument(help="The suite file.")],
     sandbox: Annotated[
-        Optional[str], typer.Option(help="Sandbox backend (default: the suite's).")
+        str | None, typer.Option(help="Sandbox backend (default: the suite's).")
     ] = None,  # noqa: UP045
 ) -> None:
     """Pin every environment's image and write SUITE.lock.json (image ids, base digests)."""
