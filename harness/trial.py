@@ -277,6 +277,17 @@ def _tb(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc)).strip()[-4000:]
 
 
+def _job_columns(job: Job, rc: RunContext) -> dict[str, Any]:
+    """The columns that name a trial: shared by its final row and its attempt rows."""
+    return dict(
+        run_id=rc.run_id,
+        arm=job.arm,
+        task_id=job.task_id,
+        variant=job.variant,
+        trial_index=job.trial_index,
+    )
+
+
 def _trial_row(
     job: Job,
     rc: RunContext,
@@ -289,11 +300,7 @@ def _trial_row(
     **fields: Any,
 ) -> dict[str, Any]:
     return dict(
-        run_id=rc.run_id,
-        arm=job.arm,
-        task_id=job.task_id,
-        variant=job.variant,
-        trial_index=job.trial_index,
+        **_job_columns(job, rc),
         seed=job.seed,
         cluster=task.cluster_id,
         task_class=task.class_,
@@ -319,11 +326,7 @@ def _attempt_row(
     job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started
 ) -> dict[str, Any]:
     return dict(
-        run_id=rc.run_id,
-        arm=job.arm,
-        task_id=job.task_id,
-        variant=job.variant,
-        trial_index=job.trial_index,
+        **_job_columns(job, rc),
         attempt=number,
         outcome=outcome,
         error=error,
