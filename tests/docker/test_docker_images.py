@@ -69,12 +69,30 @@ async def test_pinned_id_survives_a_rebuilt_tag_and_lock_sees_it(
             "environment 'pin-ref': not in the lock file",
         ]
     finally:
-        for name in ("pin-ref", "pin-dockerfile"):
-            for image in docker_client.images.list(
-                filters={"label": f"harness.environment={name}"}
-            ):
-                docker_client.images.remove(image.id, force=True)
-        docker_client.images.remove(tag, force=True)
+        _remove_images(docker_client, tag, ("pin-ref", "pin-dockerfile"))
+
+
+def _remove_images(client, tag: str, environments: tuple[str, ...]) -> None:
+    """Remove the test's images, children before parents (list order is arbitrary)."""
+    import docker.errors
+
+    ids = {
+        image.id
+        for name in environments
+        for image in client.images.list(filters={"label": f"harness.environment={name}"})
+    }
+    for _ in range(5):
+        for image_id in sorted(ids):
+            try:
+                client.images.remove(image_id, force=True)
+                ids.discard(image_id)
+            except docker.errors.ImageNotFound:
+                ids.discard(image_id)
+            except docker.errors.APIError:
+                pass  # still has a child image: removed on a later pass
+        if not ids:
+            break
+    client.images.remove(tag, force=True)
 
 
 async def test_files_are_baked_once_and_reused(provider, root_env, agent_env):
