@@ -7,17 +7,17 @@ pinned id (never a tag), never reused across trials, and force-removed when the 
 Hardening of every container (defaults, see ``DockerProvider``):
 
 * no network (``network_mode=none``) unless the environment lists hosts in ``network``: then
-  a bridge of its own whose egress reaches only those hosts (``docker_network``).
-  Then the container joins Docker's default bridge and can reach **any** host: Docker
-  cannot enforce a host allowlist without an egress proxy, which this backend does not run.
-  A warning says so once per environment.
+  a bridge of its own whose egress reaches only those hosts (``docker_network``: iptables
+  rules in ``DOCKER-USER``; the run refuses to start when they cannot be installed).
 * all capabilities dropped, ``no-new-privileges``, Docker's default seccomp profile;
 * memory (swap included), PID and CPU limits from the suite's ``limits``;
 * Docker's init as PID 1 (reaps zombies) running ``sleep infinity``: the image's own
   entrypoint and command are ignored, so images need ``sleep`` (coreutils) and ``bash``;
 * the environment's ``user`` as the default user of every command (non-root when declared);
-* no host mounts, and no host environment variables: only the image's ``ENV`` and
-  ``HARNESS_WORKDIR``.
+* no host mounts (one exception: a ``command`` agent running its program inside the
+  sandbox against the metering proxy gets the proxy's socket directory, read-only, at
+  ``/run/harness``; see ``harness.sandbox.relay``), and no host environment variables:
+  only the image's ``ENV`` and ``HARNESS_WORKDIR``.
 
 All Docker SDK calls run in worker threads (``anyio.to_thread``) bounded by one
 ``CapacityLimiter`` and share one client whose connection pool matches that limit.
@@ -44,7 +44,7 @@ import anyio.to_thread
 
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox import docker_gc, docker_images, docker_network
-from harness.sandbox.base import Environment, ExecResult, SandboxRequest
+from harness.sandbox.base import SOCKET_MOUNT, Environment, ExecResult, SandboxRequest
 from harness.sandbox.docker_images import PinnedImage, check_lock, tar_directory
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,16 @@ _HOST_GUARD_S = 15.0  # extra seconds the host waits beyond the in-container tim
 def _errors():
     import docker.errors
     import requests.exceptions
+    import urllib3.exceptions
 
-    return (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+    # urllib3's own errors escape unwrapped from streamed responses (exec output, archives)
+    # when the daemon goes away mid-stream.
+    return (
+        docker.errors.DockerException,
+        requests.exceptions.RequestException,
+        urllib3.exceptions.HTTPError,
+        OSError,
+    )
 
 
 def _client(base_url: str | None, timeout: float, pool: int):
@@ -93,10 +101,18 @@ def docker_available(base_url: str | None = None, timeout: float = 3.0) -> bool:
 class DockerSandbox:
     """One running container. Commands run with ``docker exec`` (``bash -c``)."""
 
-    def __init__(self, provider: DockerProvider, container_id: str, pinned: PinnedImage, workdir):
+    def __init__(
+        self,
+        provider: DockerProvider,
+        container_id: str,
+        pinned: PinnedImage,
+        workdir: str,
+        socket_dir: str | None = None,
+    ):
         self.id = container_id
         self.image_id: str | None = pinned.image_id
         self.workdir: str = workdir
+        self.socket_dir = socket_dir
         self._provider = provider
         self._uid, self._gid = pinned.uid, pinned.gid
         self._destroyed = False
@@ -166,8 +182,10 @@ class DockerSandbox:
         fn = functools.partial(self._exec_sync, argv, user, env)
         code: int | None = None
         try:
+            # On cancellation (a budget watchdog, Ctrl-C) the call is abandoned: its thread
+            # ends when the container is destroyed, which the trial does next.
             if timeout is None:
-                code, out, err = await self._provider._run(fn)
+                code, out, err = await self._provider._run(fn, abandon_on_cancel=True)
             else:
                 with anyio.move_on_after(timeout + _HOST_GUARD_S):
                     code, out, err = await self._provider._run(fn, abandon_on_cancel=True)
@@ -184,6 +202,10 @@ class DockerSandbox:
                 duration_s=duration,
                 timed_out=True,
             )
+        if (code is None or code >= 128) and await self._died():
+            # The command died with its container (killed by the platform, or the daemon
+            # shut down under it): infrastructure, never the agent's or the task's fault.
+            raise SandboxError(f"sandbox {self.id[:12]}: container died during exec")
         timed_out = timeout is not None and code == 137 and duration >= timeout
         return ExecResult(
             exit_code=code,
@@ -192,6 +214,15 @@ class DockerSandbox:
             duration_s=duration,
             timed_out=timed_out,
         )
+
+    async def _died(self) -> bool:
+        """Did the container stop? Asked after a command was killed by a signal; the daemon
+        may report the exit code before the container's state, so ask a few times."""
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8):
+            if not await self._running():
+                return True
+            await anyio.sleep(delay)
+        return not await self._running()
 
     async def _running(self) -> bool:
         try:
@@ -369,6 +400,7 @@ class DockerProvider:
             mem_limit=limits.memory,
             memswap_limit=limits.memory,
             nano_cpus=int(cpus * 1e9),
+            mounts=self._socket_mounts(request),
         )
         return dict(
             image=request.image_id or pinned.image_id,
@@ -384,6 +416,15 @@ class DockerProvider:
             # Never inject the host's proxy settings (~/.docker/config.json) as env vars.
             use_config_proxy=False,
         )
+
+    @staticmethod
+    def _socket_mounts(request: SandboxRequest) -> list | None:
+        """No host mounts, except the proxy's socket directory when asked, read-only."""
+        if request.socket_dir is None:
+            return None
+        from docker.types import Mount
+
+        return [Mount(SOCKET_MOUNT, request.socket_dir, type="bind", read_only=True)]
 
     def _create_sync(self, kwargs: dict[str, Any]) -> str:
         # Low-level calls: create + start, no extra inspect round trip.
@@ -412,7 +453,7 @@ class DockerProvider:
             with anyio.CancelScope(shield=True):
                 await self._remove(kwargs["name"])
             raise
-        return DockerSandbox(self, cid, pinned, env.spec.workdir)
+        return DockerSandbox(self, cid, pinned, env.spec.workdir, request.socket_dir)
 
     async def _remove(self, container: str) -> None:
         import docker.errors

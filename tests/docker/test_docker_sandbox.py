@@ -295,3 +295,23 @@ async def test_container_killed_by_the_platform_is_a_sandbox_error(
     with pytest.raises(SandboxError):
         await s.exec("true")
     await s.destroy()
+
+
+async def test_container_killed_during_exec_is_a_sandbox_error_not_an_exit_code(
+    provider, root_env, request_for, docker_client
+):
+    """A daemon shutting down kills containers under running commands: that is
+    infrastructure (retried), not a setup failure or an agent's non-zero exit."""
+    s = await provider.create(request_for(root_env))
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def kill_soon() -> None:
+                await anyio.sleep(1.0)
+                await anyio.to_thread.run_sync(docker_client.api.kill, s.id)
+
+            tg.start_soon(kill_soon)
+            with pytest.raises(SandboxError, match="died during exec"):
+                await s.exec("sleep 30", timeout=60)
+    finally:
+        await s.destroy()
