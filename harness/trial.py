@@ -6,7 +6,10 @@ returns a ``TrialRecord`` ready to be written as one store row. Nothing here wri
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -135,7 +138,9 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
     variant = next((v for v in task.variants if v.id == job.variant), None) if job.variant else None
     started, t0 = now(), time.monotonic()
 
+    agent_cls = agent_class(arm.agent)
     sandbox: Sandbox
+    socket_dir: str | None = None
     if env is None or rc.provider is None:
         sandbox = _NoSandbox()
     else:
@@ -144,8 +149,18 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             "harness.trial": f"{job.arm}/{job.task_id}/{job.trial_index}/{job.variant}",
             "harness.attempt": str(number),
         }
-        request = SandboxRequest(env, rc.image_ids.get(env.name), labels, suite.limits)
-        sandbox = await rc.provider.create(request)
+        wants_socket = getattr(agent_cls, "wants_socket_dir", None)
+        if wants_socket is not None and wants_socket(arm):
+            socket_dir = tempfile.mkdtemp(prefix="harness-sock-")
+            os.chmod(socket_dir, 0o755)  # the container's user may enter, never write
+        request = SandboxRequest(
+            env, rc.image_ids.get(env.name), labels, suite.limits, socket_dir=socket_dir
+        )
+        try:
+            sandbox = await rc.provider.create(request)
+        except BaseException:
+            _remove_dir(socket_dir)
+            raise
     try:
         initial = await _setup(sandbox, env, task) if env else None
         ctx = AgentContext(
@@ -160,7 +175,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             budgets=suite.budgets.merged(task.budgets),
             variant=variant,
         )
-        agent = agent_class(arm.agent)()
+        agent = agent_cls()
         failure: errors.AgentFailure | None = None
         result = AgentResult()
         try:
@@ -209,6 +224,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
     finally:
         with anyio.CancelScope(shield=True):
             await sandbox.destroy()
+        _remove_dir(socket_dir)
 
     return TrialRecord(
         trial=_trial_row(
@@ -238,6 +254,11 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
         events=[e.model_dump() for e in ctx.trajectory.events],
         blobs=ctx.trajectory.blobs,
     )
+
+
+def _remove_dir(path: str | None) -> None:
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 async def _setup(sandbox: Sandbox, env: Environment, task) -> dict | None:

@@ -30,9 +30,11 @@ Params:
   command     the shell command to run (required)
   where       "host" (default) or "sandbox". ``host``: a host subprocess in its own session,
               working in the sandbox directory when the sandbox is a local one, else in a
-              temporary directory. ``sandbox``: ``sandbox.exec``; the program then needs to
-              reach 127.0.0.1 on the host, which holds for the ``local`` backend but not
-              for a network-less container: proxying from inside Docker is not supported yet.
+              temporary directory. ``sandbox``: ``sandbox.exec``. On ``local`` the program
+              reaches the proxy on 127.0.0.1; in a network-less Docker container the proxy
+              listens on a unix socket mounted read-only at /run/harness, and
+              ``harness.sandbox.relay`` (python3 in the image) serves it on the container's
+              own loopback and sets ``OPENAI_BASE_URL`` before starting the program.
   stdin       send the instruction on stdin (default true)
   env         extra environment variables for the program (literal values)
   pass_env    names of host environment variables to pass through (never the model key)
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shlex
 import shutil
 import signal
@@ -60,7 +63,9 @@ from anyio.abc import ByteReceiveStream
 
 from harness.agents.base import AgentContext, AgentResult
 from harness.agents.llm import split_confidence
+from harness.config.models import Arm
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
+from harness.sandbox.base import SOCKET_MOUNT
 
 _SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 _OUTPUT_CAP = 4 * 1024 * 1024
@@ -69,6 +74,11 @@ _TRAJECTORY_KINDS = {"tool_call", "command", "message", "note"}
 
 class CommandAgent:
     name = "command"
+
+    @staticmethod
+    def wants_socket_dir(arm: Arm) -> bool:
+        """A program inside the sandbox that talks to a model needs the proxy's socket."""
+        return arm.params.get("where") == "sandbox" and arm.model is not None
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         params = ctx.params
@@ -87,9 +97,22 @@ class CommandAgent:
             if ctx.model is not None:
                 from harness.models.proxy import metering_proxy
 
-                proxy = await stack.enter_async_context(
-                    metering_proxy(ctx, ctx.model, force_model=params.get("force_model", True))
+                socket_dir = (
+                    getattr(ctx.sandbox, "socket_dir", None) if where == "sandbox" else None
                 )
+                unix_path = (
+                    f"{socket_dir}/model-{uuid.uuid4().hex[:8]}.sock" if socket_dir else None
+                )
+                proxy = await stack.enter_async_context(
+                    metering_proxy(
+                        ctx,
+                        ctx.model,
+                        force_model=params.get("force_model", True),
+                        unix_path=unix_path,
+                    )
+                )
+                if unix_path is not None:
+                    command = _relayed(command, posixpath.basename(unix_path))
             files = await stack.enter_async_context(_exchange_files(ctx, where))
             env = self._env(ctx, proxy, files)
             start = time.monotonic()
@@ -205,7 +228,8 @@ class CommandAgent:
     ) -> dict[str, Any]:
         stdin = ctx.instruction if ctx.params.get("stdin", True) else None
         if where == "sandbox":
-            result = await ctx.sandbox.exec(command, stdin=stdin, env=env)
+            timeout = ctx.params.get("timeout_s", ctx.budgets.timeout_s)
+            result = await ctx.sandbox.exec(command, stdin=stdin, env=env, timeout=timeout)
             return {
                 "exit_code": result.exit_code,
                 "stdout": result.stdout,
@@ -305,6 +329,13 @@ async def _exchange_files(ctx: AgentContext, where: str) -> AsyncIterator[_Excha
         finally:
             with anyio.CancelScope(shield=True):
                 await ctx.sandbox.exec(f"rm -rf {shlex.quote(base)}", timeout=30)
+
+
+def _relayed(command: str, socket_name: str) -> str:
+    """``command`` run by the in-container relay to the proxy's mounted unix socket."""
+    source = (Path(__file__).parents[1] / "sandbox" / "relay.py").read_text()
+    socket_path = f"{SOCKET_MOUNT}/{socket_name}"
+    return f"python3 -c {shlex.quote(source)} {shlex.quote(socket_path)} {shlex.quote(command)}"
 
 
 def _local_root(ctx: AgentContext) -> str | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -68,6 +69,9 @@ class MeteringProxy:
         """The dummy key the program must send; it opens nothing but this proxy."""
         self.host = "127.0.0.1"
         self.port = 0
+        self.unix_path: str | None = None
+        """Set when the proxy listens on a unix socket instead (programs inside a container
+        reach it through ``harness.sandbox.relay``)."""
         self.exceeded: BudgetExceeded | None = None
         self.infra_error: ModelUnavailable | None = None
         self.budget_event = anyio.Event()
@@ -78,6 +82,8 @@ class MeteringProxy:
 
     @property
     def base_url(self) -> str:
+        if self.unix_path is not None:
+            return f"http+unix://{self.unix_path}/v1"
         return f"http://{self.host}:{self.port}/v1"
 
     # -- HTTP ---------------------------------------------------------------------------------
@@ -258,13 +264,21 @@ async def metering_proxy(
     *,
     client: ChatClient | None = None,
     force_model: bool = True,
+    unix_path: str | None = None,
 ) -> AsyncIterator[MeteringProxy]:
-    """Run a ``MeteringProxy`` on 127.0.0.1 (a free port) for the duration of the block."""
+    """Run a ``MeteringProxy`` for the duration of the block: on 127.0.0.1 (a free port), or
+    on the unix socket ``unix_path`` (connectable by any local user: the token guards it)."""
     proxy = MeteringProxy(ctx, settings, client=client, force_model=force_model)
-    listener = await anyio.create_tcp_listener(local_host=proxy.host, local_port=0)
+    listener: Any
+    if unix_path is None:
+        listener = await anyio.create_tcp_listener(local_host=proxy.host, local_port=0)
+        proxy.port = listener.extra(SocketAttribute.local_port)
+    else:
+        listener = await anyio.create_unix_listener(unix_path)
+        os.chmod(unix_path, 0o666)  # the container's user connects to it
+        proxy.unix_path = unix_path
     error: Exception | None = None
     async with listener, anyio.create_task_group() as tg:
-        proxy.port = listener.extra(SocketAttribute.local_port)
         tg.start_soon(listener.serve, proxy._connection)
         try:
             yield proxy

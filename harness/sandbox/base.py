@@ -38,6 +38,13 @@ class SandboxRequest:
     image_id: str | None
     labels: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    socket_dir: str | None = None
+    """A host directory of unix sockets (the metering proxy's) that an isolated backend
+    mounts read-only at ``SOCKET_MOUNT``: the one host path a container may see, asked for
+    only by agents that run a program inside the sandbox against the proxy."""
+
+
+SOCKET_MOUNT = "/run/harness"
 
 
 @runtime_checkable
@@ -68,6 +75,9 @@ class Sandbox(Protocol):
         ...
 
     async def destroy(self, interrupted: bool = False) -> None: ...
+
+    # Optional: ``socket_dir: str | None``, the host side of ``SOCKET_MOUNT`` when the request
+    # asked for one and the backend mounted it (Docker); absent or None elsewhere.
 
 
 @runtime_checkable

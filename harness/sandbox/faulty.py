@@ -23,6 +23,7 @@ class FaultySandbox:
     def __init__(self, inner: Sandbox, kill_at: int | None):
         self.inner = inner
         self.id, self.image_id, self.workdir = inner.id, inner.image_id, inner.workdir
+        self.socket_dir = getattr(inner, "socket_dir", None)
         self.kill_at = kill_at
         self.calls = 0
 
