@@ -265,6 +265,11 @@ async def _setup(sandbox: Sandbox, env: Environment, task) -> dict | None:
     for command in [*env.spec.setup, *task.setup]:
         result = await sandbox.exec(command, timeout=300)
         if not result.ok:
+            alive = getattr(sandbox, "alive", None)
+            if alive is not None and not await alive():
+                raise errors.SandboxError(
+                    f"sandbox died during setup command {command!r} of task '{task.id}'"
+                )
             raise TaskSetupError(
                 f"setup command {command!r} of task '{task.id}' failed "
                 f"(exit {result.exit_code}): {result.stderr.strip()[-300:]}"

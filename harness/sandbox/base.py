@@ -76,6 +76,8 @@ class Sandbox(Protocol):
 
     async def destroy(self, interrupted: bool = False) -> None: ...
 
+    # Optional: ``async def alive(self) -> bool`` says whether the sandbox itself still runs;
+    # a failed setup command in a dead sandbox is an infrastructure error, not a broken task.
     # Optional: ``socket_dir: str | None``, the host side of ``SOCKET_MOUNT`` when the request
     # asked for one and the backend mounted it (Docker); absent or None elsewhere.
 

@@ -202,7 +202,7 @@ class DockerSandbox:
                 duration_s=duration,
                 timed_out=True,
             )
-        if (code is None or code >= 128) and await self._died():
+        if (code is None or code >= 128) and not await self.alive():
             # The command died with its container (killed by the platform, or the daemon
             # shut down under it): infrastructure, never the agent's or the task's fault.
             raise SandboxError(f"sandbox {self.id[:12]}: container died during exec")
@@ -215,14 +215,15 @@ class DockerSandbox:
             timed_out=timed_out,
         )
 
-    async def _died(self) -> bool:
-        """Did the container stop? Asked after a command was killed by a signal; the daemon
-        may report the exit code before the container's state, so ask a few times."""
-        for delay in (0.05, 0.1, 0.2, 0.4, 0.8):
+    async def alive(self) -> bool:
+        """Is the container still running? Asked after a command failed; the daemon may
+        report a killed command's exit code before the container's state, so ask a few
+        times before saying yes. False also when the daemon does not answer."""
+        for delay in (0.05, 0.1, 0.2, 0.4):
             if not await self._running():
-                return True
+                return False
             await anyio.sleep(delay)
-        return not await self._running()
+        return await self._running()
 
     async def _running(self) -> bool:
         try:

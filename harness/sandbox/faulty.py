@@ -47,6 +47,10 @@ class FaultySandbox:
     async def copy_in(self, src: Path, dest: str) -> None:
         await self.inner.copy_in(src, dest)
 
+    async def alive(self) -> bool:
+        alive = getattr(self.inner, "alive", None)
+        return True if alive is None else await alive()
+
     async def destroy(self, interrupted: bool = False) -> None:
         await self.inner.destroy(interrupted)
 
