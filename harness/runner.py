@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -127,51 +128,16 @@ async def _run(
             await check_lock_for(resolved, provider)
         image_ids = await provider.prepare(envs)
     all_jobs = build_plan(resolved)
-    if resuming:
-        done = await anyio.to_thread.run_sync(store.finished_keys, run_id)
-        jobs = [j for j in all_jobs if j.key not in done]
-        store.update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname())
-    else:
-        jobs = all_jobs
-        store.create_run(
-            Run(
-                id=run_id,
-                suite_name=resolved.suite.name,
-                suite_path=str(resolved.path),
-                description=resolved.suite.description,
-                config_hash=resolved.config_hash,
-                harness_version=__version__,
-                config={
-                    "suite": resolved.suite.model_dump(mode="json"),
-                    "tasks": {
-                        t.task.id: t.task.model_dump(mode="json", by_alias=True)
-                        for t in resolved.tasks
-                    },
-                    "environments": {
-                        n: {**e.spec.model_dump(mode="json"), "root": str(e.root)}
-                        for n, e in resolved.environments.items()
-                    },
-                },
-                overrides=overrides,
-                seed=resolved.suite.seed,
-                trials_per_task=resolved.suite.trials,
-                arms=[a.name for a in resolved.suite.arms],
-                sandbox=sandbox_name,
-                image_ids=image_ids,
-                jobs_planned=len(all_jobs),
-                host=socket.gethostname(),
-                pid=os.getpid(),
-                started_at=now(),
-            )
-        )
     rc = RunContext(
         run_id, resolved, provider, image_ids, backoff_s=resolved.suite.retries.backoff_s
     )
     executor = None
+    row_written = False
     try:
         from harness.executors import open_executor
 
         suite = resolved.suite
+        # Before the run row: a wrong Ray address fails here and leaves no "running" run.
         executor = open_executor(
             suite.executor,
             rc,
@@ -179,6 +145,10 @@ async def _run(
             address=suite.ray_address,
             options=suite.executor_options,
         )
+        jobs = _start_run_row(
+            resolved, store, run_id, all_jobs, overrides, resuming, sandbox_name, image_ids
+        )
+        row_written = True
         with TrialProgress(len(jobs), f"run {run_id}", enabled=progress_enabled) as progress:
             outcome = await execute(
                 rc,
@@ -192,6 +162,12 @@ async def _run(
             await _repeat_phase(
                 rc, resolved, store, run_id, len(all_jobs), outcome, progress_enabled, executor
             )
+    except BaseException as exc:
+        if row_written:  # the run row must not claim "running" for a run that is gone
+            status = "failed" if isinstance(exc, Exception) else "interrupted"
+            with anyio.CancelScope(shield=True), suppress(Exception):
+                store.update_run(run_id, status=status, finished_at=now())
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             if executor is not None:
@@ -204,6 +180,54 @@ async def _run(
     status = "interrupted" if outcome.interrupted else "finished"
     store.update_run(run_id, status=status, finished_at=now())
     return RunResult(run_id, outcome, store.url, sandbox_name)
+
+
+def _start_run_row(
+    resolved: ResolvedSuite,
+    store: Store,
+    run_id: str,
+    all_jobs: list,
+    overrides: dict,
+    resuming: bool,
+    sandbox_name: str,
+    image_ids: dict[str, str | None],
+) -> list:
+    """Write (or, on resume, reopen) the run row; return the jobs still to run."""
+    if resuming:
+        done = store.finished_keys(run_id)
+        store.update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname())
+        return [j for j in all_jobs if j.key not in done]
+    store.create_run(
+        Run(
+            id=run_id,
+            suite_name=resolved.suite.name,
+            suite_path=str(resolved.path),
+            description=resolved.suite.description,
+            config_hash=resolved.config_hash,
+            harness_version=__version__,
+            config={
+                "suite": resolved.suite.model_dump(mode="json"),
+                "tasks": {
+                    t.task.id: t.task.model_dump(mode="json", by_alias=True) for t in resolved.tasks
+                },
+                "environments": {
+                    n: {**e.spec.model_dump(mode="json"), "root": str(e.root)}
+                    for n, e in resolved.environments.items()
+                },
+            },
+            overrides=overrides,
+            seed=resolved.suite.seed,
+            trials_per_task=resolved.suite.trials,
+            arms=[a.name for a in resolved.suite.arms],
+            sandbox=sandbox_name,
+            image_ids=image_ids,
+            jobs_planned=len(all_jobs),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=now(),
+        )
+    )
+    return all_jobs
 
 
 async def _repeat_phase(

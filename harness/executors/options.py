@@ -28,6 +28,12 @@ class RayOptions(Strict):
     )
     namespace: str = Field("harness", description="Ray namespace of the run's driver")
     log_to_driver: bool = Field(False, description="stream workers' stdout/stderr to the driver")
+    connect_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="seconds to wait for the cluster's address to accept a connection before "
+        "the run refuses to start (Ray itself would retry for minutes)",
+    )
 
 
 OPTIONS: dict[str, type[Strict]] = {"ray": RayOptions}

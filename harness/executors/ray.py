@@ -57,6 +57,24 @@ class RayUnavailable(errors.HarnessError):
     """The Ray cluster cannot be reached (or ray is not installed)."""
 
 
+def _check_reachable(address: str | None, timeout: float) -> None:
+    """Fail fast when a ``host:port`` (or ``ray://host:port``) address accepts no TCP
+    connection: ``ray.init`` would keep retrying the cluster's GCS for minutes."""
+    if not address or address in ("auto", "local"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # not a host:port form; let Ray interpret it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise RayUnavailable(
+            f"cannot connect to the Ray cluster at {address}: nothing answers within "
+            f"{timeout:g}s ({exc}); start it with `ray start --head` or fix --ray-address"
+        ) from None
+
+
 @dataclass
 class _Payload:
     """What a worker needs to rebuild a run's context; shipped once per run."""
@@ -103,6 +121,7 @@ class RayExecutor:
             )
             if not address:
                 kwargs["include_dashboard"] = False
+            _check_reachable(address, self.options.connect_timeout_s)
             try:
                 ray.init(**kwargs)
             except (ConnectionError, RuntimeError, ValueError) as exc:

@@ -4,6 +4,7 @@ the same trial rows as the local executor, and a worker node killed mid-run lose
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -74,6 +75,25 @@ def test_bad_executor_options_are_a_config_error(tmp_path, suite_writer):
     result = run_cli("run", str(suite), "--store", f"sqlite:///{tmp_path}/s.db", "-q")
     assert result.returncode == 2, result.stderr
     assert "executor_options.num_cpu" in result.stderr
+
+
+def test_unreachable_cluster_fails_fast_and_leaves_no_running_run(tmp_path, suite_writer):
+    pytest.importorskip("ray")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    suite = suite_writer(tmp_path, executor="ray", executor_options={"connect_timeout_s": 2})
+    db = tmp_path / "s.db"
+    start = time.monotonic()
+    result = run_cli(
+        "run", str(suite), "--ray-address", f"127.0.0.1:{port}", "--store", f"sqlite:///{db}"
+    )
+    assert result.returncode == 5, result.stderr
+    assert time.monotonic() - start < 60
+    assert f"cannot connect to the Ray cluster at 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0] == 0
 
 
 def test_local_sandbox_rows_match_local_executor(tmp_path, ray_cluster, suite_writer):
