@@ -18,6 +18,7 @@ from harness.errors import ConfigError
 from harness.orchestrator import RunOutcome, execute
 from harness.plan import build_plan
 from harness.sandbox import get_provider
+from harness.sandbox.base import Environment, network_hosts
 from harness.store import Run, Store, now, resolve_url
 from harness.trial import RunContext
 
@@ -127,6 +128,8 @@ async def _run(
 
             await check_lock_for(resolved, provider)
         image_ids = await provider.prepare(envs)
+        if hasattr(provider, "prepare_networks"):  # tasks that add hosts of their own
+            await provider.prepare_networks(_task_networks(resolved))
     all_jobs = build_plan(resolved)
     rc = RunContext(
         run_id, resolved, provider, image_ids, backoff_s=resolved.suite.retries.backoff_s
@@ -180,6 +183,18 @@ async def _run(
     status = "interrupted" if outcome.interrupted else "finished"
     store.update_run(run_id, status=status, finished_at=now())
     return RunResult(run_id, outcome, store.url, sandbox_name)
+
+
+def _task_networks(resolved: ResolvedSuite) -> list[tuple[Environment, list[str]]]:
+    """(environment, hosts) for every task that lists network hosts of its own."""
+    wanted: dict[tuple[str, tuple[str, ...]], tuple[Environment, list[str]]] = {}
+    for loaded in resolved.tasks:
+        task = loaded.task
+        env = resolved.environments.get(task.environment or "")
+        if task.network and env is not None:
+            hosts = network_hosts(env, task.network)
+            wanted[(env.name, tuple(hosts))] = (env, hosts)
+    return list(wanted.values())
 
 
 def _start_run_row(

@@ -29,6 +29,7 @@ from harness.sandbox.base import (
     Sandbox,
     SandboxProvider,
     SandboxRequest,
+    network_hosts,
     snapshot_state,
 )
 from harness.store import now
@@ -154,7 +155,12 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             socket_dir = tempfile.mkdtemp(prefix="harness-sock-")
             os.chmod(socket_dir, 0o755)  # the container's user may enter, never write
         request = SandboxRequest(
-            env, rc.image_ids.get(env.name), labels, suite.limits, socket_dir=socket_dir
+            env,
+            rc.image_ids.get(env.name),
+            labels,
+            suite.limits,
+            network=network_hosts(env, task.network) if task.network else None,
+            socket_dir=socket_dir,
         )
         try:
             sandbox = await rc.provider.create(request)

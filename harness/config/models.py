@@ -331,6 +331,11 @@ class Task(Strict):
     stratum: str | None = None
     weight: float = Field(1.0, gt=0)
     setup: list[str] = Field(default_factory=list)
+    network: list[str] = Field(
+        default_factory=list,
+        description="hosts this task's sandboxes may reach besides its environment's `network` "
+        "(names, IP addresses or CIDR blocks; Docker only)",
+    )
     graders: list[GraderSpec] = Field(min_length=1)
     solution: Solution | None = None
     budgets: BudgetOverride | None = None

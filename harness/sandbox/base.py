@@ -38,6 +38,9 @@ class SandboxRequest:
     image_id: str | None
     labels: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    network: list[str] | None = None
+    """The hosts this sandbox may reach; None: the environment's ``network``. A task that
+    lists hosts of its own gets the union (see ``Task.network``)."""
     socket_dir: str | None = None
     """A host directory of unix sockets (the metering proxy's) that an isolated backend
     mounts read-only at ``SOCKET_MOUNT``: the one host path a container may see, asked for
@@ -45,6 +48,11 @@ class SandboxRequest:
 
 
 SOCKET_MOUNT = "/run/harness"
+
+
+def network_hosts(environment: Environment, task_hosts: list[str] | None = None) -> list[str]:
+    """The hosts a task's sandbox may reach: its environment's plus its own, sorted."""
+    return sorted({*environment.spec.network, *(task_hosts or [])})
 
 
 @runtime_checkable

@@ -6,8 +6,8 @@ pinned id (never a tag), never reused across trials, and force-removed when the 
 
 Hardening of every container (defaults, see ``DockerProvider``):
 
-* no network (``network_mode=none``) unless the environment lists hosts in ``network``: then
-  a bridge of its own whose egress reaches only those hosts (``docker_network``: iptables
+* no network (``network_mode=none``) unless the environment (or the task) lists hosts in
+  ``network``: then a bridge of its own whose egress reaches only those hosts (``docker_network``: iptables
   rules in ``DOCKER-USER``; the run refuses to start when they cannot be installed).
 * all capabilities dropped, ``no-new-privileges``, Docker's default seccomp profile;
 * memory (swap included), PID and CPU limits from the suite's ``limits``;
@@ -44,7 +44,13 @@ import anyio.to_thread
 
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox import docker_gc, docker_images, docker_network
-from harness.sandbox.base import SOCKET_MOUNT, Environment, ExecResult, SandboxRequest
+from harness.sandbox.base import (
+    SOCKET_MOUNT,
+    Environment,
+    ExecResult,
+    SandboxRequest,
+    network_hosts,
+)
 from harness.sandbox.docker_images import PinnedImage, check_lock, tar_directory
 
 log = logging.getLogger(__name__)
@@ -347,7 +353,9 @@ class DockerProvider:
         self._owner = docker_gc.owner_labels()
         self._pinned: dict[str, PinnedImage] = {}
         self._live: set[str] = set()
-        self._allowlists: dict[str, docker_network.Allowlist] = {}
+        self._allowlists: dict[tuple[str, tuple[str, ...]], docker_network.Allowlist] = {}
+        """(environment, allowed hosts) -> its egress-restricted network."""
+        self._network_lock: anyio.Lock | None = None
 
     async def _run(self, fn: Callable[..., T], *args: Any, abandon_on_cancel=False) -> T:
         return await anyio.to_thread.run_sync(
@@ -366,11 +374,29 @@ class DockerProvider:
                 self._pinned[env.name] = await self._run(
                     docker_images.pin_environment, self._client, env, self._pull
                 )
-            if env.spec.network and env.name not in self._allowlists:
-                allow = docker_network.Allowlist(env.name, list(env.spec.network))
-                await self._run(allow.create, self._client, self._owner)
-                self._allowlists[env.name] = allow
+            await self._network_for(env, network_hosts(env))
         return {env.name: self._pinned[env.name].image_id for env in environments}
+
+    async def prepare_networks(self, wanted: Iterable[tuple[Environment, list[str]]]) -> None:
+        """Create, before any trial, the allowlist networks of tasks that add hosts of their
+        own, so a run whose rules cannot be installed refuses to start."""
+        for env, hosts in wanted:
+            await self._network_for(env, hosts)
+
+    async def _network_for(self, env: Environment, hosts: list[str]) -> str:
+        """The network mode for a sandbox that may reach ``hosts``: ``none`` when there are
+        none, else a bridge of its own per distinct (environment, hosts), made once."""
+        if not hosts:
+            return "none"
+        key = (env.name, tuple(hosts))
+        if self._network_lock is None:
+            self._network_lock = anyio.Lock()
+        async with self._network_lock:
+            if key not in self._allowlists:
+                allow = docker_network.Allowlist(env.name, list(hosts))
+                await self._run(allow.create, self._client, self._owner)
+                self._allowlists[key] = allow
+        return self._allowlists[key].network_name
 
     async def lock_entries(self, environments: list[Environment]) -> dict[str, dict]:
         """Lock-file entries (image id, recipe image id, base images, files digest) per
@@ -383,12 +409,11 @@ class DockerProvider:
     check_lock = staticmethod(check_lock)
 
     # ------------------------------------------------------------------ sandboxes
-    def _create_kwargs(self, request: SandboxRequest, pinned: PinnedImage) -> dict[str, Any]:
+    def _create_kwargs(
+        self, request: SandboxRequest, pinned: PinnedImage, network: str
+    ) -> dict[str, Any]:
         spec = request.environment.spec
         limits = request.limits
-        network = "none"
-        if spec.network:  # a bridge whose egress reaches only the listed hosts
-            network = self._allowlists[spec.name].network_name
         cpus = min(limits.cpus, self._ncpu)
         labels = {**request.labels, **self._owner, "harness": "1", "harness.environment": spec.name}
         host_config = self._client.api.create_host_config(
@@ -440,7 +465,8 @@ class DockerProvider:
         if env.name not in self._pinned:
             await self.prepare([env])
         pinned = self._pinned[env.name]
-        kwargs = self._create_kwargs(request, pinned)
+        hosts = request.network if request.network is not None else network_hosts(env)
+        kwargs = self._create_kwargs(request, pinned, await self._network_for(env, hosts))
         try:
             cid = await self._run(self._create_sync, kwargs)
         except _errors() as exc:

@@ -9,7 +9,7 @@ import pytest
 
 from harness.config.models import Limits
 from harness.errors import SandboxError
-from harness.sandbox.base import snapshot_state
+from harness.sandbox.base import network_hosts, snapshot_state
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 
@@ -82,7 +82,8 @@ async def test_declared_network_hosts_are_the_only_reachable_ones(
     docker_client, request_for, test_label
 ):
     """Egress allowlist: two web servers (our own containers on this machine); the sandbox's
-    environment lists only the first; the second is unreachable; rules go with the provider."""
+    environment lists only the first; the second is unreachable unless the task lists it too;
+    rules go with the provider."""
     import subprocess
 
     from docker_helpers import BASE_IMAGE, FIXTURES, make_env
@@ -126,7 +127,18 @@ async def test_declared_network_hosts_are_the_only_reachable_ones(
             assert not blocked.ok
         finally:
             await s.destroy()
-        bridge = provider._allowlists["test-allow"].bridge
+        # A task that lists the second server itself reaches both, on a network of its own.
+        task_request = request_for(env)
+        task_request.network = network_hosts(env, [ips[1]])
+        t = await provider.create(task_request)
+        try:
+            for ip in ips:
+                reached = await t.exec(fetch.format(ip), timeout=30)
+                assert reached.ok and "200" in reached.stdout, (ip, reached.stderr)
+        finally:
+            await t.destroy()
+        assert len(provider._allowlists) == 2
+        bridge = provider._allowlists[("test-allow", (f"{ips[0]}",))].bridge
         assert (
             bridge
             in subprocess.run(
