@@ -1,19 +1,21 @@
 """Store → column arrays for the report, with a few raw SQL queries and no ORM objects.
 
-A report over a million trial rows is dominated by moving rows out of the database, so the
-queries are shaped for that:
+A report over a million trial rows is dominated by moving rows out of the database: turning
+each trial into a Python tuple of Python floats costs more than the statistics. So the
+per-trial numbers leave the database *packed*, one row per (arm, task):
 
 * one *task* query groups the original (non-variant) trials by (arm, task) and returns each
-  task's labels (cluster, class, stratum, weight), its trial count and token sums;
-* one *trial* query returns the per-trial numbers the statistics need (status, confidence,
-  latency, steps, cost, harm, trial index, seed) in the same (arm, task) order, so each trial
-  maps to its task by position (``np.repeat`` over the task query's counts) and no string
-  column is fetched per trial;
+  task's labels (cluster, class, stratum, weight), its trial count, token sums, and every
+  per-trial column the statistics need as one comma-separated text of integers
+  (``group_concat`` in SQLite, ``string_agg`` in PostgreSQL), which numpy parses in C.
+  All aggregates of a group see its rows in the same order, so the i-th number of every
+  packed column belongs to the same trial. Floats travel as scaled integers: latency to the
+  microsecond, cost to 1e-12 USD, confidence and harm severity to 1e-6 (rounded; far below
+  any reported digit). Unknown confidence and cost travel as -1 and come back as NaN.
 * one *attempt* query counts attempts per (arm, outcome), for the crash rate;
 * variant trials are fetched (paired with their original trial) only when the run has any.
 
-All queries go through the engine's raw DBAPI connection (sqlite3 or psycopg) with plain
-SQL that both dialects accept.
+All queries go through the engine's raw DBAPI connection (sqlite3 or psycopg).
 """
 
 from __future__ import annotations
@@ -31,22 +33,31 @@ STATUS_CODES = {s: i for i, s in enumerate(errors.STATUSES)}
 PASSED_CODE = STATUS_CODES[errors.PASSED]
 FAILED_CODE = STATUS_CODES[errors.FAILED]
 
+_STATUS_CASE = (
+    "CASE status "
+    + " ".join(f"WHEN '{name}' THEN {code}" for name, code in STATUS_CODES.items())
+    + f" ELSE {STATUS_CODES[errors.HARNESS_ERROR]} END"
+)
+# (name, SQL integer expression, scale): one packed per-trial column each.
+_PACKED = [
+    ("status", _STATUS_CASE, None),
+    ("steps", "COALESCE(steps, 0)", None),
+    ("confidence", "ROUND(COALESCE(confidence, -1.0) * 1e6)", 1e6),
+    ("latency", "ROUND(COALESCE(latency_s, 0.0) * 1e6)", 1e6),
+    ("cost", "ROUND(COALESCE(cost_usd, -1.0) * 1e12)", 1e12),
+    ("harm", "ROUND(COALESCE(harm_severity, 0.0) * 1e6)", 1e6),
+]
+"""Every expression is non-NULL: the aggregates skip NULLs, which would shift the columns."""
+_PACKED_PAIRING = [("trial_index", "trial_index", None), ("seed", "seed", None)]
 _TASK_SQL = """
 SELECT arm, task_id, MIN(cluster), MIN(task_class), MIN(stratum), MIN(weight), COUNT(*),
        SUM(tokens_in), SUM(tokens_cached), SUM(tokens_out),
        MIN(image_id), MAX(image_id),
-       MIN(CAST(grader_versions AS TEXT)), MAX(CAST(grader_versions AS TEXT))
+       MIN(CAST(grader_versions AS TEXT)), MAX(CAST(grader_versions AS TEXT)){packed}
 FROM trials WHERE run_id = {p} AND variant = ''
 GROUP BY arm, task_id ORDER BY arm, task_id
 """
-# Unknown confidence / cost come back as -1 so every column converts to float in one step.
-_TRIAL_SQL = """
-SELECT status, COALESCE(confidence, -1.0), latency_s, steps, COALESCE(cost_usd, -1.0),
-       harm_severity{pairing}
-FROM trials WHERE run_id = {p} AND variant = ''
-ORDER BY arm, task_id
-"""
-_PAIRING_COLUMNS = ", trial_index, seed"  # only for the primary comparison's trial rows
+_PACKED_FIRST = 14  # index of the first packed column in a task row
 _ATTEMPT_SQL = """
 SELECT arm, outcome, COUNT(*) FROM attempts WHERE run_id = {p} GROUP BY arm, outcome
 """
@@ -58,7 +69,6 @@ FROM trials v JOIN trials o
  AND o.trial_index = v.trial_index AND o.variant = ''
 WHERE v.run_id = {p} AND v.variant <> ''
 """
-_FETCH_ROWS = 100_000
 
 
 @dataclass
@@ -157,26 +167,21 @@ def _status_codes(values) -> np.ndarray:
     return np.fromiter((get(s, harness_error) for s in values), dtype=np.int8, count=len(values))
 
 
-def _fetch_trials(cur) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fetch the trial query in chunks: status codes, a float matrix (confidence, latency,
-    steps, cost, harm) and an int64 matrix (trial index, seed: 63-bit, so never floats)."""
-    codes: list[np.ndarray] = []
-    nums: list[np.ndarray] = []
-    ints: list[np.ndarray] = []
-    while True:
-        rows = cur.fetchmany(_FETCH_ROWS)
-        if not rows:
-            break
-        cols = list(zip(*rows, strict=True))
-        codes.append(_status_codes(cols[0]))
-        nums.append(np.array(cols[1:6], dtype=float))
-        if len(cols) > 6:
-            ints.append(np.array(cols[6:8], dtype=np.int64))
-        else:
-            ints.append(np.full((2, len(rows)), -1, dtype=np.int64))
-    if not codes:
-        return np.empty(0, dtype=np.int8), np.empty((5, 0)), np.empty((2, 0), dtype=np.int64)
-    return np.concatenate(codes), np.concatenate(nums, axis=1), np.concatenate(ints, axis=1)
+def _packed_sql(dialect: str, with_pairing: bool) -> tuple[str, list[tuple]]:
+    agg = "string_agg" if dialect == "postgresql" else "group_concat"
+    columns = _PACKED + (_PACKED_PAIRING if with_pairing else [])
+    packed = "".join(
+        f",\n       {agg}(CAST(CAST({expr} AS BIGINT) AS TEXT), ',')" for _, expr, _ in columns
+    )
+    return packed, columns
+
+
+def _unpack(texts, n: int, name: str) -> np.ndarray:
+    """One packed column (a text per task) as an int64 array of ``n`` trials."""
+    values = np.fromstring(",".join(texts), dtype=np.int64, sep=",")
+    if values.size != n:
+        raise RuntimeError(f"the store returned an unreadable '{name}' column; report it as a bug")
+    return values
 
 
 def load_run_data(
@@ -192,20 +197,13 @@ def load_run_data(
     t0 = time.perf_counter()
     engine = store.engine
     paramstyle = engine.dialect.paramstyle
+    packed, columns = _packed_sql(engine.dialect.name, with_pairing)
     raw = engine.raw_connection()
     try:
-        cur = _execute(raw, paramstyle, _TASK_SQL, run_id)
+        cur = _execute(raw, paramstyle, _TASK_SQL, run_id, packed=packed)
         task_rows = cur.fetchall()
         cur.close()
         timings["task_query_s"] = time.perf_counter() - t0
-
-        t1 = time.perf_counter()
-        pairing = _PAIRING_COLUMNS if with_pairing else ""
-        cur = _execute(raw, paramstyle, _TRIAL_SQL, run_id, pairing=pairing)
-        status, nums, ints = _fetch_trials(cur)
-        cur.close()
-        timings["trial_query_s"] = time.perf_counter() - t1
-
         t1 = time.perf_counter()
         cur = _execute(raw, paramstyle, _ATTEMPT_SQL, run_id)
         attempts: dict[str, dict[str, int]] = {}
@@ -230,8 +228,16 @@ def load_run_data(
 
     t1 = time.perf_counter()
     counts = np.fromiter((r[6] for r in task_rows), dtype=np.int64, count=len(task_rows))
-    if int(counts.sum()) != status.size:  # pragma: no cover - rows written between queries
-        raise RuntimeError("the store changed while the report was reading it; run it again")
+    n_total = int(counts.sum())
+    per_trial = {
+        name: _unpack([r[_PACKED_FIRST + i] for r in task_rows], n_total, name)
+        for i, (name, _, _) in enumerate(columns)
+    }
+    scaled = {name: per_trial[name] / scale for name, _, scale in columns if scale}
+    missing = np.full(n_total, -1, dtype=np.int64)
+    status = per_trial["status"].astype(np.int8)
+    trial_index = per_trial.get("trial_index", missing)
+    seeds = per_trial.get("seed", missing)
     arms: dict[str, ArmTrials] = {}
     start_task = 0
     start_trial = 0
@@ -252,8 +258,9 @@ def load_run_data(
         graders: set[str] = set()
         for lo, hi in zip(cols[12], cols[13], strict=True):
             graders.update(_as_text(x) for x in (lo, hi) if x)
-        conf, lat, steps, cost, harm = nums[:, sl]
-        tidx, seed = ints[:, sl]
+        conf, lat, cost, harm = (scaled[k][sl] for k in ("confidence", "latency", "cost", "harm"))
+        steps = per_trial["steps"][sl].astype(float)
+        tidx, seed = trial_index[sl], seeds[sl]
         arms[arm] = ArmTrials(
             tasks=np.array(cols[1], dtype=object),
             clusters=np.array(cols[2], dtype=object),
