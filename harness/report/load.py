@@ -20,7 +20,9 @@ All queries go through the engine's raw DBAPI connection (sqlite3 or psycopg).
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,9 +56,10 @@ SELECT arm, task_id, MIN(cluster), MIN(task_class), MIN(stratum), MIN(weight), C
        SUM(tokens_in), SUM(tokens_cached), SUM(tokens_out),
        MIN(image_id), MAX(image_id),
        MIN(CAST(grader_versions AS TEXT)), MAX(CAST(grader_versions AS TEXT)){packed}
-FROM trials WHERE run_id = {p} AND variant = ''
-GROUP BY arm, task_id ORDER BY arm, task_id
+FROM trials WHERE run_id = {p} AND arm = {p} AND variant = ''
+GROUP BY arm, task_id ORDER BY task_id
 """
+_ARMS_SQL = "SELECT arms FROM runs WHERE id = {p}"
 _PACKED_FIRST = 14  # index of the first packed column in a task row
 _ATTEMPT_SQL = """
 SELECT arm, outcome, COUNT(*) FROM attempts WHERE run_id = {p} GROUP BY arm, outcome
@@ -131,10 +134,10 @@ class RunData:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def _execute(conn, paramstyle: str, sql: str, run_id: str, **parts: str):
+def _execute(conn, paramstyle: str, sql: str, *params: str, **parts: str):
     marker = "?" if paramstyle == "qmark" else "%s"
     cur = conn.cursor()
-    cur.execute(sql.format(p=marker, **parts), (run_id,))
+    cur.execute(sql.format(p=marker, **parts), params)
     return cur
 
 
@@ -198,33 +201,52 @@ def load_run_data(
     engine = store.engine
     paramstyle = engine.dialect.paramstyle
     packed, columns = _packed_sql(engine.dialect.name, with_pairing)
-    raw = engine.raw_connection()
-    try:
-        cur = _execute(raw, paramstyle, _TASK_SQL, run_id, packed=packed)
-        task_rows = cur.fetchall()
-        cur.close()
-        timings["task_query_s"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        cur = _execute(raw, paramstyle, _ATTEMPT_SQL, run_id)
-        attempts: dict[str, dict[str, int]] = {}
-        for arm, outcome, count in cur.fetchall():
-            attempts.setdefault(arm, {})[outcome] = int(count)
-        cur.close()
-        timings["attempt_query_s"] = time.perf_counter() - t1
+    timing_lock = threading.Lock()
 
-        t1 = time.perf_counter()
-        variant_rows: list[tuple] = []
-        if with_variants is None:
-            cur = _execute(raw, paramstyle, _HAS_VARIANTS_SQL, run_id)
-            with_variants = cur.fetchone() is not None
-            cur.close()
-        if with_variants:
-            cur = _execute(raw, paramstyle, _VARIANT_SQL, run_id)
-            variant_rows = cur.fetchall()
-            cur.close()
-        timings["variant_query_s"] = time.perf_counter() - t1
-    finally:
-        raw.close()
+    def query(name: str, sql: str, fetch, *params: str, **parts: str):
+        """One query on a pooled connection of its own (queries run in worker threads)."""
+        t = time.perf_counter()
+        raw = engine.raw_connection()
+        try:
+            cur = _execute(raw, paramstyle, sql, *params, **parts)
+            try:
+                return fetch(cur)
+            finally:
+                cur.close()
+        finally:
+            raw.close()
+            with timing_lock:  # summed over the per-arm queries
+                key = f"{name}_query_s"
+                timings[key] = timings.get(key, 0.0) + time.perf_counter() - t
+
+    def all_rows(cur) -> list[tuple]:
+        return cur.fetchall()
+
+    arm_names = _arms_of_run(query("arms", _ARMS_SQL, lambda c: c.fetchone(), run_id))
+    if with_variants is None:
+        with_variants = query("has_variant", _HAS_VARIANTS_SQL, lambda c: c.fetchone(), run_id)
+    # One grouped query per arm plus the attempt and variant queries, side by side: the
+    # database does the work with the GIL released, so they overlap on several cores.
+    with ThreadPoolExecutor(max_workers=_parallel_queries(engine, len(arm_names) + 2)) as pool:
+        per_arm = {
+            arm: pool.submit(query, "task", _TASK_SQL, all_rows, run_id, arm, packed=packed)
+            for arm in arm_names
+        }
+        attempt_rows = pool.submit(query, "attempt", _ATTEMPT_SQL, all_rows, run_id)
+        variant_rows = (
+            pool.submit(query, "variant", _VARIANT_SQL, all_rows, run_id) if with_variants else None
+        )
+        attempts: dict[str, dict[str, int]] = {}
+        for arm, outcome, count in attempt_rows.result():
+            attempts.setdefault(arm, {})[outcome] = int(count)
+        missing_arms = sorted(set(attempts) - set(per_arm))  # trials of arms the run row lacks
+        for arm in missing_arms:
+            per_arm[arm] = pool.submit(
+                query, "task", _TASK_SQL, all_rows, run_id, arm, packed=packed
+            )
+        task_rows = [row for arm in sorted(per_arm) for row in per_arm[arm].result()]
+        variant_rows = variant_rows.result() if variant_rows is not None else []
+    timings["queries_s"] = time.perf_counter() - t0
 
     t1 = time.perf_counter()
     counts = np.fromiter((r[6] for r in task_rows), dtype=np.int64, count=len(task_rows))
@@ -297,6 +319,25 @@ def load_run_data(
         )
     timings["arrays_s"] = time.perf_counter() - t1
     return RunData(arms=arms, attempts=attempts, variants=variants, timings=timings)
+
+
+def _arms_of_run(row: tuple | None) -> list[str]:
+    """The run row's arm names (JSON text on SQLite, a parsed list on PostgreSQL)."""
+    if row is None or row[0] is None:
+        return []
+    value = row[0]
+    if isinstance(value, str):
+        import json
+
+        value = json.loads(value)
+    return sorted(str(a) for a in value)
+
+
+def _parallel_queries(engine, wanted: int) -> int:
+    """Worker threads for the loader's queries: no more than the pool can connect at once."""
+    pool = engine.pool
+    capacity = getattr(pool, "size", lambda: wanted)() + max(getattr(pool, "_max_overflow", 0), 0)
+    return max(1, min(wanted, capacity, 4))
 
 
 def _as_text(value: Any) -> str:
