@@ -28,6 +28,12 @@ class RayOptions(Strict):
     )
     namespace: str = Field("harness", description="Ray namespace of the run's driver")
     log_to_driver: bool = Field(False, description="stream workers' stdout/stderr to the driver")
+    ship_images: bool = Field(
+        True,
+        description="a worker whose Docker daemon lacks a pinned image gets it from the "
+        "driver's node (docker save, Ray object store, docker load); false: such a node "
+        "refuses its trials",
+    )
     connect_timeout_s: float = Field(
         10.0,
         gt=0,

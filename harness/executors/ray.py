@@ -10,8 +10,10 @@ Worker side (``_run_on_worker``): each Ray worker process keeps, per run, the re
 (shipped once through the object store), a sandbox provider and a persistent event loop, and
 runs ``run_trial(job, rc)`` there: the same infra-only retries and circuit breaker as in
 process. With the Docker sandbox the driver pins the images; a worker adopts the driver's
-pinned image ids and refuses to run (an infrastructure error) on a node whose daemon lacks
-them, so rule 1 holds across machines.
+pinned image ids, so rule 1 holds across machines. A node whose daemon lacks an image gets
+it from the driver's node (``_ImageDepot``: ``docker save`` once per run into the object
+store, ``docker load`` on the node, the id checked), or, with ``ship_images: false``,
+refuses the trial as an infrastructure error.
 
 Scheduling: with the Docker sandbox every task needs one unit of the custom resource
 ``docker`` (declare it on nodes with a daemon: ``ray start --resources='{"docker": 8}'``;
@@ -27,6 +29,7 @@ count against the same budget as the worker's own retries, and stay in the attem
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -86,6 +89,33 @@ class _Payload:
     pinned: dict[str, Any]
     """The driver's ``PinnedImage`` per environment (Docker), adopted by workers."""
     backoff_s: float
+    depot: Any = None
+    """Handle of the ``_ImageDepot`` actor on the driver's node (None: no shipping)."""
+
+
+class _ImageDepot:
+    """A Ray actor on the driver's node: hands the driver's pinned images, as ``docker save``
+    archives, to worker nodes whose daemons lack them. Each archive is made once per run and
+    kept in the object store while the actor lives (the executor kills it at run end)."""
+
+    def __init__(self, docker_url: str | None):
+        self.docker_url = docker_url
+        self._refs: dict[str, Any] = {}
+
+    def archive(self, image_id: str) -> list:
+        """``[ObjectRef]`` of the archive (in a list, so the caller gets the reference)."""
+        if image_id not in self._refs:
+            import ray
+
+            import docker
+            from harness.sandbox.docker_images import export_image
+
+            client = docker.DockerClient(base_url=self.docker_url, timeout=600)
+            try:
+                self._refs[image_id] = ray.put(export_image(client, image_id))
+            finally:
+                client.close()
+        return [self._refs[image_id]]
 
 
 # ----------------------------------------------------------------------------- driver
@@ -140,13 +170,18 @@ class RayExecutor:
         self._remote = ray.remote(_run_on_worker).options(
             num_cpus=num_cpus, resources=resources, max_retries=0, retry_exceptions=False
         )
+        pinned = dict(getattr(rc.provider, "_pinned", None) or {})
+        self._depot = None
+        if docker and pinned and self.options.ship_images:
+            self._depot = _start_depot(ray, rc.resolved.suite.sandbox_options)
         payload = _Payload(
             run_id=rc.run_id,
             resolved=rc.resolved,
             sandbox=sandbox,
             image_ids=dict(rc.image_ids),
-            pinned=dict(getattr(rc.provider, "_pinned", None) or {}),
+            pinned=pinned,
             backoff_s=rc.backoff_s,
+            depot=self._depot,
         )
         self._key = f"{rc.run_id}:{uuid.uuid4().hex}"
         # In a list, so Ray passes the reference itself: a worker fetches it once per run.
@@ -190,9 +225,29 @@ class RayExecutor:
             return _after_lost(record, lost)
 
     async def aclose(self) -> None:
+        if self._depot is not None:
+            with contextlib.suppress(Exception):
+                self._ray.kill(self._depot)
+            self._depot = None
         if self._owns_ray:
             await anyio.to_thread.run_sync(self._ray.shutdown)
             self._owns_ray = False
+
+
+def _start_depot(ray, sandbox_options: dict[str, Any]):
+    """The image depot actor, pinned to this (the driver's) node and its Docker daemon."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = ray.get_runtime_context().get_node_id()
+    docker_url = sandbox_options.get("base_url") or os.environ.get("DOCKER_HOST")
+    return (
+        ray.remote(_ImageDepot)
+        .options(
+            num_cpus=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
+        )
+        .remote(docker_url)
+    )
 
 
 def _after_lost(record: TrialRecord, lost: list[dict[str, Any]]) -> TrialRecord:
@@ -294,14 +349,33 @@ async def _adopt_images(provider, payload: _Payload) -> None:
         try:
             await anyio.to_thread.run_sync(client.images.get, pinned.image_id)
         except docker.errors.ImageNotFound:
-            raise errors.SandboxError(
-                f"node {socket.gethostname()} has no image {pinned.image_id[:19]} pinned for "
-                f"environment '{name}': give worker nodes the driver's images (docker save | "
-                "docker load, or a registry pull by digest) before the run"
-            ) from None
+            if payload.depot is None:
+                raise errors.SandboxError(
+                    f"node {socket.gethostname()} has no image {pinned.image_id[:19]} pinned "
+                    f"for environment '{name}': give worker nodes the driver's images (docker "
+                    "save | docker load, or a registry pull by digest), or leave "
+                    "executor_options.ship_images on"
+                ) from None
+            await anyio.to_thread.run_sync(_ship_image, payload.depot, client, pinned.image_id)
         except docker.errors.DockerException as exc:
             raise errors.SandboxError(f"node {socket.gethostname()}: {exc}") from exc
         pinned_here[name] = pinned
+
+
+def _ship_image(depot, client, image_id: str) -> None:
+    """Fetch a pinned image's archive from the driver's node and load it here."""
+    import ray
+
+    from harness.sandbox.docker_images import import_image
+
+    log.info("node %s: loading image %s from the driver", socket.gethostname(), image_id[:19])
+    try:
+        (ref,) = ray.get(depot.archive.remote(image_id))
+        import_image(client, ray.get(ref), image_id)
+    except Exception as exc:
+        raise errors.SandboxError(
+            f"node {socket.gethostname()}: shipping image {image_id[:19]} failed: {exc}"
+        ) from exc
 
 
 def _close(state: _WorkerState) -> None:

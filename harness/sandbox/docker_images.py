@@ -443,3 +443,22 @@ def check_lock(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
                     f"environment '{name}': base image '{ref}' is {b} but the lock says {a}"
                 )
     return problems
+
+
+# ----------------------------------------------------------------------------- shipping
+def export_image(client, image_id: str) -> bytes:
+    """The image as a ``docker save`` archive, named by its tags so they come along."""
+    image = client.images.get(image_id)
+    named = image.tags[0] if image.tags else False
+    return b"".join(image.save(named=named))
+
+
+def import_image(client, archive: bytes, image_id: str) -> None:
+    """``docker load`` an archive from ``export_image`` and check it holds ``image_id``:
+    the same id on every node, or the trial must not run (rule 1: pinned images)."""
+    errors, _ = _docker_errors()
+    client.images.load(archive)
+    try:
+        client.images.get(image_id)
+    except errors.ImageNotFound:
+        raise RuntimeError(f"the shipped archive did not contain image {image_id[:19]}") from None

@@ -12,6 +12,7 @@ FAIL: CI must install the ``ray`` extra and run them.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -79,25 +80,26 @@ class RayCluster:
             "RAY_health_check_failure_threshold": "3",
         }
 
-    def _start(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _start(self, name: str, args: list[str], env: dict | None = None) -> subprocess.Popen:
         log = open(self.base / f"{name}.log", "wb")  # noqa: SIM115 - lives with the node
         proc = subprocess.Popen(
             [_ray_cli(), "start", "--block", "--disable-usage-stats", *args],
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             cwd=self.base,
             start_new_session=True,
         )
         self.nodes[name] = proc
         return proc
 
-    def _common(self, docker: int, cpus: int) -> list[str]:
+    def _common(self, docker: int, cpus: int, extra: dict[str, int] | None = None) -> list[str]:
+        resources = json.dumps({"docker": docker, **(extra or {})})
         return [
             "--node-ip-address=127.0.0.1",
             f"--num-cpus={cpus}",
-            f'--resources={{"docker": {docker}}}',
-            "--object-store-memory=200000000",
+            f"--resources={resources}",
+            "--object-store-memory=400000000",
         ]
 
     def start_head(self) -> None:
@@ -111,11 +113,20 @@ class RayCluster:
             ],
         )
 
-    def add_worker(self, name: str, docker: int = 4, cpus: int = 1) -> None:
-        self._start(name, [f"--address={self.address}", *self._common(docker, cpus)])
+    def add_worker(
+        self,
+        name: str,
+        docker: int = 4,
+        cpus: int = 1,
+        resources: dict[str, int] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """A worker node; ``env`` reaches its processes (e.g. another ``DOCKER_HOST``)."""
+        args = [f"--address={self.address}", *self._common(docker, cpus, resources)]
+        self._start(name, args, env)
 
-    def docker_total(self) -> float | None:
-        """The cluster's total ``docker`` resource (None while the head does not answer)."""
+    def docker_total(self, resource: str = "docker") -> float | None:
+        """The cluster's total of a resource (None while the head does not answer)."""
         try:
             out = subprocess.run(
                 [_ray_cli(), "status", f"--address={self.address}"],
@@ -126,22 +137,22 @@ class RayCluster:
             ).stdout
         except subprocess.TimeoutExpired:
             return None
-        m = re.search(r"[\d.]+/([\d.]+) docker", out)
+        m = re.search(rf"[\d.]+/([\d.]+) {re.escape(resource)}\b", out)
         if m:
             return float(m.group(1))
         return 0.0 if "Resources" in out else None
 
-    def wait_docker(self, total: float, timeout: float = 180) -> None:
+    def wait_docker(self, total: float, timeout: float = 180, resource: str = "docker") -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for name, proc in self.nodes.items():
                 if proc.poll() is not None and name != "lost":
                     log = (self.base / f"{name}.log").read_text(errors="replace")[-3000:]
                     raise RuntimeError(f"ray node {name} exited: {log}")
-            if self.docker_total() == total:
+            if self.docker_total(resource) == total:
                 return
             time.sleep(1)
-        raise TimeoutError(f"the Ray cluster never reached {total} docker slots")
+        raise TimeoutError(f"the Ray cluster never reached {total} {resource} slots")
 
     def kill(self, name: str) -> None:
         """SIGKILL one node: its `ray start` process and every process under it."""
@@ -221,3 +232,61 @@ def fresh_pg(postgres_url):
     yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def second_docker_daemon(docker_ready):
+    """Another dockerd on this machine, empty: a stand-in for a worker node's own daemon.
+
+    Own data root, exec root and socket; no bridge and no iptables (sandboxes have no
+    network). Yields its ``DOCKER_HOST`` URL; stopped and removed afterwards.
+    """
+    if os.geteuid() != 0 or shutil.which("dockerd") is None:
+        unavailable("a second dockerd needs root and dockerd")
+    base = Path(f"/tmp/hx-d2-{uuid.uuid4().hex[:6]}")  # short: unix socket paths are limited
+    base.mkdir()
+    sock = base / "docker.sock"
+    log = open(base / "dockerd.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [
+            "dockerd",
+            f"--data-root={base / 'root'}",
+            f"--exec-root={base / 'exec'}",
+            f"--pidfile={base / 'docker.pid'}",
+            f"--host=unix://{sock}",
+            "--bridge=none",
+            "--iptables=false",
+            "--ip6tables=false",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"unix://{sock}"
+    try:
+        import docker
+
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError((base / "dockerd.log").read_text(errors="replace")[-2000:])
+            try:
+                client = docker.DockerClient(base_url=url, timeout=5)
+                client.ping()
+                client.close()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+        log.close()
+        subprocess.run(["umount", "-R", str(base / "root")], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)

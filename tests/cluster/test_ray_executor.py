@@ -96,6 +96,58 @@ def test_unreachable_cluster_fails_fast_and_leaves_no_running_run(tmp_path, suit
         assert conn.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0] == 0
 
 
+def test_images_ship_to_a_node_whose_daemon_lacks_them(
+    tmp_path, ray_cluster, docker_ready, second_docker_daemon
+):
+    """Worker node 'w2' talks to an empty Docker daemon of its own: the driver's pinned
+    image reaches it through the Ray object store, with the same id, and its trials match a
+    local run's."""
+    import docker
+
+    ray_cluster.add_worker(
+        "w2", docker=0, resources={"docker_b": 2}, env={"DOCKER_HOST": second_docker_daemon}
+    )
+    try:
+        ray_cluster.wait_docker(2, resource="docker_b")
+        (tmp_path / "l").mkdir()
+        local = _demo_suite(tmp_path / "l", 4, 1, sandbox="docker")
+        ref_db = tmp_path / "local.db"
+        result = run_cli("run", str(local), "--store", f"sqlite:///{ref_db}", "-q")
+        assert result.returncode == 0, result.stderr
+        (tmp_path / "r").mkdir()
+        remote = _demo_suite(
+            tmp_path / "r",
+            4,
+            1,
+            sandbox="docker",
+            executor="ray",
+            executor_options={"resources": {"docker_b": 1}},
+        )
+        db = tmp_path / "ray.db"
+        result = run_cli(
+            "run",
+            str(remote),
+            "--ray-address",
+            ray_cluster.address,
+            "--store",
+            f"sqlite:///{db}",
+            "-q",
+            timeout=600,
+        )
+        assert result.returncode == 0, result.stderr
+        assert _rows(db) == _rows(ref_db)
+        image_ids = {row[-1] for row in _rows(db)}
+        assert len(image_ids) == 1 and None not in image_ids
+        other = docker.DockerClient(base_url=second_docker_daemon, timeout=60)
+        try:
+            assert other.images.get(image_ids.pop())  # loaded there, same id
+            assert not other.containers.list(all=True)  # and nothing left behind
+        finally:
+            other.close()
+    finally:
+        ray_cluster.kill("w2")
+
+
 def test_local_sandbox_rows_match_local_executor(tmp_path, ray_cluster, suite_writer):
     """No Docker needed: the answer-only suite on the local sandbox, both executors."""
     suite = suite_writer(tmp_path, trials=3, n_tasks=4, concurrency=4)

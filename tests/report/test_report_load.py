@@ -42,8 +42,7 @@ def _check(store: Store, rows: list[dict]) -> None:
     data = load_run_data(store, "run-1")
     for arm_name, arm in data.arms.items():
         got = {
-            (arm.tasks[arm.task_index[j]], int(arm.trial_index[j])): j
-            for j in range(arm.n_trials)
+            (arm.tasks[arm.task_index[j]], int(arm.trial_index[j])): j for j in range(arm.n_trials)
         }
         mine = [r for r in rows if r["arm"] == arm_name]
         assert len(got) == len(mine) == arm.n_trials
