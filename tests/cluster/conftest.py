@@ -238,13 +238,23 @@ def fresh_pg(postgres_url):
 def second_docker_daemon(docker_ready):
     """Another dockerd on this machine, empty: a stand-in for a worker node's own daemon.
 
-    Own data root, exec root and socket; no bridge and no iptables (sandboxes have no
-    network). Yields its ``DOCKER_HOST`` URL; stopped and removed afterwards.
+    Own data root, exec root, socket and bridge interface, no iptables rules (sandboxes
+    have no network). Never ``--bridge=none``: that makes dockerd delete the host's
+    ``docker0``, which the first daemon needs. Yields its ``DOCKER_HOST`` URL; stopped and
+    removed afterwards.
     """
-    if os.geteuid() != 0 or shutil.which("dockerd") is None:
-        unavailable("a second dockerd needs root and dockerd")
-    base = Path(f"/tmp/hx-d2-{uuid.uuid4().hex[:6]}")  # short: unix socket paths are limited
+    if os.geteuid() != 0 or shutil.which("dockerd") is None or shutil.which("ip") is None:
+        unavailable("a second dockerd needs root, dockerd and ip")
+    tag = uuid.uuid4().hex[:6]
+    base = Path(f"/tmp/hx-d2-{tag}")  # short: unix socket paths are limited
     base.mkdir()
+    bridge = f"hxd2{tag}"
+    for cmd in (
+        ["ip", "link", "add", bridge, "type", "bridge"],
+        ["ip", "addr", "add", "10.231.47.1/24", "dev", bridge],
+        ["ip", "link", "set", bridge, "up"],
+    ):
+        subprocess.run(cmd, check=True, capture_output=True)
     sock = base / "docker.sock"
     log = open(base / "dockerd.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
@@ -254,9 +264,10 @@ def second_docker_daemon(docker_ready):
             f"--exec-root={base / 'exec'}",
             f"--pidfile={base / 'docker.pid'}",
             f"--host=unix://{sock}",
-            "--bridge=none",
+            f"--bridge={bridge}",
             "--iptables=false",
             "--ip6tables=false",
+            "--ip-masq=false",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -289,4 +300,5 @@ def second_docker_daemon(docker_ready):
             proc.wait(timeout=30)
         log.close()
         subprocess.run(["umount", "-R", str(base / "root")], capture_output=True)
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)

@@ -146,6 +146,8 @@ def test_images_ship_to_a_node_whose_daemon_lacks_them(
             other.close()
     finally:
         ray_cluster.kill("w2")
+    # The first daemon's default bridge survived the second daemon.
+    assert subprocess.run(["ip", "link", "show", "docker0"], capture_output=True).returncode == 0
 
 
 def test_local_sandbox_rows_match_local_executor(tmp_path, ray_cluster, suite_writer):
