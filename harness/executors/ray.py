@@ -107,10 +107,10 @@ class _ImageDepot:
         if image_id not in self._refs:
             import ray
 
-            import docker
+            from harness.sandbox.docker import make_client
             from harness.sandbox.docker_images import export_image
 
-            client = docker.DockerClient(base_url=self.docker_url, timeout=600)
+            client = make_client(self.docker_url, timeout=600, pool=1)
             try:
                 self._refs[image_id] = ray.put(export_image(client, image_id))
             finally:

@@ -224,7 +224,8 @@ def load_run_data(
 
     arm_names = _arms_of_run(query("arms", _ARMS_SQL, lambda c: c.fetchone(), run_id))
     if with_variants is None:
-        with_variants = query("has_variant", _HAS_VARIANTS_SQL, lambda c: c.fetchone(), run_id)
+        found = query("has_variant", _HAS_VARIANTS_SQL, lambda c: c.fetchone(), run_id)
+        with_variants = found is not None
     # One grouped query per arm plus the attempt and variant queries, side by side: the
     # database does the work with the GIL released, so they overlap on several cores.
     with ThreadPoolExecutor(max_workers=_parallel_queries(engine, len(arm_names) + 2)) as pool:

@@ -7,8 +7,9 @@ pinned id (never a tag), never reused across trials, and force-removed when the 
 Hardening of every container (defaults, see ``DockerProvider``):
 
 * no network (``network_mode=none``) unless the environment (or the task) lists hosts in
-  ``network``: then a bridge of its own whose egress reaches only those hosts (``docker_network``: iptables
-  rules in ``DOCKER-USER``; the run refuses to start when they cannot be installed).
+  ``network``: then a bridge of its own whose egress reaches only those hosts
+  (``docker_network``: iptables rules in ``DOCKER-USER``; the run refuses to start when
+  they cannot be installed).
 * all capabilities dropped, ``no-new-privileges``, Docker's default seccomp profile;
 * memory (swap included), PID and CPU limits from the suite's ``limits``;
 * Docker's init as PID 1 (reaps zombies) running ``sleep infinity``: the image's own
@@ -81,7 +82,8 @@ def _errors():
     )
 
 
-def _client(base_url: str | None, timeout: float, pool: int):
+def make_client(base_url: str | None, timeout: float, pool: int):
+    """A Docker SDK client: `base_url`, else the environment (DOCKER_HOST, TLS settings)."""
     import docker
 
     if base_url:
@@ -92,7 +94,7 @@ def _client(base_url: str | None, timeout: float, pool: int):
 def docker_available(base_url: str | None = None, timeout: float = 3.0) -> bool:
     """True when a Docker daemon answers a ping within ``timeout`` seconds (for ``auto``)."""
     try:
-        client = _client(base_url, timeout, 1)
+        client = make_client(base_url, timeout, 1)
     except Exception:
         return False
     try:
@@ -342,7 +344,7 @@ class DockerProvider:
         **_: object,
     ):
         try:
-            self._client = _client(base_url, api_timeout, max_concurrency)
+            self._client = make_client(base_url, api_timeout, max_concurrency)
             info = self._client.info()
         except _errors() as exc:
             raise SandboxError(f"no Docker daemon answers ({exc}); {NO_DAEMON_HINT}") from exc
