@@ -19,7 +19,29 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from harness import __version__
+
+        typer.echo(f"harness {__version__}")
+        raise typer.Exit(exitcodes.OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Run agents on tasks in sandboxes and report, with honest uncertainty, how good they are."""
+
 
 StoreOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional
@@ -157,6 +179,7 @@ register_all(app)
 
 def main() -> None:
     """Entry point: turns known errors into one line and an exit code, never a traceback."""
+    from harness.cli_errors import aborts, click_exceptions, exits
     from harness.errors import ConfigError, EnvironmentBuildError, HarnessError
 
     try:
@@ -170,18 +193,16 @@ def main() -> None:
     except HarnessError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exitcodes.ENVIRONMENT)
-    except typer.Exit as exc:
+    except exits() as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except aborts():
         sys.exit(exitcodes.INTERRUPTED)
     except KeyboardInterrupt:
         sys.exit(exitcodes.INTERRUPTED)
-    except Exception as exc:  # click usage errors and real bugs
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exitcodes.BAD_CONFIG)
+    except click_exceptions() as exc:  # usage errors: the library's own one-line message
+        exc.show()
+        sys.exit(exitcodes.BAD_CONFIG)
+    except Exception as exc:  # real bugs
         _internal_error(exc)
     sys.exit(code if isinstance(code, int) else exitcodes.OK)
 

@@ -40,7 +40,10 @@ def _dump(obj) -> None:
 
 def compare(
     a: Annotated[str, typer.Argument(help="Baseline: RUN[:ARM] ('latest' for the newest run).")],
-    b: Annotated[str, typer.Argument(help="Candidate: RUN[:ARM].")],
+    b: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Argument(help="Candidate: RUN[:ARM] (default: A's run, its primary candidate)."),
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Pair even if tasks, graders or images differ.")
     ] = False,
@@ -59,6 +62,8 @@ def compare(
     from harness.release.api import compare_runs
     from harness.release.render import compare_markdown, print_compare
 
+    if b is None:  # `harness compare RUN`: the run's primary baseline against its candidate
+        b = a.split(":", 1)[0]
     c = compare_runs(_store(store), a, b, force=force, confidence=confidence, n_resamples=resamples)
     if as_json:
         _dump(c)
