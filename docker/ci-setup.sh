@@ -55,6 +55,13 @@ else
   fi
 fi
 
+# Bubblewrap for the `bwrap` sandbox (isolation without Docker; the integrity tests use it).
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  say "installing bubblewrap with apt-get"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+fi
+
 # Headless Chromium for the browser tests of the HTML report and the trial viewer.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   say "installing chromium with apt-get"

@@ -44,14 +44,27 @@ def new_run_id() -> str:
 
 
 def choose_sandbox(requested: str) -> str:
-    """'auto' means docker when a daemon answers, else local (which says it isolates nothing)."""
+    """'auto' means docker when a daemon answers, else bwrap when bubblewrap works here.
+
+    The bare ``unsafe-local`` backend (which isolates nothing) is never chosen for you: with
+    neither Docker nor bubblewrap, ``auto`` is an error that says how to get one or how to
+    ask for ``unsafe-local`` by name.
+    """
     if requested != "auto":
         return requested
-    try:
-        from harness.sandbox.docker import docker_available
-    except ImportError:
-        return "local"
-    return "docker" if docker_available() else "local"
+    from harness.sandbox.bwrap import bwrap_available
+    from harness.sandbox.docker import docker_available
+
+    if docker_available():
+        return "docker"
+    if bwrap_available():
+        return "bwrap"
+    raise ConfigError(
+        "suite",
+        "sandbox",
+        "sandbox 'auto' found neither a Docker daemon nor a working bubblewrap "
+        "(apt-get install bubblewrap); name `--sandbox unsafe-local` to run with NO isolation",
+    )
 
 
 def start(

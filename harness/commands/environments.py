@@ -49,13 +49,17 @@ def gc(
         bool, typer.Option("--dry-run", help="Only list what would be removed.")
     ] = False,
 ) -> None:
-    """Remove containers left behind by harness processes that are no longer running."""
+    """Remove containers and per-trial directories left by harness runs that are gone."""
+    from harness.sandbox import trial_dirs
     from harness.sandbox.docker import docker_available
     from harness.sandbox.docker_gc import gc as remove_leftovers
 
+    dirs = trial_dirs.leftovers() if dry_run else trial_dirs.gc()
+    verb = "would remove" if dry_run else "removed"
+    typer.echo(f"{verb} {len(dirs)} trial director(y/ies)" + "".join(f"\n  {d}" for d in dirs))
     if not docker_available():
-        typer.echo("no Docker daemon answers: nothing to collect", err=True)
-        raise typer.Exit(exitcodes.ENVIRONMENT)
+        typer.echo("no Docker daemon answers: no containers to collect", err=True)
+        return
     if dry_run:
         import docker
         from harness.sandbox.docker_gc import is_leftover
@@ -66,7 +70,7 @@ def gc(
             for c in client.containers.list(all=True, filters={"label": "harness=1"})
             if is_leftover(c.labels, None)
         ]
-        typer.echo("\n".join(found) or "nothing to remove")
+        typer.echo("\n".join(found) or "no containers to remove")
         return
     removed = remove_leftovers()
     typer.echo(

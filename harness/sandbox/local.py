@@ -1,7 +1,9 @@
-"""The ``local`` backend: a fresh temporary directory per trial and host subprocesses.
+"""The ``unsafe-local`` backend: a fresh temporary directory per trial and host subprocesses.
 
-It isolates nothing (commands run as you, on your machine, with network) and says so once
-per run. Use it for development and for suites that only need answers.
+It isolates nothing (commands run as you, on your machine, with network: an agent's
+``kill -9 -1`` kills your processes) and says so once per run. ``sandbox: auto`` never picks
+it; name it (``unsafe-local``, or its old name ``local``) for development, for speed in
+tests, and for suites that only need answers. Isolated without Docker: ``bwrap``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import anyio
 
 from harness.errors import SandboxError
+from harness.sandbox import trial_dirs
 from harness.sandbox.base import Environment, ExecResult, SandboxRequest
 
 log = logging.getLogger(__name__)
@@ -132,7 +134,7 @@ class _nullcontext:
 
 
 class LocalProvider:
-    name = "local"
+    name = "unsafe-local"
     isolated = False
 
     def __init__(self, base_dir: str | None = None, **_: object):
@@ -142,14 +144,15 @@ class LocalProvider:
     async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
         if not self._warned:
             log.warning(
-                "sandbox 'local' gives NO isolation: commands run on this machine as this user"
+                "sandbox 'unsafe-local' gives NO isolation: commands run on this machine as "
+                "this user (use docker or bwrap for agents you do not trust)"
             )
             self._warned = True
         # No image: pin the environment's content hash instead, so drift is still visible.
         return {env.name: f"local:{_dir_digest(env.root)}" for env in environments}
 
     async def create(self, request: SandboxRequest) -> LocalSandbox:
-        root = Path(tempfile.mkdtemp(prefix="harness-trial-", dir=self.base_dir))
+        root = trial_dirs.make_trial_dir("harness-trial", self.base_dir)
         files = request.environment.files_dir
         if files and files.is_dir():
             await anyio.to_thread.run_sync(lambda: shutil.copytree(files, root, dirs_exist_ok=True))
@@ -157,6 +160,10 @@ class LocalProvider:
 
     async def close(self) -> None:
         return None
+
+    def gc(self, running_run_ids=None) -> list[str]:
+        """Remove trial directories left by killed runs on this host (``trial_dirs``)."""
+        return [str(p) for p in trial_dirs.gc(self.base_dir)]
 
 
 def _dir_digest(root: Path) -> str:

@@ -1,0 +1,384 @@
+"""The ``bwrap`` backend: isolation without Docker, from Linux namespaces (bubblewrap).
+
+Each trial gets a fresh host directory (``trial_dirs``) holding its work dir (the
+environment's files, mounted at the environment's ``workdir``) and its ``/tmp``. Every
+command runs in a NEW ``bwrap`` sandbox over that directory:
+
+* a root of its own: the host's ``/usr`` (and the ``/bin``, ``/lib`` links), a few files of
+  ``/etc`` needed to run programs, all read-only; ``/proc``, ``/dev``; the work dir and
+  ``/tmp`` are the only writable places. Nothing else of the host is visible.
+* new user, PID, mount, IPC, UTS, cgroup and network namespaces: the command runs as uid
+  1000 with no capabilities, sees only its own processes, and has no network at all (only a
+  loopback of its own). A task or environment that lists network hosts is refused before
+  the run starts: this backend cannot honour an allowlist.
+* ``--die-with-parent`` and ``--new-session``; when the command ends, its PID namespace
+  ends and the kernel kills everything it started: nothing outlives a command, let alone
+  the agent's turn. State persists between commands only in files.
+* limits from the suite's ``limits`` (see ``bwrap_limits``): a cgroup per trial (pids,
+  memory with swap) when the host allows, else ``ulimit -v``; time from each command's
+  timeout and the agent's budget.
+
+Requires the ``bwrap`` binary (Debian/Ubuntu: ``apt-get install bubblewrap``) and user
+namespaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+
+from harness.config.models import Limits
+from harness.errors import EnvironmentBuildError, SandboxError
+from harness.sandbox import bwrap_limits, trial_dirs
+from harness.sandbox.base import Environment, ExecResult, SandboxRequest, network_hosts
+from harness.sandbox.local import _dir_digest
+
+log = logging.getLogger(__name__)
+
+UID = 1000
+_ETC = (
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "ssl",
+    "ca-certificates",
+    "python3",
+    "python3.11",
+    "mime.types",
+)
+_TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_PASSWD = f"root:x:0:0::/root:/usr/sbin/nologin\nsandbox:x:{UID}:{UID}::/work:/bin/bash\n"
+_GROUP = f"root:x:0:\nsandbox:x:{UID}:\n"
+
+
+def bwrap_available() -> bool:
+    """True when ``bwrap`` is installed and can create its namespaces on this host."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    try:
+        done = subprocess.run(
+            [exe, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "true"],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _system_binds() -> list[str]:
+    """The read-only view of the host's system: /usr, the top-level links, a few /etc files."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in _TOP_LINKS:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), f"/{name}"]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), f"/{name}"]
+    for name in _ETC:
+        path = Path("/etc") / name
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+class BwrapSandbox:
+    """One trial's directory; every ``exec`` is a fresh ``bwrap`` sandbox over it."""
+
+    def __init__(
+        self,
+        root: Path,
+        workdir: str,
+        image_id: str | None,
+        limits: Limits,
+        cgroup: bwrap_limits.TrialCgroup | None,
+    ):
+        self.id = f"bwrap-{root.name[-8:]}"
+        self.image_id = image_id
+        self.root = root
+        self.workdir = workdir
+        self._work = root / "work"
+        self._tmp = root / "tmp"
+        self._limits = limits
+        self._cgroup = cgroup
+        self._groups: set[int] = set()
+        self._destroyed = False
+
+    # ------------------------------------------------------------------ paths
+    def _host_path(self, path: str) -> Path:
+        """Map a sandbox path (relative to the workdir, or absolute under the workdir or
+        /tmp) to the host; refuse anything that leaves them (``..``, links)."""
+        p = Path(path)
+        if p.is_absolute():
+            for inside, host in ((Path(self.workdir), self._work), (Path("/tmp"), self._tmp)):
+                if p == inside or inside in p.parents:
+                    base, rel = host, p.relative_to(inside)
+                    break
+            else:
+                raise PermissionError(f"path outside the sandbox's writable dirs: {path}")
+        else:
+            base, rel = self._work, p
+        target = (base / rel).resolve()
+        if not target.is_relative_to(base.resolve()):
+            raise PermissionError(f"path escapes the sandbox: {path}")
+        return target
+
+    # ------------------------------------------------------------------ exec
+    def _argv(self, cmd: str, env: dict[str, str]) -> list[str]:
+        args = [
+            "bwrap",
+            *_system_binds(),
+            "--ro-bind",
+            str(self.root / "passwd"),
+            "/etc/passwd",
+            "--ro-bind",
+            str(self.root / "group"),
+            "/etc/group",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--bind",
+            str(self._tmp),
+            "/tmp",
+            "--bind",
+            str(self._work),
+            self.workdir,
+            "--remount-ro",
+            "/",
+            "--chdir",
+            self.workdir,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            str(UID),
+            "--gid",
+            str(UID),
+            "--hostname",
+            "sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+        ]
+        base = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": self.workdir,
+            "LANG": "C.UTF-8",
+            "HARNESS_WORKDIR": self.workdir,
+            **env,
+        }
+        for key, value in base.items():
+            args += ["--setenv", key, value]
+        if self._cgroup is None:  # no cgroup: cap memory per process at least
+            kb = bwrap_limits.parse_bytes(self._limits.memory) // 1024
+            args += ["bash", "-c", f'ulimit -v {kb}; exec bash -c "$1"', "bash", cmd]
+        else:
+            args += ["bash", "-c", cmd]
+            join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1"; shift; n=$((n-1)); done; exec "$@"'
+            files = self._cgroup.procs_files
+            args = ["/bin/sh", "-c", join, "sh", str(len(files)), *files, *args]
+        return args
+
+    async def exec(self, cmd, *, stdin=None, timeout=None, user=None, env=None) -> ExecResult:
+        """Run ``cmd`` with ``bash -c`` in a new sandbox over the trial's directory.
+
+        ``user`` is ignored: every command runs as the sandbox's one unprivileged user."""
+        if self._destroyed:
+            raise SandboxError(f"sandbox {self.id} was destroyed")
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
+        start = time.monotonic()
+        try:
+            proc = await anyio.open_process(
+                self._argv(cmd, dict(env or {})),
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise SandboxError(f"bwrap exec failed: {exc}") from exc
+        self._groups.add(proc.pid)
+        out, err = bytearray(), bytearray()
+        timed_out = False
+
+        async def drain(stream, sink: bytearray) -> None:
+            async for chunk in stream:
+                sink.extend(chunk)
+
+        try:
+            with anyio.fail_after(timeout) if timeout else contextlib.nullcontext():
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(drain, proc.stdout, out)
+                    tg.start_soon(drain, proc.stderr, err)
+                    if stdin is not None:
+                        with contextlib.suppress(
+                            anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+                        ):
+                            await proc.stdin.send(stdin)
+                        await proc.stdin.aclose()
+                    await proc.wait()
+            code = proc.returncode
+        except TimeoutError:
+            timed_out, code = True, 124
+            err.extend(f"\ntimed out after {timeout}s".encode())
+        finally:
+            if timed_out or proc.returncode is None:
+                # bwrap and its namespace's init die; the kernel kills the rest.
+                _kill_group(proc.pid)
+                with anyio.CancelScope(shield=True):
+                    await proc.wait()
+                    await proc.aclose()
+            self._groups.discard(proc.pid)
+        stderr = err.decode("utf-8", errors="replace")
+        if code != 0 and stderr.startswith("bwrap:"):
+            raise SandboxError(f"sandbox {self.id}: {stderr.strip()[:300]}")
+        return ExecResult(
+            exit_code=code,
+            stdout=out.decode("utf-8", errors="replace"),
+            stderr=stderr,
+            duration_s=time.monotonic() - start,
+            timed_out=timed_out,
+        )
+
+    async def sweep(self) -> int:
+        """Kill every process of this trial (the agent's turn is over). Returns how many
+        were still running: with one namespace per command there are normally none."""
+        for pgid in list(self._groups):
+            _kill_group(pgid)
+        left = 0
+        if self._cgroup is not None:
+            left = len(self._cgroup.pids())
+            await anyio.to_thread.run_sync(self._cgroup.kill_all)
+        return left
+
+    def oom_killed(self) -> bool:
+        return self._cgroup is not None and self._cgroup.oom_killed()
+
+    # ------------------------------------------------------------------ files
+    async def read_file(self, path: str) -> bytes:
+        return await anyio.Path(self._host_path(path)).read_bytes()
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        target = anyio.Path(self._host_path(path))
+        await target.parent.mkdir(parents=True, exist_ok=True)
+        await target.write_bytes(data)
+
+    async def copy_in(self, src: Path, dest: str) -> None:
+        target = self._host_path(dest)
+        await anyio.to_thread.run_sync(lambda: shutil.copytree(src, target, dirs_exist_ok=True))
+
+    async def destroy(self, interrupted: bool = False) -> None:
+        """Kill what is left, remove the cgroup and the trial's directory. Idempotent."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        await self.sweep()
+
+        def remove() -> None:
+            if self._cgroup is not None:
+                self._cgroup.remove()
+            shutil.rmtree(self.root, ignore_errors=True)
+
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(remove)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class BwrapProvider:
+    """Sandboxes from bubblewrap namespaces over per-trial host directories."""
+
+    name = "bwrap"
+    isolated = True
+
+    def __init__(self, base_dir: str | None = None, limits: Limits | None = None, **_: object):
+        if shutil.which("bwrap") is None:
+            raise SandboxError(
+                "bubblewrap is not installed (apt-get install bubblewrap), "
+                "or choose `--sandbox docker`"
+            )
+        self.base_dir = base_dir
+        self.limits = limits or Limits()
+        self.cgroups = bwrap_limits.mechanism()
+        log.info("bwrap sandbox: limits via %s", self.cgroups)
+        if self.cgroups == "none":
+            log.warning(
+                "sandbox 'bwrap': no writable cgroup on this host: memory is capped per "
+                "process (ulimit -v), the pid limit is NOT enforced"
+            )
+
+    async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
+        for env in environments:
+            self._refuse_network(env.name, network_hosts(env))
+        if not await anyio.to_thread.run_sync(bwrap_available):
+            raise SandboxError(
+                "bwrap cannot create namespaces here (are user namespaces disabled?)"
+            )
+        return {env.name: f"bwrap:{_dir_digest(env.root)}" for env in environments}
+
+    async def prepare_networks(self, wanted) -> None:
+        for env, hosts in wanted:
+            self._refuse_network(env.name, hosts)
+
+    @staticmethod
+    def _refuse_network(env_name: str, hosts: list[str]) -> None:
+        if hosts:
+            raise EnvironmentBuildError(
+                f"environment '{env_name}' (or one of its tasks) lists network hosts "
+                f"{hosts}: the bwrap sandbox has no network and cannot honour an allowlist; "
+                "run it with `--sandbox docker`"
+            )
+
+    async def create(self, request: SandboxRequest) -> BwrapSandbox:
+        self._refuse_network(request.environment.name, request.network or [])
+
+        def make() -> BwrapSandbox:
+            root = trial_dirs.make_trial_dir("harness-bwrap", self.base_dir)
+            try:
+                os.chmod(root, 0o700)
+                (root / "work").mkdir()
+                (root / "tmp").mkdir()
+                (root / "passwd").write_text(_PASSWD)
+                (root / "group").write_text(_GROUP)
+                files = request.environment.files_dir
+                if files and files.is_dir():
+                    shutil.copytree(files, root / "work", dirs_exist_ok=True)
+                cgroup = bwrap_limits.create(
+                    root.name, self.cgroups, request.limits.memory, request.limits.pids
+                )
+            except BaseException:
+                shutil.rmtree(root, ignore_errors=True)
+                raise
+            return BwrapSandbox(
+                root, request.environment.spec.workdir, request.image_id, request.limits, cgroup
+            )
+
+        try:
+            return await anyio.to_thread.run_sync(make)
+        except OSError as exc:
+            raise SandboxError(f"creating a bwrap sandbox failed: {exc}") from exc
+
+    async def close(self) -> None:
+        return None
+
+    def gc(self, running_run_ids=None) -> list[str]:
+        """Remove trial directories (and cgroups) left by killed runs on this host."""
+        return [str(p) for p in trial_dirs.gc(self.base_dir)]
+
+
+__all__ = ["BwrapProvider", "BwrapSandbox", "bwrap_available"]

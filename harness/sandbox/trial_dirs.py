@@ -1,0 +1,73 @@
+"""Per-trial host directories that say who owns them, and the collector of leftovers.
+
+The ``bwrap`` and ``unsafe-local`` backends give every trial a fresh directory on the host.
+A run killed with SIGKILL never removes them, so each directory's name carries its owner:
+``<prefix>-<pid>-<pid start time>-<random>``. ``gc`` removes those whose owner process is
+dead (or is another process by now: the start time differs), never a live run's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from harness.sandbox.docker_gc import _pid_start
+
+PREFIXES = ("harness-bwrap", "harness-trial")
+
+
+def base_dir(base: str | None = None) -> Path:
+    """Where trial directories live: ``base`` or the system's temporary directory."""
+    return Path(base or tempfile.gettempdir())
+
+
+def make_trial_dir(prefix: str, base: str | None = None) -> Path:
+    """A new directory named after this process, for one trial."""
+    pid = os.getpid()
+    owner = f"{pid}-{_pid_start(pid) or 0}"
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}-{owner}-", dir=base_dir(base)))
+
+
+def _owner_dead(name: str) -> bool:
+    """Is the process named in a trial directory's name gone? Unparseable names: no."""
+    for prefix in PREFIXES:
+        if name.startswith(prefix + "-"):
+            parts = name[len(prefix) + 1 :].split("-")
+            break
+    else:
+        return False
+    if len(parts) < 3 or not parts[0].isdigit():
+        return False
+    pid, started = int(parts[0]), parts[1]
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    return started != "0" and _pid_start(pid) != started
+
+
+def leftovers(base: str | None = None) -> list[Path]:
+    """Trial directories whose owner process is dead."""
+    root = base_dir(base)
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    return sorted(p for p in entries if p.is_dir() and _owner_dead(p.name))
+
+
+def gc(base: str | None = None) -> list[Path]:
+    """Remove leftover trial directories (and the cgroups named after them); return them."""
+    from harness.sandbox.bwrap_limits import remove_cgroups_named
+
+    removed = []
+    for path in leftovers(base):
+        remove_cgroups_named(path.name)
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
+    return removed
