@@ -2,9 +2,9 @@
 
     python benchmarks/bench_html.py [--tasks 3334] [--trials 5] [--repeats 5]
 
-Builds a synthetic store (``harness.viewer.sample``: 3 arms × 3,334 tasks × 5 trials =
+Builds a synthetic store (``tests.fixtures.sample_store``: 3 arms × 3,334 tasks × 5 trials =
 50,010 trial rows, with costs, confidences, infrastructure errors and a gate policy) by
-direct inserts, times ``harness.viewer.html.write_html`` (report data, gate, plots and the
+direct inserts, times ``harness.report.render.html.write_html`` (report data, gate, plots and the
 per-task table: 3,334 rows with links) in a fresh process, then opens the file in headless
 Chromium (fresh profile, network off; DevTools protocol over a pipe) and reads
 DOMContentLoaded from the page's navigation timing, median of ``--repeats`` loads.
@@ -32,8 +32,8 @@ t = {{}}
 t0 = time.perf_counter()
 from harness.report.cli import load_report
 from harness.store import Store
-from harness.viewer import derive as dv
-from harness.viewer.html import gate_verdict, render
+from harness.report import tasks as dv
+from harness.report.render.html import gate_verdict, render
 data = load_report({run!r}, {url!r})
 t["load_report"] = time.perf_counter() - t0
 store = Store({url!r})
@@ -64,8 +64,8 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="where to put the store and the report")
     args = parser.parse_args()
 
-    from harness.viewer.sample import ARMS, build_sample_store
     from tests.browser.cdp import Browser, chromium_path
+    from tests.fixtures.sample_store import ARMS, build_sample_store
 
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-html-"))
     root.mkdir(parents=True, exist_ok=True)

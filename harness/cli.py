@@ -135,7 +135,7 @@ def report(
 
     print_report(run_id, store, fmt="json" if as_json else "markdown" if markdown else "terminal")
     if html:
-        from harness.viewer.html import write_html
+        from harness.report.render.html import write_html
 
         write_html(run_id, store, html)
         typer.echo(f"wrote {html}", err=True)

@@ -60,7 +60,7 @@ def compare(
     environment versions, naming each difference; --force warns and proceeds.
     """
     from harness.release.api import compare_runs
-    from harness.release.render import compare_markdown, print_compare
+    from harness.report.render.release import compare_markdown, print_compare
 
     if b is None:  # `harness compare RUN`: the run's primary baseline against its candidate
         b = a.split(":", 1)[0]
@@ -102,7 +102,7 @@ def gate(
     no-verdict, with the numbers behind it. Exit 0 improvement, 10 non-inferior,
     11 inconclusive, 12 regression, 13 no-verdict, 14 must-never violated."""
     from harness.release.api import gate_run
-    from harness.release.render import gate_junit, gate_markdown, print_gate
+    from harness.report.render.release import gate_junit, gate_markdown, print_gate
 
     fmt = "json" if as_json else "markdown" if markdown else fmt
     if fmt not in ("terminal", "markdown", "junit", "json"):
@@ -146,7 +146,7 @@ def plan_cmd(
 ) -> None:
     """Power planning: tasks needed for a lift (--base, --lift), or the smallest effect a
     finished run could have detected (--run), unpaired and paired."""
-    from harness.release.render import print_plan
+    from harness.report.render.release import print_plan
 
     if run:
         from harness.release.api import run_power
@@ -178,7 +178,7 @@ def history(
     """A suite's runs over time: rates with intervals, cost, image and grader versions,
     moves beyond the A/A noise floor, and which runs cannot be paired."""
     from harness.release.api import history as suite_history
-    from harness.release.render import print_history
+    from harness.report.render.release import print_history
 
     h = suite_history(_store(store), suite, limit)
     if as_json:

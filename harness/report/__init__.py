@@ -1,7 +1,10 @@
-"""Reports: store → report data (pure) → renderers (terminal, JSON, Markdown).
+"""Reports: store → report data (pure) → renderers (``harness.report.render``: terminal, JSON,
+Markdown, HTML, JUnit).
 
 ``load_report(run_id, store_url)`` is the report-data entry point; the shape of its dict is
-documented in ``harness.report.data``.
+documented in ``harness.report.data``. Sections are built in ``sections``, ``reliability`` and
+``usage`` from the statistics in ``harness.stats``; ``tasks`` holds the per-task table the HTML
+report and the viewer show.
 """
 
 from harness.report.cli import load_report, print_report

@@ -117,10 +117,10 @@ def print_report(run_id: str | None, store_url: str | None, fmt: str = "terminal
     if fmt == "json":
         print(json.dumps(data, indent=2, allow_nan=False))
     elif fmt == "markdown":
-        from harness.report.markdown import render_markdown
+        from harness.report.render.markdown import render_markdown
 
         print(render_markdown(data))
     else:
-        from harness.report.terminal import render
+        from harness.report.render.terminal import render
 
         render(data)

@@ -84,8 +84,11 @@ from typing import Any
 import numpy as np
 
 from harness import errors
+from harness.report import reliability as rel
 from harness.report import sections as sec
+from harness.report import usage as use
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
+from harness.stats.task_units import MIN_CLUSTERS, Unit, choose_unit, mean_interval
 
 SCHEMA = "harness.report/2"
 ESTIMAND = (
@@ -235,6 +238,97 @@ def _versions(run: dict[str, Any], data: RunData) -> dict[str, Any]:
     }
 
 
+def _empty_sections() -> dict[str, Any]:
+    """The estimate sections of an arm with no counted task."""
+    return {
+        "success": None,
+        "pass_hat_k": [],
+        "pass_at_k": [],
+        "pass_hat_k_predicted": None,
+        "unstable_tasks": 0,
+        "unstable_task_ids": [],
+        "slices": {"class": [], "cluster": []},
+        "stratified": None,
+        "reliability": {
+            "consistency": None,
+            "robustness": None,
+            "calibration": None,
+            "harm": None,
+        },
+    }
+
+
+def _arm_counts(
+    arm: ArmTrials,
+    attempts: dict[str, int],
+    scheduled: tuple[int, int],
+    denominator: str,
+    confidence: float,
+) -> dict[str, Any]:
+    """Trial accounting of one arm: scheduled, completed, unresolved, by status, crashes."""
+    codes, counts = np.unique(arm.status, return_counts=True)
+    by_status = {errors.STATUSES[int(c)]: int(n) for c, n in zip(codes, counts, strict=True)}
+    completed = int(arm.status.size)
+    unresolved = completed - by_status.get(errors.PASSED, 0) - by_status.get(errors.FAILED, 0)
+    return {
+        "tasks": int(arm.tasks.size),
+        "clusters": len(set(arm.clusters.tolist())),
+        "trials_scheduled": int(scheduled[0]),
+        "trials_completed": completed,
+        "trials_unresolved": unresolved,
+        "trials_missing": max(0, int(scheduled[0]) - completed),
+        "variant_trials_scheduled": int(scheduled[1]),
+        "by_status": by_status,
+        "denominator": denominator,
+        "infra": {
+            **use.infra_section(by_status, attempts, confidence),
+            "unresolved_by_class": use.unresolved_by_class(
+                arm.classes[arm.task_index],
+                np.isin(arm.status, (PASSED_CODE, FAILED_CODE)),
+                confidence,
+            ),
+        },
+    }
+
+
+def _success(
+    rates: np.ndarray,
+    n: np.ndarray,
+    clusters: np.ndarray,
+    unit: Unit,
+    effective: float,
+    conf: float,
+) -> dict[str, Any]:
+    """The headline success record, with a warning when its interval is not to be trusted."""
+    success = mean_interval(rates, unit, conf)
+    success.update(
+        n_clusters=len(set(clusters.tolist())),
+        n_trials=int(n.sum()),
+        estimand=ESTIMAND,
+    )
+    if unit.warning:
+        success["warning"] = unit.warning
+    elif unit.kind == "cluster" and effective < MIN_CLUSTERS:
+        success["warning"] = (
+            f"unequal cluster sizes leave about {effective:.1f} "
+            "effective clusters (J²/Σ J_r²): cluster-robust intervals are themselves "
+            "uncertain and may be too narrow (docs/statistics.md, effective clusters)"
+        )
+    return success
+
+
+def _consistency(hat: list[dict[str, Any]], trials_per_task: int) -> dict[str, Any] | None:
+    """pass^k at k = trials per task, read as the chance that every trial of a task succeeds."""
+    consistency = next((dict(p) for p in hat if p["k"] == trials_per_task), None)
+    if consistency is None or trials_per_task < 2:
+        return None
+    consistency["estimand"] = (
+        f"chance that {trials_per_task} independent trials of a random task all succeed "
+        "(pass^k at k = trials per task)"
+    )
+    return consistency
+
+
 def arm_report(
     arm: ArmTrials,
     *,
@@ -251,81 +345,29 @@ def arm_report(
     confidence = settings["confidence"]
     denominator = settings["denominator"]
     rng = np.random.default_rng(seed)
-    codes, counts = np.unique(arm.status, return_counts=True)
-    by_status = {errors.STATUSES[int(c)]: int(n) for c, n in zip(codes, counts, strict=True)}
-    completed = int(arm.status.size)
-    unresolved = completed - by_status.get(errors.PASSED, 0) - by_status.get(errors.FAILED, 0)
-    out: dict[str, Any] = {
-        "tasks": int(arm.tasks.size),
-        "clusters": len(set(arm.clusters.tolist())),
-        "trials_scheduled": int(scheduled[0]),
-        "trials_completed": completed,
-        "trials_unresolved": unresolved,
-        "trials_missing": max(0, int(scheduled[0]) - completed),
-        "variant_trials_scheduled": int(scheduled[1]),
-        "by_status": by_status,
-        "denominator": denominator,
-        "infra": {
-            **sec.infra_section(by_status, attempts, confidence),
-            "unresolved_by_class": sec.unresolved_by_class(
-                arm.classes[arm.task_index],
-                np.isin(arm.status, (PASSED_CODE, FAILED_CODE)),
-                confidence,
-            ),
-        },
-    }
+    out = _arm_counts(arm, attempts, scheduled, denominator, confidence)
     outcomes = sec.task_outcomes(arm, denominator)
     inc = outcomes.include
     out["tasks_without_resolved_trials"] = int(arm.tasks.size - inc.sum())
     n, c = outcomes.n[inc], outcomes.c[inc]
     clusters = arm.clusters[inc]
-    unit = sec.choose_unit(clusters, settings["cluster_key"])
+    unit = choose_unit(clusters, settings["cluster_key"])
     out["unit"] = {
         "kind": unit.kind,
         "n_units": unit.n_units,
         "reason": unit.reason,
-        "effective_clusters": sec.effective_cluster_count(clusters),
+        "effective_clusters": use.effective_cluster_count(clusters),
     }
-    empty_sections = {
-        "success": None,
-        "pass_hat_k": [],
-        "pass_at_k": [],
-        "pass_hat_k_predicted": None,
-        "unstable_tasks": 0,
-        "unstable_task_ids": [],
-        "slices": {"class": [], "cluster": []},
-        "stratified": None,
-        "reliability": {
-            "consistency": None,
-            "robustness": None,
-            "calibration": None,
-            "harm": None,
-        },
-    }
+    usage = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
     if n.size == 0:
-        out.update(empty_sections)
-        out["usage"] = sec.usage_section(
-            arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
-        )
+        out.update(_empty_sections())
+        out["usage"] = use.usage_section(arm, unit, inc, **usage)
         return out
 
     rates = c / n
-    success = sec.mean_interval(rates, unit, confidence)
-    success.update(
-        n_clusters=len(set(clusters.tolist())),
-        n_trials=int(n.sum()),
-        estimand=ESTIMAND,
+    out["success"] = _success(
+        rates, n, clusters, unit, out["unit"]["effective_clusters"], confidence
     )
-    if unit.warning:
-        success["warning"] = unit.warning
-    elif unit.kind == "cluster" and out["unit"]["effective_clusters"] < sec.MIN_CLUSTERS:
-        success["warning"] = (
-            f"unequal cluster sizes leave about {out['unit']['effective_clusters']:.1f} "
-            "effective clusters (J²/Σ J_r²): cluster-robust intervals are themselves "
-            "uncertain and may be too narrow (seed 003)"
-        )
-    out["success"] = success
-
     ks = settings.get("k") or list(range(1, trials_per_task + 1))
     hat, at = sec.pass_k_section(
         n, c, unit, sorted(set(ks)), n_resamples=n_resamples, rng=rng, confidence=confidence
@@ -351,24 +393,14 @@ def arm_report(
     out["stratified"] = sec.stratified_section(
         rates, arm.strata[inc], arm.weights[inc], unit, confidence
     )
-    consistency = next((dict(p) for p in hat if p["k"] == trials_per_task), None)
-    if consistency is not None and trials_per_task >= 2:
-        consistency["estimand"] = (
-            f"chance that {trials_per_task} independent trials of a random task all succeed "
-            "(pass^k at k = trials per task)"
-        )
-    else:
-        consistency = None
     cluster_of = dict(zip(arm.tasks.tolist(), arm.clusters.tolist(), strict=True))
     out["reliability"] = {
-        "consistency": consistency,
-        "robustness": sec.robustness_section(variants, cluster_of, unit, denominator, confidence),
-        "calibration": sec.calibration_section(
+        "consistency": _consistency(hat, trials_per_task),
+        "robustness": rel.robustness_section(variants, cluster_of, unit, denominator, confidence),
+        "calibration": rel.calibration_section(
             arm, unit, inc, n_resamples=n_resamples, rng=rng, confidence=confidence
         ),
-        "harm": sec.harm_section(arm, unit, inc, confidence),
+        "harm": rel.harm_section(arm, unit, inc, confidence),
     }
-    out["usage"] = sec.usage_section(
-        arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
-    )
+    out["usage"] = use.usage_section(arm, unit, inc, **usage)
     return out

@@ -1,12 +1,6 @@
-"""Looking at results: a self-contained HTML report and a local web viewer over the store.
-
-- ``harness.viewer.html``: one report file (inline CSS, JS and SVG; no network) per run.
-- ``harness.viewer.server``: ``harness view``, a loopback-only web UI over runs, arms, tasks
-  and trials, with transcripts and grader evidence.
-
-Both read the store through ``harness.store`` and the report data through
-``harness.report.cli.load_report``; neither writes anything. matplotlib (the ``plots`` extra)
-is imported lazily, only when a plot is drawn.
+"""``harness view``: a loopback-only web UI over the store (runs, arms, tasks, trials, with
+transcripts and grader evidence). The run report it serves is ``harness.report.render.html``;
+the viewer only adds the web server and its own pages, and writes nothing.
 """
 
 DEFAULT_PORT = 8765

@@ -23,8 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from harness.report.render.page import badge, e, num, page
 from harness.viewer import DEFAULT_PORT
-from harness.viewer.page import badge, e, num, page
 
 HOST = "127.0.0.1"
 TRIALS_PAGE = 200
@@ -101,7 +101,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.server.cached(key, build) if run.status == "finished" else build()
                 )
             if path[2] == "report":
-                from harness.viewer.html import build_html
+                from harness.report.render.html import build_html
 
                 build = lambda: build_html(run.id, self.server.store_url, viewer_url="")  # noqa: E731
                 key = f"report:{run.id}"
@@ -176,10 +176,10 @@ def _safe_url(url: str) -> str:
 
 def run_page(store_url: str, run) -> str:
     """Arms with their rates, and the per-task table linking to trials."""
+    from harness.report import tasks as dv
     from harness.report.cli import load_report
+    from harness.report.render.html import _header, _headline, _task_section
     from harness.store import Store
-    from harness.viewer import derive as dv
-    from harness.viewer.html import _header, _headline, _task_section
 
     data = load_report(run.id, store_url)
     store = Store(store_url)

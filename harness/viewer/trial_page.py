@@ -14,7 +14,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from harness.viewer.page import badge, e, money, num, pretty_json
+from harness.report.render.page import badge, e, money, num, pretty_json
 
 BLOB_DISPLAY_LIMIT = 200_000
 DIFF_KINDS = (

@@ -70,7 +70,7 @@ def retail_run(tmp_path_factory) -> tuple[str, str]:
 @pytest.fixture(scope="session")
 def sample_run(tmp_path_factory) -> tuple[str, str]:
     """(store URL, run id) of a synthetic run with costs, confidences and errors."""
-    from harness.viewer.sample import build_sample_store
+    from tests.fixtures.sample_store import build_sample_store
 
     path = tmp_path_factory.mktemp("sample") / "sample.db"
     run_id = build_sample_store(path, tasks=40, trials=5)

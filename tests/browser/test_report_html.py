@@ -55,7 +55,7 @@ def test_retail_report_via_cli(browser, retail_run, tmp_path):
 
 
 def test_sample_report_has_every_section(browser, sample_run, tmp_path):
-    from harness.viewer.html import write_html
+    from harness.report.render.html import write_html
 
     url, run_id = sample_run
     out = write_html(run_id, url, tmp_path / "sample.html")
@@ -102,9 +102,9 @@ def test_sample_report_has_every_section(browser, sample_run, tmp_path):
 
 def test_renderer_tolerates_missing_report_keys(sample_run):
     """The report helper is still extending the data: every section reads with .get()."""
+    from harness.report import tasks as dv
+    from harness.report.render.html import render
     from harness.store import Store
-    from harness.viewer import derive as dv
-    from harness.viewer.html import render
 
     url, run_id = sample_run
     store = Store(url)
@@ -127,7 +127,7 @@ def test_renderer_tolerates_missing_report_keys(sample_run):
 
 @pytest.mark.parametrize("viewer_url", ["http://127.0.0.1:9999", None])
 def test_trial_links_follow_the_viewer_url(sample_run, viewer_url):
-    from harness.viewer.html import build_html
+    from harness.report.render.html import build_html
 
     url, run_id = sample_run
     html = build_html(run_id, url, viewer_url=viewer_url)

@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.release.api import compare_runs, history
-from harness.release.render import compare_markdown
+from harness.report.render.release import compare_markdown
 from harness.store import Store
 
 from .helpers import make_run, row, seed001

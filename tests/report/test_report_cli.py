@@ -61,7 +61,7 @@ def test_report_markdown_and_terminal_on_demo_run(demo_store):
         assert needle in text
     # The terminal renderer in-process (the `run` command above already printed it once).
     from harness.report import load_report
-    from harness.report.terminal import render
+    from harness.report.render.terminal import render
 
     buf = io.StringIO()
     render(load_report(None, demo_store, n_resamples=500), Console(file=buf, width=160))

@@ -199,7 +199,7 @@ def test_unknown_cost_stays_unknown(tmp_path):
     assert cost["total_usd"] is None and cost["per_trial_usd"] is None
     assert cost["per_success_usd"] is None and cost["unknown_trials"] == 4
     assert cost["note"].startswith("unknown")
-    from harness.report.markdown import render_markdown
+    from harness.report.render.markdown import render_markdown
 
     assert "cost total unknown" in render_markdown(data)
 

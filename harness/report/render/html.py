@@ -10,7 +10,7 @@ link to the trial pages of ``harness view`` (``viewer_url``).
 
 Numbers come from the report data (``load_report``). The renderer reads it with ``.get()``
 and tolerates absent keys; where a section is missing from the report data it is derived
-from the store rows by ``harness.viewer.derive`` with ``harness.stats`` and labelled so.
+from the store rows by ``harness.report.tasks`` with ``harness.stats`` and labelled so.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.report import tasks as dv
+from harness.report.render.page import badge, e, money, num, page, pct, signed_pp
 from harness.viewer import DEFAULT_VIEWER_URL
-from harness.viewer import derive as dv
-from harness.viewer.page import badge, e, money, num, page, pct, signed_pp
 
 STATUS_COLORS = {
     "passed": "#2b8a3e",
@@ -130,7 +130,7 @@ def _figure(name: str, svg: str, caption: str) -> str:
 
 def _plot(name: str, draw, caption: str) -> str:
     """Draw one plot; a missing matplotlib or a drawing error becomes a note, not a crash."""
-    from harness.viewer.plots import MatplotlibMissing
+    from harness.report.render.plots import MatplotlibMissing
 
     try:
         return _figure(name, draw(), caption)
@@ -150,7 +150,7 @@ def render(
     title_prefix: str = "Report",
 ) -> str:
     t0 = time.perf_counter()
-    from harness.viewer.plots import arm_colors
+    from harness.report.render.plots import arm_colors
 
     rows = dv.task_rows(rr)
     colors = arm_colors(rr.arms)
@@ -261,7 +261,7 @@ def _header(data: dict[str, Any], run, rr: dv.RunRows) -> str:
 
 
 def _color(rr: dv.RunRows, arm: str) -> str:
-    from harness.viewer.plots import arm_colors
+    from harness.report.render.plots import arm_colors
 
     return arm_colors(rr.arms).get(arm, "#495057")
 
@@ -578,7 +578,7 @@ def _forest_section(data: dict[str, Any], gate: dict[str, Any] | None, rr: dv.Ru
             method += f"; A/A noise floor: {rr.aa_arm} − {rr.baseline}, same method"
     if overall:
         rows_out = [overall, *rows_out]
-    from harness.viewer import plots
+    from harness.report.render import plots
 
     base, cand = rr.baseline, rr.candidate
     if gate:
@@ -644,7 +644,7 @@ def _passk_section(data: dict[str, Any], rr: dv.RunRows, rows, colors) -> str:
             curves[arm] = c
     if not curves:
         return ""
-    from harness.viewer import plots
+    from harness.report.render import plots
 
     svg = _plot(
         "passk",
@@ -734,8 +734,8 @@ def _cost_section(data: dict[str, Any], rr: dv.RunRows, colors) -> str:
             points.append({"arm": arm, "cost": c_est, "estimate": est, "lo": lo, "hi": hi})
     if not points or all(p["cost"] == 0 for p in points):
         return ""
+    from harness.report.render import plots
     from harness.stats import pareto_front, upper_convex_hull
-    from harness.viewer import plots
 
     acc = [p["estimate"] for p in points]
     cst = [p["cost"] for p in points]
@@ -777,7 +777,7 @@ def _calibration_section(data: dict[str, Any], rr: dv.RunRows, colors) -> str:
             reported[arm] = cal
             if arm in arms:
                 arms[arm]["ece"] = cal.get("ece", cal.get("estimate"))
-    from harness.viewer import plots
+    from harness.report.render import plots
 
     svg = _plot(
         "calibration",
@@ -831,12 +831,12 @@ def _infra_section(data: dict[str, Any], rr: dv.RunRows, infra: dict[str, Any]) 
             d[s] = d.get(s, 0) + 1
     if not counts:
         return ""
-    from harness.viewer import plots
+    from harness.report.render import plots
 
     svg = _plot(
         "infra", lambda: plots.infra_bars(counts, STATUS_COLORS), "Trials by final status per arm."
     )
-    from harness.viewer.plots import _status_order
+    from harness.report.render.plots import _status_order
 
     statuses = sorted({s for c in counts.values() for s in c}, key=_status_order)
     head = (

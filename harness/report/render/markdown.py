@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.fmt import (
+from harness.report.render.fmt import (
     ci,
     count,
     delta_text,

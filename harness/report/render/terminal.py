@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.report.fmt import (
+from harness.report.render.fmt import (
     ci,
     count,
     delta_text,

@@ -1,0 +1,152 @@
+"""The report's reliability sections for one arm: robustness to task variants, calibration of
+stated confidence, and harm. Pure functions over arrays; statistics from ``harness.stats``
+(formulas in docs/statistics.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, VariantPairs
+from harness.report.sections import boot_name, num
+from harness.stats import expected_calibration_error, harm_rate, robustness_drop
+from harness.stats.task_bootstrap import ece_bootstrap_interval, group_codes
+from harness.stats.task_units import Unit, mean_interval
+
+ECE_BINS = 10
+
+
+def robustness_section(
+    pairs: VariantPairs | None,
+    cluster_of: dict[str, Any],
+    unit: Unit,
+    denominator: str,
+    confidence: float,
+) -> dict[str, Any] | None:
+    """Paired change in success between variant trials and the original trial of the same
+    (task, trial index), hence the same seed; negative = a drop (seed 000)."""
+    if pairs is None or pairs.task.size == 0:
+        return None
+    resolved = np.isin(pairs.status, (PASSED_CODE, FAILED_CODE)) & np.isin(
+        pairs.original_status, (PASSED_CODE, FAILED_CODE)
+    )
+    keep = resolved if denominator == "exclude" else np.ones(pairs.task.size, dtype=bool)
+    pert = (pairs.status[keep] == PASSED_CODE).astype(float)
+    orig = (pairs.original_status[keep] == PASSED_CODE).astype(float)
+    tasks = pairs.task[keep]
+    out: dict[str, Any] = {
+        "estimand": "mean over (task, trial) pairs of variant success minus original success",
+        "n_pairs": int(pert.size),
+        "n_tasks": len(set(tasks.tolist())),
+        "variants": sorted(set(pairs.variant.tolist())),
+        "confidence": confidence,
+    }
+    if pert.size < 2:
+        return {**out, "estimate": None, "lo": None, "hi": None, "note": "fewer than 2 pairs"}
+    if unit.kind == "cluster":
+        groups = np.array([str(cluster_of.get(t, t)) for t in tasks.tolist()])
+        what = "clusters"
+    else:
+        groups = tasks.astype(str)
+        what = "tasks"
+    d = robustness_drop(orig, pert, confidence, clusters=groups)
+    return {
+        **out,
+        "estimate": d.estimate,
+        "lo": d.ci[0],
+        "hi": d.ci[1],
+        "se": num(d.se),
+        "p_value": num(d.p_value),
+        "original_rate": float(orig.mean()),
+        "variant_rate": float(pert.mean()),
+        "n": int(pert.size),
+        "method": f"paired difference, clustered SE over {what}, normal interval",
+    }
+
+
+def calibration_section(
+    arm: ArmTrials,
+    unit: Unit,
+    include: np.ndarray,
+    *,
+    n_resamples: int,
+    rng: np.random.Generator,
+    confidence: float,
+) -> dict[str, Any] | None:
+    """Expected calibration error of stated confidences over resolved trials (seed 000)."""
+    resolved = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
+    has = resolved & ~np.isnan(arm.confidence) & include[arm.task_index]
+    if not has.any():
+        return None
+    conf = np.clip(arm.confidence[has], 0.0, 1.0)
+    y = (arm.status[has] == PASSED_CODE).astype(float)
+    ece = expected_calibration_error(conf, y, ECE_BINS)
+    # Bootstrap: per-group bin sums (count, Σ confidence, Σ outcome), resampled by unit.
+    task = arm.task_index[has]
+    if unit.kind == "cluster":  # group codes per task first, then per trial by position
+        task_codes = np.zeros(arm.tasks.size, dtype=np.intp)
+        task_codes[include], g = group_codes(unit.labels)
+        codes = task_codes[task]
+    else:
+        _, codes = np.unique(task, return_inverse=True)
+        codes = codes.reshape(-1)
+        g = int(codes.max()) + 1
+    lo, hi = ece_bootstrap_interval(
+        conf, y, codes, g, ECE_BINS, n_resamples=n_resamples, rng=rng, confidence=confidence
+    )
+    return {
+        "estimand": "Σ_b (n_b/n)·|mean confidence_b − success rate_b| over stated confidences",
+        "ece": ece,
+        "estimate": ece,
+        "lo": float(lo),
+        "hi": float(hi),
+        "n": int(conf.size),
+        "n_tasks": int(np.unique(task).size),
+        "bins": ECE_BINS,
+        "mean_confidence": float(conf.mean()),
+        "success_rate": float(y.mean()),
+        "confidence": confidence,
+        "method": (
+            f"{ECE_BINS} equal-width bins; percentile {boot_name(unit)} bootstrap, "
+            f"{n_resamples} resamples (binned ECE is biased upward at small n)"
+        ),
+    }
+
+
+def harm_section(
+    arm: ArmTrials, unit: Unit, include: np.ndarray, confidence: float
+) -> dict[str, Any] | None:
+    """Share of resolved trials with harm severity > 0, and mean severity (seed 000).
+
+    Per-task shares are averaged over tasks (equal to the trial share when every task has
+    the same number of trials), with the same interval method as the success rate.
+    """
+    resolved = ((arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)) & include[arm.task_index]
+    if not resolved.any():
+        return None
+    sev = arm.harm[resolved]
+    task = arm.task_index[resolved]
+    t = arm.tasks.size
+    n_t = np.bincount(task, minlength=t)
+    has = n_t > 0
+    share_t = np.bincount(task, weights=(sev > 0).astype(float), minlength=t)[has] / n_t[has]
+    sev_t = np.bincount(task, weights=sev, minlength=t)[has] / n_t[has]
+    sub_unit = unit
+    if unit.kind == "cluster":
+        labels_all = np.full(t, "", dtype=object)
+        labels_all[include] = unit.labels
+        sub_unit = Unit("cluster", labels_all[has], unit.n_units, unit.reason)
+    share = mean_interval(share_t, sub_unit, confidence)
+    trial_share, trial_severity = harm_rate(sev)
+    return {
+        "estimand": "share of trials that caused harm (severity > 0), per-task then over tasks",
+        **share,
+        "harmful_trials": int(np.count_nonzero(sev > 0)),
+        "trials": int(sev.size),
+        "mean_severity": float(sev_t.mean()),
+        "trial_share": trial_share,
+        "trial_mean_severity": trial_severity,
+        "max_severity": float(sev.max()),
+    }

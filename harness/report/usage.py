@@ -1,0 +1,213 @@
+"""The report's usage and infrastructure sections for one arm: tokens, cost, latency, steps,
+crashes and unresolved trials. Pure functions over arrays; statistics from ``harness.stats``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
+from harness.report.sections import boot_name, num
+from harness.stats import cluster_bootstrap_ci, effective_clusters, wilson_interval
+from harness.stats.task_units import Unit
+
+LATENCY_WARN_TRIALS = 100
+
+
+def usage_section(
+    arm: ArmTrials,
+    unit: Unit,
+    include: np.ndarray,
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, Any]:
+    """Tokens, cost per trial and per success, latency and steps over resolved trials."""
+    resolved = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
+    n_completed = int(arm.status.size)
+    tok = arm.tokens.sum(axis=0) if arm.tokens.size else np.zeros(3)
+    tokens = {
+        "in": int(tok[0]),
+        "cached": int(tok[1]),
+        "out": int(tok[2]),
+        "per_trial": {
+            "in": num(tok[0] / n_completed) if n_completed else None,
+            "cached": num(tok[1] / n_completed) if n_completed else None,
+            "out": num(tok[2] / n_completed) if n_completed else None,
+        },
+        "trials": n_completed,
+    }
+    cost = arm.cost[resolved]
+    passed = arm.status[resolved] == PASSED_CODE
+    known = ~np.isnan(cost)
+    n_known = int(known.sum())
+    n_unknown = int(cost.size - n_known)
+    cost_out: dict[str, Any] = {
+        "scope": "resolved trials",
+        "trials": int(cost.size),
+        "known_trials": n_known,
+        "unknown_trials": n_unknown,
+        "total_usd": None,
+        "per_trial_usd": None,
+        "per_success_usd": None,
+        "note": None,
+    }
+    if n_known:
+        total = float(cost[known].sum())
+        successes = int(passed[known].sum())
+        cost_out["total_usd"] = total
+        cost_out["per_trial_usd"] = _cost_ratio(
+            arm, resolved, known, "trial", unit, include, n_resamples, seed, confidence
+        )
+        cost_out["per_success_usd"] = (
+            _cost_ratio(
+                arm, resolved, known, "success", unit, include, n_resamples, seed, confidence
+            )
+            if successes
+            else None
+        )
+        if n_unknown:
+            cost_out["note"] = (
+                f"{n_unknown} of {cost.size} trials have an unknown price; figures cover the "
+                f"{n_known} trials with a known cost"
+            )
+    elif cost.size:
+        cost_out["note"] = "unknown: no trial has a known price"
+
+    lat = arm.latency[resolved]
+    steps = arm.steps[resolved]
+    latency: dict[str, Any] = {"n": int(lat.size), "unit": "trial"}
+    if lat.size:
+        p50, p95 = np.percentile(lat, [50, 95])
+        latency.update(p50_s=float(p50), p95_s=float(p95), mean_s=float(lat.mean()))
+    if 0 < lat.size < LATENCY_WARN_TRIALS:
+        latency["warning"] = (
+            f"only {lat.size} trials (< {LATENCY_WARN_TRIALS}): percentiles, p95 above all, "
+            "are unstable"
+        )
+    steps_out: dict[str, Any] = {"n": int(steps.size)}
+    if steps.size:
+        s50, s95 = np.percentile(steps, [50, 95])
+        steps_out.update(mean=float(steps.mean()), p50=float(s50), p95=float(s95))
+    return {"tokens": tokens, "cost": cost_out, "latency": latency, "steps": steps_out}
+
+
+def _cost_ratio(
+    arm: ArmTrials,
+    resolved: np.ndarray,
+    known: np.ndarray,
+    per: str,
+    unit: Unit,
+    include: np.ndarray,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, Any]:
+    """Σ cost / Σ trials (or successes) over known-cost trials, cluster-bootstrap interval."""
+    t = arm.tasks.size
+    task = arm.task_index[resolved][known]
+    cost = arm.cost[resolved][known]
+    denom = (
+        np.ones(cost.size)
+        if per == "trial"
+        else (arm.status[resolved][known] == PASSED_CODE).astype(float)
+    )
+    num_t = np.bincount(task, weights=cost, minlength=t)
+    den_t = np.bincount(task, weights=denom, minlength=t)
+    has = np.bincount(task, minlength=t) > 0
+    clusters = None
+    if unit.kind == "cluster":
+        labels_all = np.full(t, "", dtype=object)
+        labels_all[include] = unit.labels
+        clusters = labels_all[has].astype(str)
+    est = float(num_t.sum() / den_t.sum())
+    resamples = min(n_resamples, 2000)
+    out = {"estimate": est, "lo": None, "hi": None, "n": int(cost.size), "unit": "trial"}
+    try:
+        res = cluster_bootstrap_ci(
+            np.column_stack([num_t[has], den_t[has]]),
+            clusters,
+            "ratio",
+            confidence=confidence,
+            n_resamples=resamples,
+            rng=seed,
+        )
+        out.update(
+            lo=res.ci[0],
+            hi=res.ci[1],
+            method=f"ratio of sums; percentile {boot_name(unit)} bootstrap, {resamples} resamples",
+        )
+    except ValueError:  # a resample with no successes: no interval
+        out["method"] = "ratio of sums; no bootstrap interval (some resamples have no successes)"
+    return out
+
+
+def infra_section(
+    by_status: dict[str, int], attempts: dict[str, int], confidence: float
+) -> dict[str, Any]:
+    """Crash accounting: unresolved trials by kind and the per-attempt crash rate."""
+    total = int(sum(attempts.values()))
+    crashed = int(attempts.get("infra_error", 0))
+    out: dict[str, Any] = {
+        "infra_error_trials": int(by_status.get("infra_error", 0)),
+        "grader_error_trials": int(by_status.get("grader_error", 0)),
+        "harness_error_trials": int(by_status.get("harness_error", 0)),
+        "attempts": total,
+        "attempts_by_outcome": dict(sorted(attempts.items())),
+        "infra_error_attempts": crashed,
+    }
+    if total:
+        lo, hi = wilson_interval(crashed, total, confidence)
+        out["crash_rate"] = {
+            "estimate": crashed / total,
+            "lo": float(lo),
+            "hi": float(hi),
+            "n": total,
+            "unit": "attempt",
+            "confidence": confidence,
+            "method": "Wilson score interval over attempts (attempts of one trial may be "
+            "correlated)",
+        }
+    else:
+        out["crash_rate"] = None
+    return out
+
+
+def unresolved_by_class(
+    classes: np.ndarray,
+    resolved: np.ndarray,
+    confidence: float,
+) -> list[dict[str, Any]]:
+    """Per task class: trials, trials without a verdict, and their share (Wilson over trials,
+    which may be correlated within a task). ``classes`` and ``resolved`` are per trial."""
+    if classes.size == 0:
+        return []
+    names, codes = np.unique(classes.astype(str), return_inverse=True)
+    trials = np.bincount(codes.reshape(-1), minlength=names.size)
+    unresolved = np.bincount(
+        codes.reshape(-1), weights=(~resolved).astype(float), minlength=names.size
+    ).astype(int)
+    lo, hi = wilson_interval(unresolved.astype(float), trials.astype(float), confidence)
+    return [
+        {
+            "name": str(names[i]),
+            "trials": int(trials[i]),
+            "unresolved": int(unresolved[i]),
+            "estimate": float(unresolved[i] / trials[i]),
+            "lo": float(lo[i]),
+            "hi": float(hi[i]),
+            "n": int(trials[i]),
+            "unit": "trial",
+            "confidence": confidence,
+            "method": "Wilson score interval over trials",
+        }
+        for i in range(names.size)
+    ]
+
+
+def effective_cluster_count(clusters: np.ndarray) -> float:
+    """Effective number of clusters J²/Σ J_r² (seed 003) for per-task cluster labels."""
+    return effective_clusters(clusters.astype(str)) if clusters.size else 0.0
