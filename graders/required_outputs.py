@@ -11,6 +11,11 @@ answer. Each required output is one of:
 - ``{any_of: [...]}``: any one of several strings or numbers (e.g. refusal phrasings);
 - ``{regex: PATTERN}``: ``re.search`` over the raw text, case-insensitive.
 
+``match: substring`` instead reads every output as plain text and finds it when it is a
+substring of one message (each message on its own) after this normalisation, tau-bench's:
+both sides lower-cased, commas removed from the message (not from the output). No numeric
+reading, no whitespace collapsing, no ``any_of`` or ``regex``.
+
 Passes iff every output is found; ``score`` is the fraction found. A claim is not an action:
 pair this grader with a state or path grader (seed 003: a claim-reading grader passes liars).
 """
@@ -20,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from graders.base import Evidence, GraderParams, Verdict
 
@@ -60,6 +65,11 @@ class RequiredOutputsParams(GraderParams):
     outputs: list[Output] = Field(min_length=1, description="strings, numbers, any_of, regex")
     tolerance: float = Field(1e-6, ge=0, description="absolute tolerance for numbers")
     include_answer: bool = Field(True, description="search the final answer as well")
+    match: Literal["smart", "substring"] = Field(
+        "smart",
+        description="smart: numbers by value, whitespace collapsed; substring: lower-cased "
+        "substring of one message with commas removed from the message (tau-bench)",
+    )
 
     @field_validator("outputs")
     @classmethod
@@ -74,6 +84,12 @@ class RequiredOutputsParams(GraderParams):
             if isinstance(item, bool):
                 raise ValueError("a required output cannot be a boolean")
         return v
+
+    @model_validator(mode="after")
+    def _plain(self) -> RequiredOutputsParams:
+        if self.match == "substring" and any(isinstance(i, dict) for i in self.outputs):
+            raise ValueError("match: substring takes plain strings or numbers, not any_of/regex")
+        return self
 
 
 class RequiredOutputs:
@@ -109,10 +125,16 @@ class RequiredOutputs:
         if self.params.include_answer and evidence.answer and evidence.answer not in parts[-1:]:
             parts.append(evidence.answer)
         text = "\n".join(parts)
-        norm, nums = _norm(text), numbers_in(text)
         found, missing = [], []
-        for item in self.params.outputs:
-            (found if self._found(item, text, norm, nums) else missing).append(item)
+        if self.params.match == "substring":
+            lowered = [p.lower().replace(",", "") for p in parts]
+            for item in self.params.outputs:
+                needle = str(item).lower()
+                (found if any(needle in m for m in lowered) else missing).append(item)
+        else:
+            norm, nums = _norm(text), numbers_in(text)
+            for item in self.params.outputs:
+                (found if self._found(item, text, norm, nums) else missing).append(item)
         passed = not missing
         reasons = [
             f"required output {item!r} not found in the agent's messages" for item in missing

@@ -21,6 +21,10 @@ Every difference is classified with its path and both values:
 - *wrong value*: the patch sets the path and it changed, but not to the expected value;
 - *unexpected change*: the patch does not touch the path and it changed (a side effect).
 
+``strict_types: true`` compares as tau-bench's reward does (it hashes ``str()`` of every
+value): ``250.0`` differs from ``250``, ``true`` from ``1``, and a key holding ``null`` from
+an absent key. ``null`` in the patch still deletes.
+
 ``goal_only: true`` compares only the paths the patch names. It misses side effects and
 exists to demonstrate that (seed 003's middle grader); do not use it for real tasks.
 """
@@ -28,6 +32,7 @@ exists to demonstrate that (seed 003's middle grader); do not use it for real ta
 from __future__ import annotations
 
 import hashlib
+import pickle
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -64,6 +69,11 @@ class StateDiffParams(GraderParams):
     )
     goal_only: bool = Field(
         False, description="compare only the patched paths (misses side effects; demo only)"
+    )
+    strict_types: bool = Field(
+        False,
+        description="int != float (250 != 250.0), bool != number, null != absent: "
+        "tau-bench's equality",
     )
 
     @model_validator(mode="after")
@@ -112,6 +122,26 @@ def _equal(a: Any, b: Any) -> bool:
     if a in (None, ABSENT) and b in (None, ABSENT):
         return True
     return same(a, b)
+
+
+def _strict_equal(a: Any, b: Any) -> bool:
+    """Equal values of equal types all the way down; absent equals only absent."""
+    if a is ABSENT or b is ABSENT:
+        return a is b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def _identical(a: dict, b: dict) -> bool:
+    """A fast, conservative check that two subtrees are the same values of the same types
+    (equal pickles): lets the walk skip the untouched bulk of a large state. False only
+    costs a walk."""
+    return a == b and pickle.dumps(a) == pickle.dumps(b)
 
 
 class StateDiff:
@@ -204,6 +234,8 @@ class StateDiff:
         if self.params.goal_only and not covered:
             return
         if isinstance(expected, dict) and isinstance(actual, dict):
+            if _identical(expected, actual):
+                return
             keys = sorted(set(expected) | set(actual), key=str)
             for key in keys:
                 sub_initial = initial.get(key, ABSENT) if isinstance(initial, dict) else ABSENT
@@ -216,12 +248,12 @@ class StateDiff:
                     found,
                 )
             return
-        if _equal(expected, actual):
+        if (_strict_equal if self.params.strict_types else _equal)(expected, actual):
             return
         where = dotted(path) or "<root>"
         if not covered:
             found["side_effects"].append({"path": where, "before": initial, "after": actual})
-        elif _equal(actual, initial):
+        elif (_strict_equal if self.params.strict_types else _equal)(actual, initial):
             found["missing_changes"].append({"path": where, "expected": expected, "actual": actual})
         else:
             found["wrong_values"].append(

@@ -52,6 +52,15 @@ class BudgetExceeded(AgentFailure):
     """A declared budget (steps, tokens, cost, time) ran out."""
 
 
+class EpisodeEnded(HarnessError):
+    """A terminating tool ran (e.g. a hand-over to a human): the episode is over and the
+    trial goes on to grading as usual. Not a failure; the agent's later actions never run."""
+
+    def __init__(self, tool: str):
+        self.tool = tool
+        super().__init__(f"the episode ended with tool '{tool}'")
+
+
 # --- grader errors: the grader could not decide, never retried ------------------------------
 class GraderError(HarnessError):
     """A grader crashed or could not read its evidence."""

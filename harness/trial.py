@@ -192,6 +192,9 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
                 result = await agent.run(ctx)
         except TimeoutError:
             failure = errors.BudgetExceeded("timeout", f"agent ran over {ctx.budgets.timeout_s}s")
+        except errors.EpisodeEnded as ended:  # a terminating tool ran: grade what was done
+            said = [e.content for e in ctx.trajectory.events if e.kind == "message"]
+            result = AgentResult(answer=said[-1] if said else None, info={"ended_by": ended.tool})
         except errors.AgentFailure as exc:
             failure = exc
         latency = time.monotonic() - t0

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from harness.config.models import Arm, Budgets, ModelSettings, Task, ToolSpec, Variant
-from harness.errors import BudgetExceeded
+from harness.errors import BudgetExceeded, EpisodeEnded
 from harness.sandbox.base import Environment, Sandbox
 from harness.trajectory import Trajectory
 
@@ -58,6 +58,8 @@ class AgentContext:
     usage: Usage = field(default_factory=Usage)
     variant: Variant | None = None
     started: float = field(default_factory=time.monotonic)
+    ended_by: str | None = None
+    """The terminating tool that ended the episode, once one has run."""
 
     @property
     def params(self) -> dict[str, Any]:
@@ -119,8 +121,12 @@ class AgentContext:
         """Run one environment tool in the sandbox and record it as a trajectory step.
 
         Arguments go to the tool command as JSON on stdin. An unknown tool or bad arguments
-        give an error result (fed back to the agent), never an exception.
+        give an error result (fed back to the agent), never an exception. A tool declared
+        ``terminates`` runs, is recorded, then raises ``EpisodeEnded``; so does every call
+        after it, so an agent that swallows the exception still cannot act again.
         """
+        if self.ended_by is not None:
+            raise EpisodeEnded(self.ended_by)
         self.charge(steps=1)
         spec = next((t for t in self.tools if t.name == name), None)
         start = time.monotonic()
@@ -150,10 +156,15 @@ class AgentContext:
             ok=result.ok,
             latency_s=time.monotonic() - start,
         )
+        if spec.terminates:
+            self.ended_by = name
+            raise EpisodeEnded(name)
         return ToolResult(result.ok, output, result.exit_code)
 
     async def run_command(self, command: str, timeout: float | None = None) -> ToolResult:
         """Run a raw shell command (for shell-style agents) and record it as a step."""
+        if self.ended_by is not None:
+            raise EpisodeEnded(self.ended_by)
         self.charge(steps=1)
         start = time.monotonic()
         result = await self.sandbox.exec(command, timeout=timeout)
@@ -170,6 +181,8 @@ class AgentContext:
 
     def say(self, text: str) -> None:
         """Tell the user something (graded by answer and required-output graders)."""
+        if self.ended_by is not None:
+            raise EpisodeEnded(self.ended_by)
         self.trajectory.record("message", content=text)
 
 

@@ -8,7 +8,9 @@ message without tool calls) or when a budget runs out. A malformed tool call (ar
 are not JSON, an unknown tool) is answered with a tool error message, counted in
 ``ctx.usage.malformed_tool_calls``, and never crashes the trial.
 
-Conversational tasks (``task.user``): the instruction is the user's opening message; each
+Conversational tasks (``task.user``): the instruction is the user's opening message (with a
+private ``user.goal``, the simulated user writes the opening and the agent never sees the
+goal); each
 final message goes to the simulated user (``harness.agents.user``) whose reply continues the
 conversation, until the user says ``###STOP###`` or its turns run out.
 
@@ -103,18 +105,23 @@ class LLMAgent:
         settings = client.settings  # ${VAR} references resolved
         price = price_for(settings)
         tools = [tool_schema(t) for t in ctx.tools]
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt(ctx)},
-            {"role": "user", "content": ctx.instruction},
-        ]
+        script = ctx.task.user
         user = make_user(
-            ctx.task.user,
+            script,
             instruction=ctx.instruction,
             seed=ctx.seed,
             max_turns=params.get("max_user_turns"),
         )
+        opening, info = ctx.instruction, {"turn": 0}
+        if user is not None and script is not None and script.goal is not None:
+            first = await user.opening()
+            opening, info = first.text, {**first.info, "turn": 0, "opening": True}
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system_prompt(ctx)},
+            {"role": "user", "content": opening},
+        ]
         if user is not None:
-            ctx.trajectory.record("user", content=ctx.instruction, args={"turn": 0})
+            ctx.trajectory.record("user", content=opening, args=info)
 
         answer: str | None = None
         confidence: float | None = None

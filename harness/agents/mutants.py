@@ -242,11 +242,15 @@ async def claim_without_action(ctx: AgentContext) -> AgentResult:
 async def side_effect(ctx: AgentContext) -> AgentResult:
     sol = _solution(ctx.task)
     extra = _side_effect(ctx)
-    await perform(ctx, sol.commands, sol.actions)
+    # The stray action goes before a tool that ends the episode, or it would never run.
+    ending = {t.name for t in ctx.tools if t.terminates}
+    cut = next((i for i, a in enumerate(sol.actions) if a.tool in ending), len(sol.actions))
+    await perform(ctx, sol.commands, sol.actions[:cut])
     if "command" in extra:
         await ctx.run_command(extra["command"])
     else:
         await ctx.call_tool(extra["tool"], dict(extra.get("args", {})))
+    await perform(ctx, [], sol.actions[cut:])
     return AgentResult(answer=sol.answer)
 
 

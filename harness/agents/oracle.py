@@ -8,16 +8,24 @@ from harness.errors import AgentFailure
 
 
 async def perform_solution(ctx: AgentContext) -> str | None:
-    """Execute the reference solution's commands and tool calls; return its answer."""
+    """Execute the reference solution's commands and tool calls; return its answer.
+
+    The answer is said last, or just before a tool that ends the episode (a hand-over),
+    since nothing can be said after it."""
     solution = ctx.task.solution
     if solution is None:
         raise AgentFailure("no_solution", f"task '{ctx.task.id}' declares no reference solution")
     for command in solution.commands:
         await ctx.run_command(command)
+    ending = {t.name for t in ctx.tools if t.terminates}
+    said = solution.answer is None
     for action in solution.actions:
+        if action.tool in ending and not said:
+            ctx.say(solution.answer or "")
+            said = True
         await ctx.call_tool(action.tool, action.args)
-    if solution.answer is not None:
-        ctx.say(solution.answer)
+    if not said:
+        ctx.say(solution.answer or "")
     return solution.answer
 
 

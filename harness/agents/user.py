@@ -1,7 +1,9 @@
 """The simulated user of conversational (tau-bench style) tasks.
 
-A task with ``user:`` talks to the agent in turns. The task's instruction is the user's
-opening message. After each agent reply the user answers, until it ends the conversation
+A task with ``user:`` talks to the agent in turns. Without ``user.goal`` the task's
+instruction is the user's opening message and also its goal. With ``user.goal`` (tau-bench's
+way) the goal is private: the agent never sees it, and the user writes the opening itself
+(``opening()``: a model from its goal, seeded; a script's first turn). After each agent reply the user answers, until it ends the conversation
 (a message containing ``###STOP###``) or its turns run out.
 
 - **Scripted** (``user.turns``): the turns are said in order; after the last one the
@@ -44,7 +46,16 @@ class UserTurn:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+OPENING_REQUEST = (
+    "The conversation starts now. Write your first message to the agent, as the customer."
+)
+
+
 class SimulatedUser(Protocol):
+    async def opening(self) -> UserTurn:
+        """The user's first message, when the user (not the task) opens the conversation."""
+        ...
+
     async def reply(self, agent_message: str) -> UserTurn: ...
 
 
@@ -54,6 +65,9 @@ class ScriptedUser:
     def __init__(self, turns: list[str]):
         self._turns = list(turns)
         self._next = 0
+
+    async def opening(self) -> UserTurn:
+        return await self.reply("")
 
     async def reply(self, agent_message: str) -> UserTurn:
         if self._next >= len(self._turns):
@@ -77,6 +91,7 @@ class ModelUser:
         seed: int,
         max_turns: int = DEFAULT_MAX_TURNS,
         client: Any = None,
+        opens: bool = False,
     ):
         from harness.models.client import ChatClient
 
@@ -89,12 +104,17 @@ class ModelUser:
             persona=persona or "", instruction=instruction, stop=STOP
         ).replace("\n\n\n", "\n\n")
         # The user's own view: the agent speaks as "user", the simulated user as "assistant".
-        self._messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system},
-            {"role": "assistant", "content": instruction},
-        ]
+        self._messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        if not opens:  # the task's instruction was the opening
+            self._messages.append({"role": "assistant", "content": instruction})
+
+    async def opening(self) -> UserTurn:
+        return await self._say(OPENING_REQUEST)
 
     async def reply(self, agent_message: str) -> UserTurn:
+        return await self._say(agent_message)
+
+    async def _say(self, agent_message: str) -> UserTurn:
         if self._turns >= self.max_turns:
             return UserTurn("", stop=True, info={"reason": "max_user_turns"})
         self._turns += 1
@@ -125,16 +145,18 @@ class ModelUser:
 def make_user(
     script: UserScript | None, *, instruction: str, seed: int, max_turns: int | None = None
 ) -> SimulatedUser | None:
-    """The simulated user a task declares, or None for a single-shot task."""
+    """The simulated user a task declares, or None for a single-shot task. With
+    ``script.goal`` the user's goal is that (private) text and it opens the conversation."""
     if script is None:
         return None
     if script.model is not None:
         return ModelUser(
             script.model,
-            instruction=instruction,
+            instruction=script.goal or instruction,
             persona=script.persona,
             seed=seed,
             max_turns=max_turns or max(DEFAULT_MAX_TURNS, len(script.turns)),
+            opens=script.goal is not None,
         )
     return ScriptedUser(script.turns)
 

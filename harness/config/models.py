@@ -320,11 +320,16 @@ class UserScript(Strict):
     turns: list[str] = Field(default_factory=list)
     model: ModelSettings | None = None
     persona: str | None = None
+    goal: str | None = Field(
+        None,
+        description="the user's private goal: the agent never sees it; the user writes the "
+        "opening message (a model, seeded; a script's first turn) instead of the instruction",
+    )
 
 
 class Task(Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$")
-    instruction: str
+    instruction: str = Field("", description="the agent's first message; optional with user.goal")
     environment: str | None = Field(None, description="environment name under environments/")
     class_: str = Field("default", alias="class")
     cluster: str | None = Field(None, description="independent unit above tasks; default: the task")
@@ -348,6 +353,14 @@ class Task(Strict):
     )
     user: UserScript | None = None
     must_never: bool = False
+
+    @model_validator(mode="after")
+    def _opening(self) -> Task:
+        if not self.instruction and not (self.user and self.user.goal):
+            raise ValueError("instruction is required (unless user.goal is given)")
+        if self.user and self.user.goal and self.user.model is None and not self.user.turns:
+            raise ValueError("user.goal needs user.model or user.turns to write the opening")
+        return self
 
     @property
     def cluster_id(self) -> str:
@@ -379,8 +392,15 @@ class ToolSpec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
     description: str
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    command: str
+    command: str | None = Field(
+        None,
+        description="shell command in the sandbox; optional when the environment has a "
+        "tool_server, which then serves this tool",
+    )
     timeout_s: float = Field(30.0, gt=0)
+    terminates: bool = Field(
+        False, description="calling it ends the episode (it runs, then the agent is stopped)"
+    )
 
 
 class StateSpec(Strict):
@@ -390,6 +410,17 @@ class StateSpec(Strict):
     command: str | None = None
     paths: list[str] = Field(default_factory=list, description="for 'files': roots under workdir")
     ignore: list[str] = Field(default_factory=list, description="dotted paths, '*' wildcards")
+
+
+class ToolServerSpec(Strict):
+    """One long-lived process per trial serving the environment's tools (and its state) over
+    JSON lines on stdin/stdout; the protocol is documented in ``harness/tools/server.py``."""
+
+    command: str = Field(description="started once per trial in the sandbox, in the workdir")
+    state: bool = Field(
+        True, description="the server answers snapshot requests: the state is read from it"
+    )
+    startup_timeout_s: float = Field(60.0, gt=0, description="seconds to wait for 'ready'")
 
 
 class EnvironmentSpec(Strict):
@@ -405,6 +436,17 @@ class EnvironmentSpec(Strict):
     policy: str | None = Field(None, description="file with the policy shown to the agent")
     network: list[str] = Field(default_factory=list, description="hosts the sandbox may reach")
     user: str | None = Field(None, description="non-root user to run agent commands as")
+    tool_server: ToolServerSpec | None = Field(
+        None, description="serve the tools from one process per trial instead of one per call"
+    )
+
+    @model_validator(mode="after")
+    def _tool_commands(self) -> EnvironmentSpec:
+        if self.tool_server is None:
+            for i, tool in enumerate(self.tools):
+                if not tool.command:
+                    raise ValueError(f"tools.{i}.command is required without a tool_server")
+        return self
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from graders import build_grader
 from graders.base import Evidence, Verdict
 from harness.agents.base import AgentContext, AgentResult
 from harness.config.models import Arm, Budgets, EnvironmentSpec, Task
+from harness.errors import EpisodeEnded
 from harness.sandbox.base import Environment, SandboxRequest, snapshot_state
 from harness.sandbox.local import LocalProvider
 
@@ -103,7 +104,10 @@ async def run_trial(loaded: LoadedTask, agent: Agent) -> TrialOutcome:
             seed=0,
             budgets=Budgets(max_steps=200, timeout_s=None),
         )
-        result = await agent(ctx)
+        try:
+            result = await agent(ctx)
+        except EpisodeEnded as ended:  # as harness.trial does: grade what was done
+            result = AgentResult(info={"ended_by": ended.tool})
         s1 = await snapshot_state(sandbox, env)
         hidden = None
         if loaded.hidden_dir is not None:

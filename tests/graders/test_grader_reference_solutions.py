@@ -8,17 +8,16 @@ import pytest
 from graders_support import LoadedTask, all_tasks, run_trial
 
 from harness.agents.base import AgentContext, AgentResult
-from harness.agents.mutants import MUTANTS, applicable_mutants, perform
+from harness.agents.mutants import MUTANTS, applicable_mutants
+from harness.agents.oracle import perform_solution
 
 FOLDERS = ("retail", "shell", "qa")
 TASKS = [t for folder in FOLDERS for t in all_tasks(folder)]
 
 
 async def reference(ctx: AgentContext) -> AgentResult:
-    sol = ctx.task.solution
-    assert sol is not None
-    await perform(ctx, sol.commands, sol.actions)
-    return AgentResult(answer=sol.answer)
+    assert ctx.task.solution is not None
+    return AgentResult(answer=await perform_solution(ctx))
 
 
 def _needs_lead_grader(loaded: LoadedTask) -> bool:
