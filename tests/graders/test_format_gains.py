@@ -24,7 +24,9 @@ from harness.errors import EpisodeEnded
 from harness.sandbox.base import SandboxRequest
 from harness.sandbox.local import LocalProvider
 
-TASK = Task(id="t", instruction="go", graders=[GraderSpec(type="state_diff", expect_no_change=True)])
+TASK = Task(
+    id="t", instruction="go", graders=[GraderSpec(type="state_diff", expect_no_change=True)]
+)
 
 
 def _grade(spec: dict, **evidence) -> bool:
@@ -86,7 +88,12 @@ def test_terminating_tool_ends_the_episode(tmp_path) -> None:
             "name": "t",
             "tools": [
                 {"name": "note", "description": "d", "command": "cat >> notes.txt"},
-                {"name": "hand_over", "description": "d", "command": "echo bye", "terminates": True},
+                {
+                    "name": "hand_over",
+                    "description": "d",
+                    "command": "echo bye",
+                    "terminates": True,
+                },
             ],
         }
     )
