@@ -4,13 +4,18 @@ It gives comparisons a known truth. Each task's success probability is fixed per
 ``p`` (for every task), a per-task ``simulated: {p: ...}`` in the task file, or a draw from
 Beta(``a``, ``b``) at a task-level uniform shared by all arms (so arms with different
 Beta parameters are ordered task by task), plus an optional planted ``shift``. A trial
-succeeds when the trial's uniform, drawn from the trial seed every arm shares, is below p.
+succeeds when the trial's uniform is below p. That uniform is drawn per arm from the trial
+seed and the arm's name, so arms are independent given their tasks, as real agents are, and an
+A/A arm shows a real noise floor. ``common_random_numbers: true`` draws it from the trial seed
+alone, shared by every arm with that setting: comparisons get less noisy, but an A/A arm then
+agrees with its baseline exactly and its floor is degenerate (reports say so).
 On success it performs the reference solution; on failure it acts out one realistic
 failure mode (a wrong or missing answer; with environments, the mutants of
 ``harness.agents.mutants``: a claim without action, a side effect, a wrong value, a wrong
 order, a skipped step).
 
 Params: p | a, b; shift (added to p, clipped to [0, 1]); population_seed (default 0);
+common_random_numbers (default false: independent trial draws per arm);
 failure_modes (names to choose from); confidence ("calibrated" | "overconfident" | none);
 variant_drop (relative drop of p on meaning-preserving variants); delay_s (seconds to
 "think" before acting, to simulate latency).
@@ -43,6 +48,14 @@ def task_probability(params: dict, task, variant: str = "") -> float:
     return min(1.0, max(0.0, p))
 
 
+def trial_draw_seed(params: dict, seed: int, arm: str) -> int:
+    """The seed of a trial's success draw: per arm unless common random numbers are asked for
+    (then the trial seed itself, shared by every arm of the matched block)."""
+    if params.get("common_random_numbers"):
+        return seed
+    return derive_seed("simulated-trial", seed, arm)
+
+
 def failure_modes(task) -> list[str]:
     """The failure modes (mutants) that apply to ``task``: when the task changes state, the
     acting mistakes; otherwise a wrong or missing answer."""
@@ -60,7 +73,7 @@ class SimulatedAgent:
         params = ctx.params
         variant = ctx.variant.id if ctx.variant else ""
         p = task_probability(params, ctx.task, variant)
-        rng = random.Random(ctx.seed)
+        rng = random.Random(trial_draw_seed(params, ctx.seed, ctx.arm.name))
         success = rng.random() < p
         if params.get("delay_s"):
             import anyio

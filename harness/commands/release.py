@@ -48,7 +48,6 @@ def compare(
         bool, typer.Option("--force", help="Pair even if tasks, graders or images differ.")
     ] = False,
     confidence: Annotated[float, typer.Option(help="Two-sided interval level.")] = 0.95,
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10_000,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
     store: StoreOpt = None,
@@ -64,7 +63,7 @@ def compare(
 
     if b is None:  # `harness compare RUN`: the run's primary baseline against its candidate
         b = a.split(":", 1)[0]
-    c = compare_runs(_store(store), a, b, force=force, confidence=confidence, n_resamples=resamples)
+    c = compare_runs(_store(store), a, b, force=force, confidence=confidence)
     if as_json:
         _dump(c)
     elif markdown:
@@ -92,10 +91,6 @@ def gate(
         Optional[Path],  # noqa: UP045
         typer.Option("--junit", help="Also write JUnit XML to this file."),
     ] = None,
-    resamples: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option(help="Bootstrap resamples (default: the policy's)."),
-    ] = None,
     store: StoreOpt = None,
 ) -> None:
     """Apply the release rule: improvement, non-inferior, inconclusive, regression or
@@ -108,7 +103,7 @@ def gate(
     if fmt not in ("terminal", "markdown", "junit", "json"):
         typer.echo(f"error: unknown --format '{fmt}'", err=True)
         raise typer.Exit(exitcodes.BAD_CONFIG)
-    g = gate_run(_store(store), run_id, policy, resamples)
+    g = gate_run(_store(store), run_id, policy)
     if junit:
         junit.write_text(gate_junit(g))
     if fmt == "json":

@@ -115,8 +115,23 @@ class GatePolicy(Strict):
     primary: PrimaryComparison | None = Field(
         None, description="baseline and candidate arms; default report.primary, else arms 1, 2"
     )
-    rule: Literal["non-inferiority", "improvement"] = Field(
-        description="non-inferiority (needs margin) or improvement (interval and exact test > 0)"
+    rule: Literal["non-inferiority", "improvement", "threshold"] = Field(
+        description="non-inferiority (needs margin), improvement (interval and exact test > 0) "
+        "or threshold (the candidate's own rate: lower bound above `bar`)"
+    )
+    bar: float | None = Field(
+        None, gt=0, lt=1, description="threshold rule: the rate the candidate must exceed"
+    )
+    sequential: bool = Field(
+        False,
+        description="the gate is read run after run (nightly): each look spends part of the "
+        "error rate, so a season of looks keeps 1 − confidence overall",
+    )
+    looks: int | None = Field(
+        None,
+        ge=1,
+        description="sequential: looks planned in a season (each spends α/looks); default an "
+        "open-ended schedule that spends α·6/(π²k²) at look k",
     )
     margin: float | None = Field(
         None, gt=0, lt=1, description="tolerated loss for non-inferiority, a rate (0.02 = 2 points)"
@@ -133,14 +148,25 @@ class GatePolicy(Strict):
         description="task classes where any candidate failure blocks the release (asserted, "
         "never tested); tasks with must_never: true are always included",
     )
-    n_resamples: int = Field(10_000, ge=1000, description="bootstrap resamples")
+    n_resamples: int = Field(
+        10_000,
+        ge=1000,
+        description="no longer read: the gate's intervals are analytic (CR1 + t); accepted so "
+        "existing policies still validate",
+    )
 
     @model_validator(mode="after")
     def _margin(self) -> GatePolicy:
         if self.rule == "non-inferiority" and self.margin is None:
             raise ValueError("rule 'non-inferiority' needs a margin (the tolerated loss)")
-        if self.rule == "improvement" and self.margin is not None:
+        if self.rule != "non-inferiority" and self.margin is not None:
             raise ValueError("'margin' belongs to the non-inferiority rule only")
+        if self.rule == "threshold" and self.bar is None:
+            raise ValueError("rule 'threshold' needs a bar (the rate to exceed, e.g. 0.8)")
+        if self.rule != "threshold" and self.bar is not None:
+            raise ValueError("'bar' belongs to the threshold rule only")
+        if self.looks is not None and not self.sequential:
+            raise ValueError("'looks' needs sequential: true")
         return self
 
 

@@ -15,8 +15,6 @@ def compare_runs(
     *,
     force: bool = False,
     confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int | None = None,
 ) -> dict[str, Any]:
     """``harness compare A B``: preconditions, the paired comparison, A/A floor, screens.
 
@@ -24,6 +22,7 @@ def compare_runs(
     ``refused`` (True when differences exist and ``force`` is off: no numbers then).
     """
     from harness.release.compare import paired_comparison
+    from harness.release.floor import noise_floor, uses_common_random_numbers
     from harness.release.preconditions import differences
     from harness.release.slices import class_screens
     from harness.release.source import aa_arm, load_rows, resolve_side, suite_config
@@ -47,13 +46,11 @@ def compare_runs(
     cfg = suite_config(a.run)
     cluster_key = (cfg.get("report") or {}).get("cluster_key", "cluster")
     denominator = cfg.get("denominator", "failure")
-    seed = a.run.seed if seed is None else seed
     kw = dict(
         confidence=confidence,
         cluster_key=cluster_key,
-        seed=seed,
-        n_resamples=n_resamples,
         denominator=denominator,
+        phase_one_trials=phase_one_trials(a.run, b.run),
     )
     c = paired_comparison(rows_a, rows_b, **kw)
     out.update(c)
@@ -67,14 +64,8 @@ def compare_runs(
     out["noise_floor"] = None
     if aa:
         n = paired_comparison(rows_a, [r for r in all_a if r["arm"] == aa], **kw)
-        if n["estimate"] is not None:
-            out["noise_floor"] = {
-                "arm": aa,
-                "estimate": n["estimate"],
-                "lo": n["lo"],
-                "hi": n["hi"],
-                "excludes_zero": n["lo"] > 0 or n["hi"] < 0,
-            }
+        crn = uses_common_random_numbers(a.run.config, aa)
+        out["noise_floor"] = noise_floor(n, aa, common_random_numbers=crn)
     headline_flat = c["estimate"] is not None and c["lo"] <= 0 <= c["hi"]
     out["screens"] = class_screens(
         rows_a,
@@ -82,10 +73,20 @@ def compare_runs(
         alpha=1 - confidence,
         cluster_key=cluster_key,
         denominator=denominator,
-        seed=seed,
         headline_flat=headline_flat,
+        phase_one_trials=kw["phase_one_trials"],
     )
     return out
+
+
+def phase_one_trials(*runs) -> int | None:
+    """Phase-one trials per task when any of the runs used adaptive repeats, else None."""
+    from harness.release.source import suite_config
+
+    adaptive = [r for r in runs if (suite_config(r).get("repeats") or {}).get("mode") == "adaptive"]
+    if not adaptive:
+        return None
+    return min(int(r.trials_per_task) for r in runs)
 
 
 def load_policy(path: str | Path):
@@ -100,9 +101,7 @@ def load_policy(path: str | Path):
     return validate(GatePolicy, data, p, lines)
 
 
-def gate_run(
-    store, run_id: str, policy_path: str | Path | None = None, n_resamples: int | None = None
-) -> dict[str, Any]:
+def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> dict[str, Any]:
     """``harness gate RUN``: the run's policy (suite ``gate:`` or ``--policy``) applied."""
     from harness.config.models import GatePolicy
     from harness.release.gate import evaluate_gate
@@ -118,17 +117,21 @@ def gate_run(
                 run.suite_path, "gate", "the suite declares no gate; add gate: or pass --policy"
             )
         policy = GatePolicy.model_validate(raw)
-    if n_resamples:
-        policy = policy.model_copy(update={"n_resamples": n_resamples})
     rows = load_rows(store, run.id)
+    look = None
+    if policy.sequential:
+        earlier = [
+            r for r in store.list_runs(run.suite_name, 100_000) if r.started_at <= run.started_at
+        ]
+        look = max(1, len(earlier))
     out = evaluate_gate(
         rows,
         policy,
         arms=list(run.arms),
         config=run.config or {},
-        seed=run.seed,
         trials_per_task=run.trials_per_task,
         run_id=run.id,
+        look=look,
     )
     out["suite"] = run.suite_name
     out["policy_source"] = str(policy_path) if policy_path else "suite gate:"

@@ -19,7 +19,14 @@ import numpy as np
 
 RESOLVED = ("passed", "failed")
 
-METHOD = "paired cluster bootstrap (percentile) of per-task rate differences"
+FIXED_RULE = "a task counts as passed by an arm when its per-task rate is at least 50%"
+"""The threshold behind the fixed/broke table when tasks have several trials (stated in
+every view that prints the table)."""
+ESTIMATOR_ALL = "all trials: mean over tasks of per-task rate differences"
+ESTIMATOR_PHASE_ONE = (
+    "phase one only (the first {k} trial(s) of every task, before adaptive repeats): unbiased; "
+    "the all-trials delta is shrunk toward 0 by the repeat selection and is shown for reading only"
+)
 TEST_MCNEMAR = "exact McNemar on discordant tasks"
 TEST_SIGN = "sign test on per-task differences"
 PAIRING_TRIAL = "per-trial (shared seed blocks)"
@@ -204,19 +211,19 @@ def paired_comparison(
     *,
     confidence: float = 0.95,
     cluster_key: str = "cluster",
-    seed: int = 0,
-    n_resamples: int = 10_000,
     denominator: str = "failure",
     weights: bool = True,
     variants: bool = False,
+    phase_one_trials: int | None = None,
 ) -> dict[str, Any]:
     """Paired comparison of candidate (B) against baseline (A) on the tasks both ran.
 
     Estimand: Σ_j w_j (p̂_Bj − p̂_Aj) / Σ_j w_j, the weighted mean over paired tasks of the
     per-task success-rate difference (candidate − baseline; positive means the candidate is
-    better). Interval: two-sided paired cluster bootstrap percentile interval at
-    ``confidence`` (a one-sided bound at level 1 − α is the lower or upper end of the
-    two-sided interval at 1 − 2α). Test: exact McNemar on discordant tasks when every paired
+    better). Interval: ``harness.stats.mean_estimate`` on the per-task differences (the one
+    method every view uses: CR1 + t on clusters, a bound when no unit varied, the whole range
+    for one unit) at ``confidence`` (a one-sided bound at level 1 − α is the lower or upper
+    end of the two-sided interval at 1 − 2α); each arm's rate gets the same function. Test: exact McNemar on discordant tasks when every paired
     task has exactly one trial per arm, else the exact sign test on per-task differences;
     ``p_value`` is two-sided, ``p_values`` holds the one-sided tails too ("greater": the
     candidate is better).
@@ -225,17 +232,31 @@ def paired_comparison(
         rows_a, rows_b: trial-row dicts of the baseline and the candidate (keys arm, task_id,
             cluster, task_class, weight, status, passed, trial_index, seed, variant).
         cluster_key: ``"cluster"`` resamples the rows' clusters; ``"task"`` each task alone.
-        seed: bootstrap seed (the same seed gives the same interval).
         denominator: ``"failure"`` counts unresolved trials as failures; ``"exclude"`` drops
             them (a task with no resolved trial in either arm is then unpaired).
         weights: aggregate with the rows' task weights (else every task counts equally).
         variants: include meaning-preserving variant trials as further trials of their task
             (default: only the task as written).
+        phase_one_trials: under adaptive repeats, the trials every task got in phase one.
+            The headline is then the phase-one estimate (unbiased; repeats chosen by
+            discordance shrink the all-trials delta toward 0), and ``all_trials`` holds the
+            all-trials numbers for reading. ``estimator`` names what the headline is.
 
     Only tasks present in both arms are paired; the others are counted in ``dropped``.
-    Assumes clusters are independent; with few clusters bootstrap intervals are too narrow.
+    Assumes clusters are independent (seed 004).
     """
-    from harness.stats import paired_cluster_bootstrap, sign_test
+    if phase_one_trials is not None:
+        return _phase_one(
+            rows_a,
+            rows_b,
+            phase_one_trials,
+            confidence=confidence,
+            cluster_key=cluster_key,
+            denominator=denominator,
+            weights=weights,
+            variants=variants,
+        )
+    from harness.stats import mean_estimate, sign_test
 
     cols_a, cols_b = as_columns(rows_a), as_columns(rows_b)
     names = sorted(
@@ -259,11 +280,13 @@ def paired_comparison(
     }
     out: dict[str, Any] = {
         "confidence": confidence,
-        "method": METHOD,
-        "resampling_unit": "task" if cluster_key == "task" else "cluster",
+        "estimator": ESTIMATOR_ALL,
+        "fixed_rule": FIXED_RULE,
         "denominator": denominator,
         "weights": "declared task weights" if weights else "equal",
         "n_tasks": len(paired),
+        "n": len(paired),
+        "unit": "task",
         "dropped": dropped,
         "n_trials": {
             "baseline": int(ta.scheduled[ia].sum()),
@@ -280,6 +303,9 @@ def paired_comparison(
             lo=None,
             hi=None,
             n_clusters=0,
+            method=None,
+            independent_unit=None,
+            interval_warning=None,
             table={"both_pass": 0, "fixed": 0, "broke": 0, "both_fail": 0},
             signs={"improved": 0, "worse": 0, "tied": 0},
             p_value=None,
@@ -298,15 +324,9 @@ def paired_comparison(
     rb = tb.successes[ib] / nb
     clusters = ta.cluster[ia].tolist()
     w = ta.weight[ia] if weights else None
-    boot = paired_cluster_bootstrap(
-        ra,
-        rb,
-        clusters,
-        weights=w,
-        confidence=confidence,
-        n_resamples=n_resamples,
-        rng=seed,
-    )
+    diff = mean_estimate(rb - ra, clusters, weights=w, kind="difference", confidence=confidence)
+    base = mean_estimate(ra, clusters, weights=w, kind="rate", confidence=confidence)
+    cand = mean_estimate(rb, clusters, weights=w, kind="rate", confidence=confidence)
     d = rb - ra
     single = bool(np.all(na == 1) and np.all(nb == 1))
     pass_a, pass_b = ra >= 0.5, rb >= 0.5
@@ -337,14 +357,17 @@ def paired_comparison(
         design = f"{trials[0][0]} trials per task per arm"
     else:
         design = "unequal trials per task (e.g. adaptive repeats)"
-    diff, base, cand = boot.difference, boot.baseline, boot.candidate
     out.update(
         estimate=diff.estimate,
-        lo=diff.ci[0],
-        hi=diff.ci[1],
+        lo=diff.lo,
+        hi=diff.hi,
         se=diff.se,
-        n_clusters=diff.n_clusters,
-        n_resamples=n_resamples,
+        n_clusters=len(set(clusters)),
+        independent_unit=diff.unit,
+        n_units=diff.n_units,
+        method=diff.method,
+        method_key=diff.method_key,
+        interval_warning=diff.warning,
         table=table,
         signs=signs,
         p_value=p_values["two-sided"],
@@ -352,8 +375,8 @@ def paired_comparison(
         test=test,
         pairing=PAIRING_TRIAL if shared else PAIRING_TASK,
         design=design,
-        baseline={"rate": base.estimate, "lo": base.ci[0], "hi": base.ci[1]},
-        candidate={"rate": cand.estimate, "lo": cand.ci[0], "hi": cand.ci[1]},
+        baseline=_arm_record(base),
+        candidate=_arm_record(cand),
         tasks=[
             {
                 "task_id": t,
@@ -377,3 +400,42 @@ def paired_comparison(
         ],
     )
     return out
+
+
+def _arm_record(e) -> dict[str, Any]:
+    """One arm's rate over the paired tasks, with n, unit and the shared method."""
+    return {
+        "rate": e.estimate,
+        "lo": e.lo,
+        "hi": e.hi,
+        "n": e.n,
+        "unit": "task",
+        "method": e.method,
+        "warning": e.warning,
+    }
+
+
+def _phase_one(rows_a: list[dict], rows_b: list[dict], k: int, **kw: Any) -> dict[str, Any]:
+    """The adaptive-repeats comparison: the phase-one estimate as headline, all trials beside."""
+    first_a = _first(rows_a, k)
+    first_b = _first(rows_b, k)
+    head = paired_comparison(first_a, first_b, **kw)
+    every = paired_comparison(rows_a, rows_b, **kw)
+    head["estimator"] = ESTIMATOR_PHASE_ONE.format(k=k)
+    head["all_trials"] = {
+        key: every.get(key)
+        for key in ("estimate", "lo", "hi", "baseline", "candidate", "n_trials", "design")
+    }
+    head["all_trials"]["estimator"] = ESTIMATOR_ALL + " (biased under adaptive repeats)"
+    head["design"] = every.get("design")
+    head["n_trials"] = every["n_trials"]
+    head["tasks"] = every["tasks"]
+    return head
+
+
+def _first(rows: Any, k: int) -> Any:
+    """Rows (a list of dicts or a column mapping) with trial_index < k."""
+    if isinstance(rows, Mapping):
+        keep = np.asarray(rows["trial_index"]).astype(np.int64) < k
+        return {key: np.asarray(v)[keep] for key, v in rows.items()}
+    return [r for r in rows if int(r["trial_index"]) < k]

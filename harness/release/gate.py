@@ -5,14 +5,20 @@ Order of checks (seed 001, seed 004):
    never tested; listed first.
 2. unresolved coverage: if either arm has more trials without a verdict than the policy
    allows, there is no clean verdict (missing evidence is not a failure of the agent).
-3. the primary comparison (baseline vs candidate, named before the run): a paired cluster
-   bootstrap interval for candidate − baseline, read by the rule:
+3. the primary comparison (baseline vs candidate, named before the run): the interval for
+   candidate − baseline from ``harness.stats.mean_estimate`` (the method every view uses),
+   read by the rule:
    - ``non-inferiority``: lower bound > −margin → non-inferior; upper bound < −margin →
      regression; otherwise inconclusive (seed 004; non-inferior is not better).
    - ``improvement``: lower bound > 0 *and* the exact McNemar / sign test in that direction
      at α → improvement; upper bound < 0 and the test the other way → regression; otherwise
      inconclusive. Both must agree: the interval carries clusters and weights, the exact
      test stays honest when the discordant counts are small.
+   - ``threshold``: the candidate's own rate: lower bound > bar → improvement ("meets the
+     bar"); upper bound < bar → regression ("below the bar"); otherwise inconclusive; with the
+     posterior P(p > bar) beside it. Same verdicts and exit codes as the comparative rules.
+   Under adaptive repeats every number is the phase-one estimate (unbiased); with
+   ``sequential: true`` each look tests at its share of the error rate (``stats.sequential``).
    One-sided at confidence c uses the bound of the two-sided (2c − 1) interval and one-sided
    p ≤ 1 − c; two-sided uses the c interval and two-sided p ≤ 1 − c.
 Beside it: the A/A delta (noise floor) when the run has an A/A arm, and class screens.
@@ -42,23 +48,45 @@ def exit_code(verdict: str, blocked_by_must_never: bool = False) -> int:
     }[verdict]
 
 
-def interval_level(policy) -> float:
-    """Two-sided interval level whose bounds are the policy's bounds."""
-    c = policy.confidence
+LABELS = {
+    "threshold": {
+        "improvement": "meets the bar",
+        "regression": "below the bar",
+        "inconclusive": "inconclusive",
+        "no-verdict": "no-verdict",
+    }
+}
+"""How a rule names the shared verdicts (exit codes stay those of ``VERDICTS``)."""
+
+POSTERIOR_PRIOR = "uniform Beta(1, 1)"
+
+
+def verdict_label(rule: str, verdict: str) -> str:
+    """The verdict in the rule's own words ("meets the bar" for a threshold improvement)."""
+    return LABELS.get(rule, {}).get(verdict, verdict)
+
+
+def interval_level(policy, confidence: float | None = None) -> float:
+    """Two-sided interval level whose bounds are the policy's bounds (at ``confidence``,
+    default the policy's; a sequential look passes its spent level)."""
+    c = policy.confidence if confidence is None else confidence
     return 2 * c - 1 if policy.sides == "one-sided" else c
 
 
-def primary_verdict(comparison: dict[str, Any], policy) -> tuple[str, str]:
+def primary_verdict(
+    comparison: dict[str, Any], policy, confidence: float | None = None
+) -> tuple[str, str]:
     """(verdict, the sentence behind it) for a ``paired_comparison`` result under ``policy``.
 
-    ``comparison`` must have been computed at ``interval_level(policy)``.
+    ``comparison`` must have been computed at ``interval_level(policy, confidence)``.
     """
     if comparison.get("estimate") is None:
         return "no-verdict", "no task has a verdict in both arms: nothing to compare"
+    c = policy.confidence if confidence is None else confidence
     lo, hi = comparison["lo"], comparison["hi"]
-    alpha = 1 - policy.confidence
+    alpha = 1 - c
     bound = "one-sided" if policy.sides == "one-sided" else "two-sided"
-    ci = f"{bound} {policy.confidence:.0%} bounds [{lo:+.3f}, {hi:+.3f}]"
+    ci = f"{bound} {_level(c)} bounds [{lo:+.3f}, {hi:+.3f}]"
     if policy.rule == "non-inferiority":
         from harness.stats import noninferiority_verdict
 
@@ -85,6 +113,76 @@ def primary_verdict(comparison: dict[str, Any], policy) -> tuple[str, str]:
         f"improvement not shown: {ci}, {test} p = {p_up:.3g} (needs lower bound > 0 and "
         f"p ≤ {alpha:.3g}); not a regression either"
     )
+
+
+def _level(c: float) -> str:
+    """A confidence level in words: 95%, or 99.9986% for a sequential look."""
+    return f"{c:.0%}" if round(c, 2) == c else f"{c:.4%}"
+
+
+def threshold_check(
+    rows: list[dict[str, Any]],
+    policy,
+    *,
+    cluster_key: str,
+    denominator: str,
+    confidence: float,
+    phase_one_trials: int | None = None,
+) -> dict[str, Any]:
+    """The candidate's own rate against ``policy.bar``: the shared interval method, one-sided
+    (or two-sided) bounds at ``confidence``, and the posterior probability P(p > bar).
+
+    Verdicts: lower bound > bar → "improvement" (meets the bar); upper bound < bar →
+    "regression" (below the bar); otherwise "inconclusive". The posterior is Beta under a
+    uniform prior on the effective sample size n_eff = p̂(1 − p̂)/SE² (clusters and repeats
+    counted through the SE; seed 002's Beta-binomial model, scaled to the design).
+    """
+    from harness.release.compare import task_rates
+    from harness.stats import mean_estimate, posterior_prob_above
+
+    if phase_one_trials is not None:
+        rows = [r for r in rows if int(r["trial_index"]) < phase_one_trials]
+    if cluster_key == "task":
+        rows = [{**r, "cluster": r["task_id"]} for r in rows]
+    per_task, clusters = task_rates(rows, denominator)
+    tasks = sorted(per_task)
+    bar = policy.bar
+    out: dict[str, Any] = {"bar": bar, "n": len(tasks), "unit": "task", "prior": POSTERIOR_PRIOR}
+    if not tasks:
+        return {**out, "verdict": "no-verdict", "why": "the candidate has no resolved task"}
+    est = mean_estimate(
+        [per_task[t] for t in tasks],
+        [clusters[t] for t in tasks],
+        kind="rate",
+        confidence=interval_level(policy, confidence),
+    )
+    p = est.estimate
+    if est.se:
+        n_eff = min(p * (1 - p) / est.se**2, 1e9) if 0 < p < 1 else float(est.n_units)
+    else:
+        n_eff = float(est.n_units)
+    prob = posterior_prob_above(p * n_eff, n_eff, bar)
+    bound = "one-sided" if policy.sides == "one-sided" else "two-sided"
+    ci = f"{bound} {_level(confidence)} bounds [{est.lo:.3f}, {est.hi:.3f}]"
+    if est.lo > bar:
+        verdict, why = "improvement", f"meets the bar: lower bound {est.lo:.3f} > {bar:.3f} ({ci})"
+    elif est.hi < bar:
+        verdict, why = "regression", f"below the bar: upper bound {est.hi:.3f} < {bar:.3f} ({ci})"
+    else:
+        verdict, why = "inconclusive", f"the interval crosses the bar {bar:.3f} ({ci})"
+    return {
+        **out,
+        "estimate": p,
+        "lo": est.lo,
+        "hi": est.hi,
+        "n_clusters": est.n_units if est.unit == "cluster" else len(set(clusters.values())),
+        "method": est.method,
+        "interval_warning": est.warning,
+        "n_eff": n_eff,
+        "p_above_bar": prob,
+        "verdict": verdict,
+        "why": why,
+    }
 
 
 def _must_never(
@@ -168,18 +266,20 @@ def evaluate_gate(
     *,
     arms: list[str],
     config: dict[str, Any] | None = None,
-    seed: int = 0,
     trials_per_task: int = 1,
     run_id: str | None = None,
+    look: int | None = None,
 ) -> dict[str, Any]:
     """Apply a ``GatePolicy`` to one run's trial rows; returns the verdict with its numbers.
 
     ``config`` is the run's stored resolved config (suite settings, tasks with their
     ``must_never`` flags); the primary arms come from the policy, else the suite's primary
-    comparison, else the first two arms. Pure: no store access.
+    comparison, else the first two arms. ``look`` is this run's 1-based place among the
+    suite's gated runs, read when the policy is ``sequential``. Pure: no store access.
     """
     from harness.release.adaptive import design_summary
     from harness.release.compare import paired_comparison
+    from harness.release.floor import noise_floor, uses_common_random_numbers
     from harness.release.slices import class_screens
 
     config = config or {}
@@ -188,61 +288,64 @@ def evaluate_gate(
     report = suite.get("report") or {}
     cluster_key = report.get("cluster_key", "cluster")
     denominator = suite.get("denominator", "failure")
+    adaptive = (suite.get("repeats") or {}).get("mode") == "adaptive"
+    phase_one = trials_per_task if adaptive else None
     by_arm: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_arm[r["arm"]].append(r)
-    rows_a, rows_b = by_arm.get(baseline, []), by_arm.get(candidate, [])
+    rows_a = by_arm.get(baseline, []) if baseline else []
+    rows_b = by_arm.get(candidate, [])
 
     flagged = {t for t, d in (config.get("tasks") or {}).items() if d.get("must_never")}
     must_never = _must_never(rows_b, list(policy.must_never), flagged)
-    coverage = _coverage({baseline: rows_a, candidate: rows_b}, policy.max_unresolved)
-    level = interval_level(policy)
+    arm_rows = {candidate: rows_b} if baseline is None else {baseline: rows_a, candidate: rows_b}
+    coverage = _coverage(arm_rows, policy.max_unresolved)
+    sequential = _sequential(policy, look)
+    confidence = sequential["confidence"] if sequential else policy.confidence
+    level = interval_level(policy, confidence)
     kw = dict(
         confidence=level,
         cluster_key=cluster_key,
-        seed=seed,
-        n_resamples=policy.n_resamples,
         denominator=denominator,
+        phase_one_trials=phase_one,
     )
-    primary = paired_comparison(rows_a, rows_b, **kw)
-    stat_verdict, why = primary_verdict(primary, policy)
-    first_phase = None
-    if (suite.get("repeats") or {}).get("mode") == "adaptive":
-        # Repeats follow discordance, so per-task rates over all trials shrink the repeated
-        # tasks' differences while unrepeated tasks keep one trial: never read them alone.
-        # The first phase (every task, the same trials per arm) is unbiased; both must agree.
-        first = [r for r in rows_a + rows_b if r["trial_index"] < trials_per_task]
-        fa = [r for r in first if r["arm"] == baseline]
-        fb = [r for r in first if r["arm"] == candidate]
-        first_phase = paired_comparison(fa, fb, **kw)
-        v1, why1 = primary_verdict(first_phase, policy)
-        first_phase.update(verdict=v1, why=why1)
-        first_phase.pop("tasks", None)
-        if v1 != stat_verdict:
-            why = (
-                f"all trials say {stat_verdict} ({why}) but the first phase says {v1} "
-                f"({why1}); an adaptive design needs both to agree"
+    primary = paired_comparison(rows_a, rows_b, **kw) if baseline else None
+    threshold = None
+    if sequential and sequential["alpha"] == 0.0:
+        stat_verdict = "inconclusive"
+        why = (
+            f"look {look} is beyond the planned season of {policy.looks} looks: its error "
+            "budget is spent, so no statistical verdict can be read"
+        )
+    elif policy.rule == "threshold":
+        threshold = threshold_check(
+            rows_b,
+            policy,
+            cluster_key=cluster_key,
+            denominator=denominator,
+            confidence=confidence,
+            phase_one_trials=phase_one,
+        )
+        stat_verdict, why = threshold["verdict"], threshold["why"]
+        if "p_above_bar" in threshold:
+            why += (
+                f"; P(p > {policy.bar:g}) = {threshold['p_above_bar']:.3f} "
+                f"(posterior, {POSTERIOR_PRIOR} prior, n_eff {threshold['n_eff']:.0f})"
             )
-            stat_verdict = "inconclusive"
-        else:
-            why = f"{why}; the first phase agrees ({why1})"
+    else:
+        stat_verdict, why = primary_verdict(primary, policy, confidence)
+    if adaptive and primary is not None:
+        why += f"; estimator: {primary['estimator']}"
+    if sequential:
+        why += f"; sequential look {look}: {sequential['spent']}"
 
-    aa_name = f"{baseline}-aa"
     noise = None
-    if aa_name in by_arm:
+    aa_name = f"{baseline}-aa" if baseline else None
+    if aa_name and aa_name in by_arm:
         c = paired_comparison(rows_a, by_arm[aa_name], **kw)
-        if c["estimate"] is not None:
-            noise = {
-                "arm": aa_name,
-                "estimate": c["estimate"],
-                "lo": c["lo"],
-                "hi": c["hi"],
-                "half_width": (c["hi"] - c["lo"]) / 2,
-                "table": c["table"],
-                "signs": c["signs"],
-                "p_value": c["p_value"],
-                "excludes_zero": c["lo"] > 0 or c["hi"] < 0,
-            }
+        noise = noise_floor(
+            c, aa_name, common_random_numbers=uses_common_random_numbers(config, aa_name)
+        )
 
     violated = [c for c in must_never if c["status"] == "violated"]
     unverified = [c for c in must_never if c["status"] == "unverified"]
@@ -263,33 +366,41 @@ def evaluate_gate(
         verdict = stat_verdict
         reasons.append(why)
     headline_flat = stat_verdict not in ("improvement", "regression")
-    screens = class_screens(
-        rows_a,
-        rows_b,
-        alpha=1 - policy.confidence,
-        cluster_key=cluster_key,
-        denominator=denominator,
-        seed=seed,
-        headline_flat=headline_flat,
-    )
-    counts = {arm: _trials_per_task(rs) for arm, rs in ((baseline, rows_a), (candidate, rows_b))}
+    screens = None
+    if baseline:
+        screens = class_screens(
+            rows_a,
+            rows_b,
+            alpha=1 - policy.confidence,
+            cluster_key=cluster_key,
+            denominator=denominator,
+            headline_flat=headline_flat,
+            phase_one_trials=phase_one,
+        )
+    counts = {arm: _trials_per_task(rs) for arm, rs in arm_rows.items()}
     design = design_summary(suite.get("repeats"), trials_per_task, counts)
     warnings: list[str] = []
-    if noise and noise["excludes_zero"]:
+    if noise and noise["degenerate"]:
+        warnings.append(noise["degenerate_reason"])
+    elif noise and noise["excludes_zero"]:
         warnings.append(
             f"the A/A arm moved ({noise['estimate']:+.3f}, interval excludes 0): the run is "
             "noisier than its intervals assume (drift, leaking state, or a nondeterministic grader)"
         )
-    if primary.get("n_clusters") and primary["n_clusters"] < 20:
-        warnings.append(
-            f"only {primary['n_clusters']} independent clusters: bootstrap intervals are too "
-            "narrow with few clusters (seed 004)"
-        )
-    if primary["dropped"]["n"]:
+    head = threshold if threshold is not None else primary
+    if head and head.get("interval_warning"):
+        warnings.append(head["interval_warning"])
+    if primary and primary["dropped"]["n"]:
         warnings.append(f"{primary['dropped']['n']} task(s) not in both arms were left unpaired")
+    primary_out = None
+    if primary is not None:
+        primary_out = {**primary, "verdict": stat_verdict, "why": why, "interval_level": level}
+        if threshold is not None:
+            primary_out["verdict"] = "reference only (the threshold rule reads the candidate alone)"
     return {
         "run_id": run_id,
         "verdict": verdict,
+        "verdict_label": verdict_label(policy.rule, verdict),
         "may_ship": verdict in MAY_SHIP,
         "blocked_by_must_never": bool(violated),
         "exit_code": exit_code(verdict, bool(violated)),
@@ -299,13 +410,34 @@ def evaluate_gate(
         "candidate": candidate,
         "must_never": must_never,
         "coverage": coverage,
-        "primary": {**primary, "verdict": stat_verdict, "why": why, "interval_level": level},
-        "first_phase": first_phase,
+        "primary": primary_out,
+        "threshold": threshold,
+        "sequential": sequential,
         "noise_floor": noise,
         "screens": screens,
         "design": design,
         "warnings": warnings,
         "cannot_establish": _limits(policy, stat_verdict),
+    }
+
+
+def _sequential(policy, look: int | None) -> dict[str, Any] | None:
+    """This look's share of the season's error rate, or None for a one-off gate."""
+    if not policy.sequential:
+        return None
+    from harness.stats import alpha_for_look, schedule_name
+
+    k = look or 1
+    alpha = alpha_for_look(1 - policy.confidence, k, policy.looks)
+    return {
+        "look": k,
+        "alpha": alpha,
+        "confidence": 1 - alpha,
+        "schedule": schedule_name(policy.looks),
+        "spent": (
+            f"{schedule_name(policy.looks)}; this look tests at α = {alpha:.3g} so the season "
+            f"stays at {1 - policy.confidence:g}"
+        ),
     }
 
 
@@ -326,8 +458,13 @@ def _limits(policy, verdict: str) -> list[str]:
     return out
 
 
-def _arms(policy, suite: dict[str, Any], arms: list[str]) -> tuple[str, str]:
+def _arms(policy, suite: dict[str, Any], arms: list[str]) -> tuple[str | None, str]:
     from harness.errors import ConfigError
+
+    if policy.rule == "threshold" and policy.primary is None:
+        names = [a for a in arms if not (suite.get("aa") and a.endswith("-aa"))]
+        if len(names) == 1:
+            return None, names[0]
 
     if policy.primary is not None:
         pair = (policy.primary.baseline, policy.primary.candidate)

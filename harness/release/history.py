@@ -82,8 +82,6 @@ def suite_history(
     rows_by_run: dict[str, list[dict]],
     *,
     confidence: float = 0.95,
-    seed: int = 0,
-    n_resamples: int = 2000,
 ) -> dict[str, Any]:
     """Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
     from the previous run of the same arm (paired when pairable), flagged against the A/A
@@ -104,8 +102,6 @@ def suite_history(
                 [r for r in rows if r["arm"] == baseline],
                 [r for r in rows if r["arm"] == aa],
                 confidence=confidence,
-                seed=seed,
-                n_resamples=n_resamples,
                 denominator=denominator,
             )
             if c["estimate"] is not None:
@@ -140,8 +136,6 @@ def suite_history(
                         prows,
                         ar,
                         confidence=confidence,
-                        seed=seed,
-                        n_resamples=n_resamples,
                         denominator=denominator,
                     )
                     flagged = None

@@ -25,9 +25,8 @@ def class_screens(
     cluster_key: str = "cluster",
     denominator: str = "failure",
     weights: bool = True,
-    seed: int = 0,
-    n_resamples: int = 2000,
     headline_flat: bool = True,
+    phase_one_trials: int | None = None,
 ) -> dict[str, Any]:
     """Per-class paired comparisons (candidate − baseline) with Holm-adjusted p-values.
 
@@ -53,10 +52,9 @@ def class_screens(
             by_b[cls],
             confidence=1 - alpha,
             cluster_key=cluster_key,
-            seed=seed,
-            n_resamples=n_resamples,
             denominator=denominator,
             weights=weights,
+            phase_one_trials=phase_one_trials,
         )
         if not c["n_tasks"]:
             continue
@@ -64,11 +62,18 @@ def class_screens(
             {
                 "class": cls,
                 "n_tasks": c["n_tasks"],
+                "n": c["n"],
+                "unit": c["unit"],
+                "n_clusters": c["n_clusters"],
                 "baseline": c["baseline"]["rate"],
                 "candidate": c["candidate"]["rate"],
+                "baseline_interval": [c["baseline"]["lo"], c["baseline"]["hi"]],
+                "candidate_interval": [c["candidate"]["lo"], c["candidate"]["hi"]],
                 "estimate": c["estimate"],
                 "lo": c["lo"],
                 "hi": c["hi"],
+                "method": c["method"],
+                "warning": c["interval_warning"],
                 "table": c["table"],
                 "signs": c["signs"],
                 "p_value": c["p_value"],
@@ -101,4 +106,9 @@ def class_screens(
         "opposite_moves": opposite,
         "note": note,
         "label": "screens: 'look here' means a follow-up run on that class, never the verdict",
+        "confidence": 1 - alpha,
+        "thresholds": (
+            f"look here: Holm-adjusted two-sided p ≤ {alpha:g}, or a class in opposite moves "
+            f"(one-sided p ≤ {SCREEN_P:g} up in one class and down in another)"
+        ),
     }

@@ -25,9 +25,12 @@ def comparison_available(settings: dict[str, Any]) -> bool:
 
 
 def primary_comparison(
-    data: RunData, settings: dict[str, Any], seed: int
+    data: RunData, settings: dict[str, Any], seed: int = 0
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(comparison dict or None, warning or None) for the suite's ``report.primary`` arms."""
+    """(comparison dict or None, warning or None) for the suite's ``report.primary`` arms.
+
+    Under adaptive repeats the headline is the phase-one estimate (``estimator`` says so).
+    ``seed`` is unused: the comparison's interval is analytic (kept for callers)."""
     primary = settings.get("primary")
     if not primary:
         return None, None
@@ -39,16 +42,14 @@ def primary_comparison(
     rows_b = comparison_rows(baseline, data.arms.get(baseline) or empty_arm())
     rows_c = comparison_rows(candidate, data.arms.get(candidate) or empty_arm())
     try:
-        import inspect
-
-        kwargs = {
-            "confidence": settings["confidence"],
-            "cluster_key": settings["cluster_key"],
-            "seed": seed,
-        }
-        if "denominator" in inspect.signature(paired_comparison).parameters:
-            kwargs["denominator"] = settings["denominator"]
-        result = paired_comparison(rows_b, rows_c, **kwargs)
+        result = paired_comparison(
+            rows_b,
+            rows_c,
+            confidence=settings["confidence"],
+            cluster_key=settings["cluster_key"],
+            denominator=settings["denominator"],
+            phase_one_trials=settings.get("phase_one_trials"),
+        )
     except Exception as exc:  # a broken comparison must not take the whole report down
         return None, f"primary comparison failed: {type(exc).__name__}: {exc}"
     return {"baseline_arm": baseline, "candidate_arm": candidate, **dict(result)}, None

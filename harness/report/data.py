@@ -114,6 +114,11 @@ def report_settings(suite: dict[str, Any]) -> dict[str, Any]:
         "cluster_key": rep.get("cluster_key", "cluster"),
         "k": rep.get("k"),
         "primary": rep.get("primary"),
+        "phase_one_trials": (
+            int(suite.get("trials", 1))
+            if (suite.get("repeats") or {}).get("mode") == "adaptive"
+            else None
+        ),
     }
 
 

@@ -53,6 +53,12 @@ from harness.stats.cost import (
     upper_convex_hull,
 )
 from harness.stats.decision import improvement_verdict, noninferiority_verdict
+from harness.stats.estimate import (
+    FEW_CLUSTERS,
+    Estimate,
+    mean_estimate,
+    no_variation_interval,
+)
 from harness.stats.infra import RerunTrap, rerun_trap
 from harness.stats.intervals import (
     wald_interval,
@@ -94,6 +100,7 @@ from harness.stats.reliability import (
     robustness_drop,
     unstable_tasks,
 )
+from harness.stats.sequential import alpha_for_look, schedule_name
 from harness.stats.stratified import (
     finite_population_se,
     kish_effective_n,
@@ -102,6 +109,12 @@ from harness.stats.stratified import (
 )
 
 __all__ = [
+    "FEW_CLUSTERS",
+    "Estimate",
+    "mean_estimate",
+    "no_variation_interval",
+    "alpha_for_look",
+    "schedule_name",
     "BootstrapResult",
     "MeanInterval",
     "PairedBootstrapResult",

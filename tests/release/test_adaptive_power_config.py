@@ -98,7 +98,7 @@ def test_adaptive_spends_fewer_trials_for_the_same_verdict():
     # a planted design: most tasks settled (always pass / always fail), 40 real fixes
     p_a = np.r_[np.ones(110), np.zeros(50), np.zeros(40)]
     p_b = np.r_[np.ones(110), np.zeros(50), np.full(40, 0.9)]
-    policy = GatePolicy(rule="improvement", n_resamples=2000)
+    policy = GatePolicy(rule="improvement")
     adaptive = _sim_adaptive(rng, p_a, p_b, 1, k)
     full = [
         row(a, f"t{j}", rng.random() < p[j], index=i)
@@ -110,7 +110,7 @@ def test_adaptive_spends_fewer_trials_for_the_same_verdict():
     for rows in (adaptive, full):
         a = [r for r in rows if r["arm"] == "base"]
         b = [r for r in rows if r["arm"] == "cand"]
-        c = paired_comparison(a, b, confidence=interval_level(policy), n_resamples=2000)
+        c = paired_comparison(a, b, confidence=interval_level(policy))
         verdicts.append(primary_verdict(c, policy)[0])
     assert verdicts == ["improvement", "improvement"]
     counts = {

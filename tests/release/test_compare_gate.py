@@ -14,7 +14,7 @@ from harness.report.render.release import gate_junit, gate_markdown
 
 from .helpers import row, seed001, simulate
 
-IMPROVE = GatePolicy(rule="improvement", n_resamples=2000)
+IMPROVE = GatePolicy(rule="improvement")
 
 
 def split(rows):
@@ -43,7 +43,7 @@ def test_seed001_branches(branch, table, p, verdict):
 def test_paired_comparison_pairs_only_shared_tasks_and_names_the_pairing():
     a = [row("base", f"t{i}", i % 2, index=k) for i in range(10) for k in range(3)]
     b = [row("cand", f"t{i}", 1, index=k) for i in range(2, 12) for k in range(3)]
-    c = paired_comparison(a, b, n_resamples=1000)
+    c = paired_comparison(a, b)
     assert c["n_tasks"] == 8
     assert c["dropped"]["n"] == 4
     assert c["dropped"]["baseline_only"] == ["t0", "t1"]
@@ -53,7 +53,7 @@ def test_paired_comparison_pairs_only_shared_tasks_and_names_the_pairing():
     assert c["estimate"] == pytest.approx(0.5)
     for r in b:
         r["seed"] += 1
-    assert paired_comparison(a, b, n_resamples=1000)["pairing"] == "per-task"
+    assert paired_comparison(a, b)["pairing"] == "per-task"
 
 
 def test_denominator_and_unresolved_coverage_no_verdict():
@@ -65,7 +65,7 @@ def test_denominator_and_unresolved_coverage_no_verdict():
     assert g["verdict"] == "no-verdict" and g["exit_code"] == 13
     assert g["coverage"]["arms"]["cand"]["unresolved"] == 6
     assert "max_unresolved" in g["reasons"][0]
-    excl = paired_comparison(*split(rows), denominator="exclude", n_resamples=500)
+    excl = paired_comparison(*split(rows), denominator="exclude")
     assert excl["n_tasks"] == 44 and excl["dropped"]["no_resolved_trial"]
 
 
@@ -73,7 +73,7 @@ def test_must_never_is_asserted_listed_first_and_blocks():
     rows = seed001("A")
     for r in rows:
         r["task_class"] = "irreversible" if r["task_id"] in ("t00", "t01") else "ordinary"
-    policy = GatePolicy(rule="improvement", must_never=["irreversible"], n_resamples=2000)
+    policy = GatePolicy(rule="improvement", must_never=["irreversible"])
     g = evaluate_gate(rows, policy, arms=["base", "cand"])
     assert g["verdict"] == "improvement"
     assert g["must_never"][0]["status"] == "held"
@@ -99,11 +99,9 @@ def test_flagged_must_never_tasks_from_the_config():
     assert g["must_never"][0]["status"] == "violated"  # t40 broke (seed 001 branch B)
 
 
-def _verdict(rows, policy, seed=0, n_resamples=2000):
+def _verdict(rows, policy):
     a, b = split(rows)
-    c = paired_comparison(
-        a, b, confidence=interval_level(policy), seed=seed, n_resamples=n_resamples
-    )
+    c = paired_comparison(a, b, confidence=interval_level(policy))
     return primary_verdict(c, policy)[0]
 
 
@@ -118,7 +116,7 @@ def _verdict(rows, policy, seed=0, n_resamples=2000):
 def test_planted_differences_over_200_tasks(shift, allowed):
     rows = simulate(np.random.default_rng(11), 200, shift)
     assert _verdict(rows, IMPROVE) in allowed
-    ni = GatePolicy(rule="non-inferiority", margin=0.03, n_resamples=2000)
+    ni = GatePolicy(rule="non-inferiority", margin=0.03)
     expected_ni = {0.0: {"inconclusive", "non-inferior"}, 0.10: {"non-inferior"}}
     assert _verdict(rows, ni) in expected_ni.get(shift, {"regression", "inconclusive"})
 
@@ -127,8 +125,8 @@ def test_aa_false_regression_rate_at_most_alpha():
     rng = np.random.default_rng(2024)
     runs = 500
     regressions = improvements = 0
-    for i in range(runs):
-        v = _verdict(simulate(rng, 200, 0.0), IMPROVE, seed=i, n_resamples=1000)
+    for _ in range(runs):
+        v = _verdict(simulate(rng, 200, 0.0), IMPROVE)
         regressions += v == "regression"
         improvements += v == "improvement"
     se = np.sqrt(0.05 * 0.95 / runs)

@@ -38,7 +38,7 @@ def test_within_one_run_compare_pairs_and_defaults_to_primary_arms(store):
         arms=["base", "cand"],
         suite={"name": "s", "report": {"primary": {"baseline": "base", "candidate": "cand"}}},
     )
-    c = compare_runs(store, "r1", "r1", n_resamples=1000)
+    c = compare_runs(store, "r1", "r1")
     assert (c["baseline_side"], c["candidate_side"]) == ("r1:base", "r1:cand")
     assert not c["differences"] and not c["refused"]
     assert c["table"]["fixed"] == 5 and c["p_values"]["greater"] == pytest.approx(0.03125)
@@ -58,7 +58,7 @@ def test_refuses_different_grader_versions_and_task_sets(store):
         ),
         arms=["base"],
     )
-    c = compare_runs(store, "r1", "r2", n_resamples=1000)
+    c = compare_runs(store, "r1", "r2")
     assert c["refused"] and "estimate" not in c
     checks = {d["check"]: d["message"] for d in c["differences"]}
     assert (
@@ -66,7 +66,7 @@ def test_refuses_different_grader_versions_and_task_sets(store):
     )
     assert "2 only in r1:base (t00, t01)" in checks["tasks"]
     assert "4 only in r2:base" in checks["tasks"]
-    forced = compare_runs(store, "r1", "r2", force=True, n_resamples=1000)
+    forced = compare_runs(store, "r1", "r2", force=True)
     assert forced["forced"] and forced["n_tasks"] == 18 and forced["dropped"]["n"] == 6
     assert "within_run" in forced and not forced["within_run"]
 

@@ -87,8 +87,10 @@ def test_comparison_receives_trial_rows(monkeypatch):
 
     seen = {}
 
-    def fake(rows_a, rows_b, *, confidence, cluster_key, seed):
-        seen.update(a=rows_a, b=rows_b, confidence=confidence, key=cluster_key, seed=seed)
+    def fake(rows_a, rows_b, *, confidence, cluster_key, denominator, phase_one_trials):
+        seen.update(
+            a=rows_a, b=rows_b, confidence=confidence, key=cluster_key, phase=phase_one_trials
+        )
         return {"estimate": 0.1, "lo": 0.0, "hi": 0.2}
 
     monkeypatch.setitem(
@@ -113,9 +115,11 @@ def test_comparison_receives_trial_rows(monkeypatch):
         "confidence": 0.9,
         "cluster_key": "task",
         "denominator": "failure",
+        "phase_one_trials": 1,
     }
     result, warning = primary_comparison(data, settings, 11)
     assert warning is None and result["baseline_arm"] == "a" and result["estimate"] == 0.1
+    assert seen["phase"] == 1  # adaptive repeats: the headline reads phase one
     assert len(seen["b"]["task_id"]) == 0 and seen["confidence"] == 0.9 and seen["key"] == "task"
     a = {k: list(v) for k, v in seen["a"].items()}  # columns, one entry per trial
     assert a["task_id"] == ["t0", "t0"] and a["cluster"] == ["c0", "c0"]

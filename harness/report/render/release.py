@@ -24,7 +24,16 @@ def pct(x: float | None) -> str:
 def rate(r: dict[str, Any] | None, n: int) -> str:
     if not r:
         return "—"
-    return f"{r['rate']:.1%} [{r['lo']:.1%}, {r['hi']:.1%}] (n={n} tasks)"
+    return f"{r['rate']:.1%} [{r['lo']:.1%}, {r['hi']:.1%}] (n={r.get('n', n)} tasks)"
+
+
+def rate_cell(x: float | None, interval: list[float] | None, n: int) -> str:
+    """A rate with its interval and n, compact enough for a table cell."""
+    if x is None:
+        return "—"
+    if not interval:
+        return f"{x:.0%} (n={n})"
+    return f"{x:.0%} [{interval[0]:.0%}, {interval[1]:.0%}] n={n}"
 
 
 def _pside(c: dict[str, Any], policy: dict[str, Any] | None = None) -> str:
@@ -53,10 +62,18 @@ def comparison_lines(c: dict[str, Any], policy: dict[str, Any] | None = None) ->
         f"baseline  {rate(c['baseline'], c['n_tasks'])}",
         f"candidate {rate(c['candidate'], c['n_tasks'])}",
         f"delta (candidate − baseline) {pts(c['estimate'])} points, {bounds} "
-        f"[{pts(c['lo'])}, {pts(c['hi'])}]",
-        f"method: {c['method']}; {c['n_clusters']} {c['resampling_unit']}s resampled, "
-        f"weights {c['weights']}, unresolved trials {c['denominator']}",
+        f"[{pts(c['lo'])}, {pts(c['hi'])}] (n={c['n']} tasks, {c['n_clusters']} clusters)",
+        f"method: {c['method']}; weights {c['weights']}, unresolved trials {c['denominator']}",
+        f"estimator: {c['estimator']}",
     ]
+    at = c.get("all_trials")
+    if at and at.get("estimate") is not None:
+        lines.append(
+            f"all trials (for reading, biased under adaptive repeats): {pts(at['estimate'])} "
+            f"[{pts(at['lo'])}, {pts(at['hi'])}]"
+        )
+    if c.get("interval_warning"):
+        lines.append(f"warning: {c['interval_warning']}")
     if c["test"] and "McNemar" in c["test"]:
         lines.append(
             f"tasks: both pass {t['both_pass']}, fixed {t['fixed']}, broke {t['broke']}, "
@@ -65,8 +82,8 @@ def comparison_lines(c: dict[str, Any], policy: dict[str, Any] | None = None) ->
     else:
         lines.append(
             f"per-task differences: improved {s['improved']}, worse {s['worse']}, "
-            f"tied {s['tied']} (task passes at rate ≥ 50%: fixed {t['fixed']}, "
-            f"broke {t['broke']})"
+            f"tied {s['tied']} (fixed {t['fixed']}, broke {t['broke']}, where "
+            f"{c.get('fixed_rule', 'a task passes at rate ≥ 50%')})"
         )
     lines.append(_pside(c, policy))
     lines.append(f"pairing: {c['pairing']}; design: {c.get('design')}")
@@ -78,12 +95,16 @@ def comparison_lines(c: dict[str, Any], policy: dict[str, Any] | None = None) ->
 def _floor_line(n: dict[str, Any] | None) -> str:
     if not n:
         return "noise floor: no A/A arm in this run (add aa: true to the suite to measure it)"
-    warn = (
-        " — the A/A arm moved: the run is noisier than its intervals" if n["excludes_zero"] else ""
-    )
+    if n.get("degenerate"):
+        warn = f" — {n['degenerate_reason']}"
+    elif n["excludes_zero"]:
+        warn = " — the A/A arm moved: the run is noisier than its intervals"
+    else:
+        warn = ""
+    size = f" (n={n['n']} tasks)" if n.get("n") is not None else ""
     return (
         f"noise floor (A/A, {n['arm']} vs its baseline): {pts(n['estimate'])} points "
-        f"[{pts(n['lo'])}, {pts(n['hi'])}]{warn}"
+        f"[{pts(n['lo'])}, {pts(n['hi'])}]{size}{warn}"
     )
 
 
@@ -94,10 +115,11 @@ def _screen_rows(screens: dict[str, Any]) -> list[list[str]]:
         rows.append(
             [
                 s["class"],
-                str(s["n_tasks"]),
-                pct(s["baseline"]),
-                pct(s["candidate"]),
-                f"{pts(s['estimate'])} [{pts(s['lo'])}, {pts(s['hi'])}]",
+                f"{s['n_tasks']} ({s.get('n_clusters', '?')} cl.)",
+                rate_cell(s["baseline"], s.get("baseline_interval"), s["n_tasks"]),
+                rate_cell(s["candidate"], s.get("candidate_interval"), s["n_tasks"]),
+                f"{pts(s['estimate'])} [{pts(s['lo'])}, {pts(s['hi'])}]"
+                + (" ⚠" if s.get("warning") else ""),
                 f"+{g['improved']} / −{g['worse']}",
                 f"{s['p_value']:.3g}",
                 f"{s['p_holm']:.3g}",
@@ -108,6 +130,13 @@ def _screen_rows(screens: dict[str, Any]) -> list[list[str]]:
 
 
 SCREEN_COLS = ["class", "tasks", "base", "new", "delta (pts)", "tasks ±", "p", "p Holm", ""]
+
+
+def screen_notes(screens: dict[str, Any]) -> list[str]:
+    """The thresholds a screens table uses, and each class's interval warning (⚠)."""
+    out = [f"thresholds: {screens['thresholds']}"] if screens.get("thresholds") else []
+    out += [f"⚠ {s['class']}: {s['warning']}" for s in screens["classes"] if s.get("warning")]
+    return out
 
 
 # ------------------------------------------------------------------------------ terminal
@@ -133,8 +162,8 @@ def print_compare(c: dict[str, Any]) -> None:
     _print_screens(con, Table, c["screens"])
 
 
-def _print_screens(con, table_cls, screens: dict[str, Any]) -> None:
-    if len(screens["classes"]) < 2:
+def _print_screens(con, table_cls, screens: dict[str, Any] | None) -> None:
+    if not screens or len(screens["classes"]) < 2:
         return
     t = table_cls(title=f"Screens by class — {screens['label']}", title_justify="left")
     for col in SCREEN_COLS:
@@ -142,6 +171,8 @@ def _print_screens(con, table_cls, screens: dict[str, Any]) -> None:
     for row in _screen_rows(screens):
         t.add_row(*row[:-1], f"[yellow]{row[-1]}[/]" if row[-1] else "")
     con.print(t)
+    for line in screen_notes(screens):
+        con.print(f"[dim]{line}[/]")
     if screens["note"]:
         con.print(f"[yellow]{screens['note']}[/]")
 
@@ -160,11 +191,11 @@ def print_gate(g: dict[str, Any]) -> None:
     from rich.table import Table
 
     con = Console()
-    pol = g["policy"]
     con.print(f"[bold]Release gate[/] run {g['run_id']} (suite {g.get('suite')})")
     style = _STYLE[g["verdict"]]
     ship = "may ship" if g["may_ship"] else "do not ship"
-    con.print(f"[bold {style}]VERDICT: {g['verdict'].upper()}[/] (exit {g['exit_code']}, {ship})")
+    label = g.get("verdict_label", g["verdict"])
+    con.print(f"[bold {style}]VERDICT: {label.upper()}[/] (exit {g['exit_code']}, {ship})")
     for r in g["reasons"]:
         con.print(f"  {r}")
     con.print("[bold]Must-never checks[/] (asserted, not tested)")
@@ -182,14 +213,9 @@ def print_gate(g: dict[str, Any]) -> None:
     ]
     ok = "[green]ok[/]" if cov["status"] == "ok" else "[red]exceeded[/]"
     con.print(f"[bold]Unresolved coverage[/]: {', '.join(parts)}; limit {cov['limit']:.1%}: {ok}")
-    rule = pol["rule"] + (f" (margin {pts(pol['margin'], False)} points)" if pol["margin"] else "")
-    p = g["primary"]
-    con.print(
-        f"[bold]Primary comparison[/] {g['baseline']} → {g['candidate']}: rule {rule}, "
-        f"{pol['sides']} at {pol['confidence']:.0%} → [{_STYLE.get(p['verdict'], '')}]"
-        f"{p['verdict']}[/]"
-    )
-    for line in comparison_lines(p, pol):
+    head, lines = decision_lines(g)
+    con.print(f"[bold]{head}[/]")
+    for line in lines:
         con.print("  " + line)
     con.print(
         f"  trials: {g['design']['design']}; {g['design']['trials']} trials spent"
@@ -200,6 +226,48 @@ def print_gate(g: dict[str, Any]) -> None:
     for w in g["warnings"]:
         con.print(f"[yellow]warning:[/] {w}")
     con.print("[dim]this evaluation cannot establish: " + "; ".join(g["cannot_establish"]) + "[/]")
+
+
+def decision_lines(g: dict[str, Any]) -> tuple[str, list[str]]:
+    """(heading, lines) of the statistical decision: the threshold check or the primary
+    comparison, then the sequential spending, shared by the terminal and Markdown."""
+    pol = g["policy"]
+    th = g.get("threshold")
+    lines: list[str] = []
+    if th is not None:
+        head = (
+            f"Threshold: {g['candidate']} must exceed {pct(pol['bar'])} ({pol['sides']} at "
+            f"{pol['confidence']:.0%}) → {g.get('verdict_label', th['verdict'])}"
+        )
+        if th.get("estimate") is not None:
+            lines += [
+                f"rate {pct(th['estimate'])} [{pct(th['lo'])}, {pct(th['hi'])}] "
+                f"(n={th['n']} tasks, {th['n_clusters']} clusters); bar {pct(th['bar'])}",
+                f"P(p > {pct(th['bar'])}) = {th['p_above_bar']:.3f} (posterior, {th['prior']} "
+                f"prior, effective n {th['n_eff']:.0f})",
+                f"method: {th['method']}",
+            ]
+        else:
+            lines.append(th["why"])
+        if g.get("primary"):
+            lines.append("for reference, against the baseline:")
+            lines += ["  " + x for x in comparison_lines(g["primary"])]
+    else:
+        p = g["primary"]
+        rule = pol["rule"] + (
+            f" (margin {pts(pol['margin'], False)} points)" if pol["margin"] else ""
+        )
+        head = (
+            f"Primary comparison {g['baseline']} → {g['candidate']}: rule {rule}, "
+            f"{pol['sides']} at {pol['confidence']:.0%} → {p['verdict']}"
+        )
+        lines += comparison_lines(p, pol)
+    seq = g.get("sequential")
+    if seq:
+        lines.append(
+            f"sequential look {seq['look']}: tested at α = {seq['alpha']:.3g} ({seq['schedule']})"
+        )
+    return head, lines
 
 
 def _saved(d: dict[str, Any]) -> str:
@@ -216,13 +284,14 @@ def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def gate_markdown(g: dict[str, Any]) -> str:
-    pol = g["policy"]
     icon = {"improvement": "✅", "non-inferior": "✅", "inconclusive": "⚠️"}.get(g["verdict"], "⛔")
     ship = "may ship" if g["may_ship"] else "do not ship"
     out = [
-        f"### {icon} Release gate: **{g['verdict']}** ({ship}, exit {g['exit_code']})",
+        f"### {icon} Release gate: **{g.get('verdict_label', g['verdict'])}** ({ship}, "
+        f"exit {g['exit_code']})",
         "",
-        f"Run `{g['run_id']}` · suite `{g.get('suite')}` · {g['baseline']} → {g['candidate']}",
+        f"Run `{g['run_id']}` · suite `{g.get('suite')}` · "
+        + (f"{g['baseline']} → {g['candidate']}" if g["baseline"] else f"arm {g['candidate']}"),
         "",
     ]
     out += [f"- {r}" for r in g["reasons"]]
@@ -242,22 +311,18 @@ def gate_markdown(g: dict[str, Any]) -> str:
         + f" — {cov['status']}",
         "",
     ]
-    rule = pol["rule"] + (f", margin {pts(pol['margin'], False)} points" if pol["margin"] else "")
-    p = g["primary"]
-    out += [
-        f"**Primary comparison** ({rule}; {pol['sides']} at {pol['confidence']:.0%}): "
-        f"{p['verdict']}",
-        "",
-    ]
-    out += [f"- {line}" for line in comparison_lines(p, pol)]
+    head, lines = decision_lines(g)
+    out += [f"**{head}**", ""]
+    out += [f"- {line}" for line in lines]
     out.append(
         f"- trials: {g['design']['design']}; {g['design']['trials']} spent{_saved(g['design'])}"
     )
     out.append(f"- {_floor_line(g['noise_floor'])}")
     s = g["screens"]
-    if len(s["classes"]) >= 2:
+    if s and len(s["classes"]) >= 2:
         out += ["", f"<details><summary>Screens by class ({s['label']})</summary>", ""]
         out += _md_table(SCREEN_COLS, _screen_rows(s))
+        out += [""] + [f"- {line}" for line in screen_notes(s)]
         if s["note"]:
             out += ["", f"**{s['note']}**"]
         out += ["", "</details>"]
@@ -281,6 +346,7 @@ def compare_markdown(c: dict[str, Any]) -> str:
     if len(s["classes"]) >= 2:
         out += ["", f"Screens by class ({s['label']}):", ""]
         out += _md_table(SCREEN_COLS, _screen_rows(s))
+        out += [""] + [f"- {line}" for line in screen_notes(s)]
         if s["note"]:
             out += ["", f"**{s['note']}**"]
     return "\n".join(out) + "\n"
@@ -304,16 +370,16 @@ def gate_junit(g: dict[str, Any]) -> str:
             "",
         )
     )
-    p = g["primary"]
-    kind = None if p["verdict"] in ("improvement", "non-inferior") else p["verdict"]
-    cases.append(
-        (
-            f"primary comparison {g['baseline']} -> {g['candidate']} ({g['policy']['rule']})",
-            kind,
-            f"{p['verdict']}: {p['why']}",
-            "\n".join(comparison_lines(p, g["policy"])),
-        )
+    head, lines = decision_lines(g)
+    stat = g["threshold"]["verdict"] if g.get("threshold") else g["primary"]["verdict"]
+    why = g["threshold"]["why"] if g.get("threshold") else g["primary"]["why"]
+    kind = None if stat in ("improvement", "non-inferior") else stat
+    name = (
+        f"threshold {g['candidate']} > {g['policy']['bar']:g}"
+        if g.get("threshold")
+        else f"primary comparison {g['baseline']} -> {g['candidate']} ({g['policy']['rule']})"
     )
+    cases.append((name, kind, f"{stat}: {why}", head + "\n" + "\n".join(lines)))
     failures = sum(1 for c in cases if c[1])
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
