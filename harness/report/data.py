@@ -88,7 +88,10 @@ from harness.report import reliability as rel
 from harness.report import sections as sec
 from harness.report import usage as use
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
-from harness.stats.task_units import MIN_CLUSTERS, Unit, choose_unit, mean_interval
+from harness.stats.task_units import Unit, choose_unit, mean_interval
+
+FEW_EFFECTIVE_CLUSTERS = 5
+"""Below this many effective clusters (J²/Σ J_r²) the success rate warns about unequal sizes."""
 
 SCHEMA = "harness.report/2"
 ESTIMAND = (
@@ -313,7 +316,7 @@ def _success(
     )
     if unit.warning:
         success["warning"] = unit.warning
-    elif unit.kind == "cluster" and effective < MIN_CLUSTERS:
+    elif unit.kind == "cluster" and effective < FEW_EFFECTIVE_CLUSTERS:
         success["warning"] = (
             f"unequal cluster sizes leave about {effective:.1f} "
             "effective clusters (J²/Σ J_r²): cluster-robust intervals are themselves "
@@ -374,9 +377,7 @@ def arm_report(
         rates, n, clusters, unit, out["unit"]["effective_clusters"], confidence
     )
     ks = settings.get("k") or list(range(1, trials_per_task + 1))
-    hat, at = sec.pass_k_section(
-        n, c, unit, sorted(set(ks)), n_resamples=n_resamples, rng=rng, confidence=confidence
-    )
+    hat, at = sec.pass_k_section(n, c, unit, sorted(set(ks)), confidence=confidence)
     out["pass_hat_k"], out["pass_at_k"] = hat, at
     out["pass_hat_k_predicted"] = sec.prediction_section(
         n,

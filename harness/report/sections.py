@@ -18,20 +18,13 @@ import numpy as np
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
 from harness.stats import (
     kish_effective_n,
+    mean_estimate,
     pass_at_k,
     pass_hat_k,
     predict_pass_hat_k,
-    stratified_estimate,
     wilson_interval,
 )
-from harness.stats._util import z_two_sided
-from harness.stats.task_bootstrap import bootstrap_means
-from harness.stats.task_units import Unit, clip01, mean_interval
-
-BOOTSTRAP_MIN_UNITS = 30
-"""Below this many independent units percentile bootstrap intervals run too narrow (few
-clusters leave the bootstrap distribution too tight), so pass^k and pass@k use the success
-rate's analytic interval instead (docs/statistics.md)."""
+from harness.stats.task_units import Unit, mean_interval
 
 
 def num(x: Any) -> float | None:
@@ -73,11 +66,9 @@ def pass_k_section(
     unit: Unit,
     ks: list[int],
     *,
-    n_resamples: int,
-    rng: np.random.Generator,
     confidence: float,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Mean unbiased per-task pass^k and pass@k for each k, with cluster-bootstrap intervals.
+    """Mean unbiased per-task pass^k and pass@k for each k, with the shared interval method.
 
     Only tasks with at least k counted trials enter k's estimate (the estimators need n >= k).
     Identical (n, c) pairs are evaluated once.
@@ -101,36 +92,22 @@ def pass_k_section(
     with np.errstate(invalid="ignore", divide="ignore"):
         est = np.where(valid, values, 0.0).sum(axis=0) / counts
     records: list[dict[str, Any]] = []
-    if unit.n_units >= BOOTSTRAP_MIN_UNITS:
-        lo, hi = bootstrap_means(
-            values,
-            valid,
-            unit,
-            n_resamples=n_resamples,
-            rng=rng,
-            confidence=confidence,
-            value_groups=pair_idx,
-        )
-        method = (
-            f"mean of unbiased per-task estimates; percentile {boot_name(unit)} bootstrap, "
-            f"{n_resamples} resamples"
-        )
-        for col in range(values.shape[1]):
-            records.append({"lo": num(lo[col]), "hi": num(hi[col]), "method": method})
-    else:  # too few units for a percentile bootstrap: the success rate's analytic interval
-        for col in range(values.shape[1]):
-            m = valid[:, col]
-            sub = unit
-            if unit.kind == "cluster":
-                sub = Unit("cluster", unit.labels[m], unit.n_units, unit.reason)
-            mi = mean_interval(values[m, col], sub, confidence)
-            records.append(
-                {
-                    "lo": mi["lo"],
-                    "hi": mi["hi"],
-                    "method": f"mean of unbiased per-task estimates; {mi['method']}",
-                }
-            )
+    # The one interval method for a mean of per-task values (harness.stats.mean_estimate):
+    # CR1 + t over clusters, so few clusters never fall back to resampling tasks.
+    for col in range(values.shape[1]):
+        m = valid[:, col]
+        sub = unit
+        if unit.kind == "cluster":
+            sub = Unit("cluster", unit.labels[m], unit.n_units, unit.reason)
+        mi = mean_interval(values[m, col], sub, confidence)
+        rec = {
+            "lo": mi["lo"],
+            "hi": mi["hi"],
+            "method": f"mean of unbiased per-task estimates; {mi['method']}",
+        }
+        if mi.get("warning"):
+            rec["warning"] = mi["warning"]
+        records.append(rec)
     out_hat, out_at = [], []
     for j, k in enumerate(ks):
         for out, col in ((out_hat, j), (out_at, len(ks) + j)):
@@ -286,18 +263,29 @@ def stratified_section(
         p_h = np.bincount(codes, weights=rates, minlength=names.size) / n_h
         w_h = np.bincount(codes, weights=weights, minlength=names.size)
         share = w_h / w_h.sum()
-        est, se = stratified_estimate(p_h, n_h, share)
-        z = z_two_sided(confidence)
+        # Σ_h w_h p̂_h as a weighted mean of per-task rates (weight w_h / n_h per task), with
+        # the shared method: residuals from stratum means, summed per cluster (CR1 + t), so
+        # within-cluster correlation widens the interval (seed 002's SE is the special case
+        # of independent single-trial tasks).
+        e = mean_estimate(
+            rates,
+            unit.labels if unit.kind == "cluster" else None,
+            weights=(share / n_h)[codes],
+            kind="rate",
+            confidence=confidence,
+            strata=labels,
+        )
+        est = e.estimate
+        extra = {"warning": e.warning} if e.warning else {}
         return {
             **base,
+            **extra,
             "estimate": est,
-            "se": se,
-            "lo": clip01(est - z * se),
-            "hi": clip01(est + z * se),
-            "method": (
-                "stratified estimate Σ_h w_h p̂_h, SE sqrt(Σ_h w_h² p̂_h(1 − p̂_h)/n_h), normal "
-                "interval; w_h = the stratum's share of task weight"
-            ),
+            "se": e.se,
+            "lo": e.lo,
+            "hi": e.hi,
+            "method": f"stratified estimate Σ_h w_h p̂_h (w_h = the stratum's share of task "
+            f"weight); {e.method}",
             "strata": [
                 {
                     "name": str(names[i]),

@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.stats.clustered import mean_ci_clustered
+from harness.stats.estimate import FEW_CLUSTERS, mean_estimate
 from harness.stats.intervals import wilson_interval
 
-MIN_CLUSTERS = 5
-"""Below this many clusters a cluster-robust interval is not trusted: with few clusters the
-cluster-robust standard error is itself too uncertain (docs/statistics.md)."""
+MIN_CLUSTERS = 2
+"""Clusters needed for a cluster-level interval. With one cluster nothing can be said about
+clusters beyond it, so intervals describe its tasks (with a warning); from two clusters on the
+interval is cluster-robust (CR1 + t on C − 1 df), and below ``FEW_CLUSTERS`` it warns."""
 
 
 def clip01(x: float) -> float:
@@ -39,7 +40,7 @@ class Unit:
 
 
 def choose_unit(clusters: np.ndarray, cluster_key: str) -> Unit:
-    """Clusters when the suite clusters tasks and there are enough clusters; else tasks."""
+    """Clusters whenever the suite clusters tasks into two or more clusters; else tasks."""
     n_tasks = int(clusters.size)
     n_clusters = len(set(clusters.tolist()))
     if cluster_key == "task":
@@ -51,14 +52,19 @@ def choose_unit(clusters: np.ndarray, cluster_key: str) -> Unit:
             "task",
             None,
             n_tasks,
-            f"only {n_clusters} cluster(s), fewer than {MIN_CLUSTERS}",
+            "one cluster",
             warning=(
-                f"only {n_clusters} cluster(s): too few for a cluster-robust interval, so "
-                "intervals treat tasks as independent. They describe these clusters' tasks "
-                "and are too narrow for a claim about clusters beyond them."
+                "every task is in one cluster: intervals treat its tasks as independent and "
+                "describe this cluster's tasks only, not clusters beyond it"
             ),
         )
-    return Unit("cluster", clusters, n_clusters, f"{n_clusters} clusters")
+    warning = None
+    if n_clusters < FEW_CLUSTERS:
+        warning = (
+            f"only {n_clusters} clusters (fewer than {FEW_CLUSTERS}): intervals use CR1 with t on "
+            f"{n_clusters - 1} df, which holds its level there but is wide"
+        )
+    return Unit("cluster", clusters, n_clusters, f"{n_clusters} clusters", warning=warning)
 
 
 def wilson_rate(mean: float, n: int, confidence: float) -> tuple[float, float]:
@@ -74,52 +80,38 @@ def mean_interval(
     *,
     weights: np.ndarray | None = None,
     bounded: bool = True,
+    kind: str | None = None,
 ) -> dict[str, Any]:
-    """Estimate and interval for the (weighted) mean of per-task values in [0, 1].
+    """Estimate and interval for the (weighted) mean of per-task values, as a report record.
 
-    Clustered unit: cluster-robust SE (CR1) with a Student t on C − 1 degrees of freedom
-    (``mean_ci_clustered``). Task unit, or a clustered SE of zero: the Wilson interval over
-    tasks with the mean times n as the success count (conservative for per-task rates, whose
-    variance is at most p(1 − p)); with weights, a t interval over tasks.
+    The method is ``harness.stats.mean_estimate``'s, the one every view uses: CR1 + t on
+    C − 1 df over clusters; Wilson over tasks for an unweighted rate with tasks as the unit;
+    a bound when every unit shows the same value. ``bounded=False`` (or ``kind="score"``)
+    leaves the interval unclipped.
     """
     n = int(values.size)
     out: dict[str, Any] = {"n": n, "unit": "task", "confidence": confidence}
     if n == 0:
         return {**out, "estimate": None, "lo": None, "hi": None, "method": "no tasks"}
-    if unit.kind == "cluster":
-        mi = mean_ci_clustered(values, unit.labels, confidence, weights=weights)
-        if mi.se > 0:
-            lo, hi = (clip01(mi.lo), clip01(mi.hi)) if bounded else (mi.lo, mi.hi)
-            return {
-                **out,
-                "estimate": mi.estimate,
-                "lo": lo,
-                "hi": hi,
-                "se": mi.se,
-                "n_clusters": mi.n_clusters,
-                "method": (
-                    f"cluster-robust (CR1) standard error over {mi.n_clusters} clusters, "
-                    f"Student t with {mi.n_clusters - 1} df"
-                ),
-            }
-    if weights is not None and n >= 2:
-        mi = mean_ci_clustered(values, None, confidence, weights=weights)
-        lo, hi = (clip01(mi.lo), clip01(mi.hi)) if bounded else (mi.lo, mi.hi)
-        return {
-            **out,
-            "estimate": mi.estimate,
-            "lo": lo,
-            "hi": hi,
-            "se": mi.se,
-            "method": f"weighted mean, t interval over {n} tasks (each task independent)",
-        }
-    mean = float(np.average(values, weights=weights))
-    lo, hi = wilson_rate(mean, n, confidence)
-    why = " (the clustered SE is zero)" if unit.kind == "cluster" else ""
-    return {
+    k = kind or ("rate" if bounded else "score")
+    e = mean_estimate(
+        values,
+        unit.labels if unit.kind == "cluster" else None,
+        weights=weights,
+        kind=k,
+        confidence=confidence,
+    )
+    rec: dict[str, Any] = {
         **out,
-        "estimate": mean,
-        "lo": lo,
-        "hi": hi,
-        "method": f"Wilson score interval over {n} tasks, mean of per-task rates{why}",
+        "estimate": e.estimate,
+        "lo": e.lo,
+        "hi": e.hi,
+        "se": e.se,
+        "method": e.method,
+        "method_key": e.method_key,
     }
+    if e.unit == "cluster":
+        rec["n_clusters"] = e.n_units
+    if e.warning:
+        rec["warning"] = e.warning
+    return rec

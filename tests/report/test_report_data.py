@@ -307,7 +307,9 @@ def test_stratified_estimate_with_kish(tmp_path):
     make_store(url, rows, trials=1)
     st = _report(url)["arms"]["a"]["stratified"]
     est, se = hs.stratified_estimate([0.6, 0.9], [20, 10], [0.2, 0.8])
-    assert st["estimate"] == pytest.approx(est) and st["se"] == pytest.approx(se)
+    # The shared method with tasks as units: seed 002's SE times the CR1 factor sqrt(n/(n − 1)).
+    assert st["estimate"] == pytest.approx(est)
+    assert st["se"] == pytest.approx(se * (30 / 29) ** 0.5)
     assert st["n_eff"] == pytest.approx(hs.kish_effective_n([0.3] * 20 + [2.4] * 10))
     assert {s["name"]: s["weight_share"] for s in st["strata"]} == pytest.approx(
         {"join": 0.2, "lookup": 0.8}
@@ -345,17 +347,25 @@ def test_more_trials_per_task_do_not_shrink_the_interval_like_more_tasks(tmp_pat
     assert w_tasks < 0.8 * w_base
 
 
-def test_few_clusters_fall_back_to_tasks_with_a_warning(tmp_path):
+def test_few_clusters_keep_clusters_with_t_and_a_warning(tmp_path):
     outcomes = _random_outcomes(12, 3, seed=5)
     clusters = {t: f"c{i % 3}" for i, t in enumerate(outcomes)}
     url = f"sqlite:///{tmp_path / 'f.db'}"
     make_store(url, grid_rows("a", outcomes, clusters), trials=3)
     data = _report(url)
     arm = data["arms"]["a"]
-    assert arm["unit"]["kind"] == "task" and "only 3 cluster" in arm["unit"]["reason"]
-    assert arm["success"]["method"].startswith("Wilson")
-    assert "too narrow" in arm["success"]["warning"]
-    assert any("only 3 cluster" in w for w in data["warnings"])
+    # Few clusters never fall back to tasks (that under-covers): CR1 + t on 2 df, warned.
+    assert arm["unit"]["kind"] == "cluster"
+    assert "Student t with 2 df" in arm["success"]["method"]
+    assert "only 3 clusters" in arm["success"]["warning"]
+    assert any("only 3 clusters" in w for w in data["warnings"])
+    for p in arm["pass_hat_k"]:
+        assert "t with 2 df" in p["method"] and p["hi"] > p["lo"]
+
+    url = f"sqlite:///{tmp_path / 'one.db'}"
+    make_store(url, grid_rows("a", outcomes, {t: "c0" for t in outcomes}), trials=3)
+    arm = _report(url)["arms"]["a"]
+    assert arm["unit"]["kind"] == "task" and "one cluster" in arm["success"]["warning"]
 
     url = f"sqlite:///{tmp_path / 'k.db'}"
     outcomes = _random_outcomes(30, 3, seed=6)
@@ -381,17 +391,20 @@ def test_report_k_values_are_honoured(tmp_path):
     assert [p["k"] for p in arm["pass_hat_k_predicted"]["points"]] == [8, 12, 16, 24, 32]
 
 
-def test_many_units_use_the_cluster_bootstrap(tmp_path):
+def test_pass_k_uses_the_shared_interval_method(tmp_path):
     outcomes = _random_outcomes(80, 3, seed=9)
     clusters = {t: f"c{i % 40}" for i, t in enumerate(outcomes)}
     url = f"sqlite:///{tmp_path / 'b.db'}"
     make_store(url, grid_rows("a", outcomes, clusters), trials=3)
     arm = _report(url)["arms"]["a"]
     p = arm["pass_hat_k"][1]
-    assert "cluster (40 clusters) bootstrap" in p["method"]
+    assert "CR1" in p["method"] and "t with 39 df" in p["method"]
     tasks = sorted(outcomes)
     n = np.full(80, 3)
     c = np.array([sum(outcomes[t]) for t in tasks])
+    exact = hs.mean_ci_clustered(hs.pass_hat_k(n, c, 2), [clusters[t] for t in tasks])
+    assert p["lo"] == pytest.approx(max(0.0, exact.lo)) and p["hi"] == pytest.approx(exact.hi)
+    # with 40 clusters a cluster bootstrap agrees to within a few points
     ref = hs.cluster_bootstrap_ci(
         hs.pass_hat_k(n, c, 2), [clusters[t] for t in tasks], n_resamples=RESAMPLES, rng=1
     )
