@@ -67,6 +67,11 @@ class ModelSettings(Strict):
     max_retries: int = 4
     extra: dict[str, Any] = Field(default_factory=dict)
     price: Price | None = None
+    api: Literal["openai", "anthropic"] = Field(
+        "openai",
+        description="the upstream's API kind: openai (chat completions, Responses; Bearer key) "
+        "or anthropic (Messages; x-api-key). The command agent's proxy serves that kind only.",
+    )
 
 
 class Price(Strict):
@@ -75,6 +80,9 @@ class Price(Strict):
     input: float = Field(ge=0)
     cached_input: float | None = Field(None, ge=0)
     output: float = Field(ge=0)
+    cache_write: float | None = Field(
+        None, ge=0, description="prompt tokens written to the cache; default the input price"
+    )
 
 
 class Arm(Strict):

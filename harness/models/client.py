@@ -61,6 +61,8 @@ class ModelUsage:
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the cache (Anthropic's ``cache_creation_input_tokens``)."""
     reported: bool = True
     """False when the endpoint sent no usage block: tokens (and cost) are then unknown."""
 

@@ -26,12 +26,12 @@ DEFAULT_PRICES: dict[str, Price] = {
     "gpt-5": Price(input=1.25, cached_input=0.125, output=10.00),
     "gpt-5-mini": Price(input=0.25, cached_input=0.025, output=2.00),
     "gpt-5-nano": Price(input=0.05, cached_input=0.005, output=0.40),
-    # Anthropic (through an OpenAI-compatible gateway); cached_input = cache reads
-    "claude-3-5-haiku": Price(input=0.80, cached_input=0.08, output=4.00),
-    "claude-3-5-sonnet": Price(input=3.00, cached_input=0.30, output=15.00),
-    "claude-3-7-sonnet": Price(input=3.00, cached_input=0.30, output=15.00),
-    "claude-sonnet-4": Price(input=3.00, cached_input=0.30, output=15.00),
-    "claude-opus-4": Price(input=15.00, cached_input=1.50, output=75.00),
+    # Anthropic; cached_input = cache reads, cache_write = 5-minute cache writes
+    "claude-3-5-haiku": Price(input=0.80, cached_input=0.08, output=4.00, cache_write=1.00),
+    "claude-3-5-sonnet": Price(input=3.00, cached_input=0.30, output=15.00, cache_write=3.75),
+    "claude-3-7-sonnet": Price(input=3.00, cached_input=0.30, output=15.00, cache_write=3.75),
+    "claude-sonnet-4": Price(input=3.00, cached_input=0.30, output=15.00, cache_write=3.75),
+    "claude-opus-4": Price(input=15.00, cached_input=1.50, output=75.00, cache_write=18.75),
 }
 """Default list prices, $ per million tokens. Override with ``ModelSettings.price``."""
 
@@ -68,16 +68,20 @@ def price_for(settings: ModelSettings | None) -> Price | None:
 def cost(usage: TokenCounts, price: Price | None) -> float | None:
     """US dollars for one call's usage, or None when the price (or the usage) is unknown.
 
-    ``input_tokens`` includes the cached ones; cached tokens are billed at
-    ``price.cached_input`` (the input price when the table has no cached price).
+    ``input_tokens`` includes the cached ones; cache reads are billed at
+    ``price.cached_input`` and cache writes (``cache_write_tokens``, Anthropic) at
+    ``price.cache_write`` (either falls back to the input price when the table has none).
     """
     if price is None or not getattr(usage, "reported", True):
         return None
     cached = min(usage.cached_tokens, usage.input_tokens)
+    written = min(getattr(usage, "cache_write_tokens", 0), usage.input_tokens - cached)
     cached_rate = price.input if price.cached_input is None else price.cached_input
+    write_rate = price.input if price.cache_write is None else price.cache_write
     dollars = (
-        (usage.input_tokens - cached) * price.input
+        (usage.input_tokens - cached - written) * price.input
         + cached * cached_rate
+        + written * write_rate
         + usage.output_tokens * price.output
     )
     return dollars / 1_000_000

@@ -1,20 +1,30 @@
-"""A metering proxy: an OpenAI-compatible pass-through on loopback for external agent programs.
+"""A metering proxy: the one way an external agent program reaches the arm's model.
 
-The ``command`` agent starts one proxy per trial and points the program at it
-(``OPENAI_BASE_URL``) with a per-trial dummy token (``OPENAI_API_KEY``). The proxy checks the
-token, forwards ``POST …/chat/completions`` to the arm's real endpoint with the real API key
-(read from the environment by ``ChatClient``; the program never sees it), and for each call:
+The ``command`` agent (and the ready-made CLI agents built on it) starts one proxy per
+trial and points the program at it (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``) with a
+per-trial token as the API key, worthless outside the trial. The proxy checks the token
+(``Authorization: Bearer`` or ``x-api-key``), forwards the call to the arm's real endpoint
+with the real key (``harness.models.upstream``; the program never sees it) and for each call:
 
-- records a ``model_call`` trajectory event with tokens, cost and latency;
-- charges the trial (tokens, cost, one step per call), so the suite's budgets hold;
-- once a budget is exceeded, answers this and every later call with HTTP 402 and a
-  ``budget_exceeded`` error, and sets ``exceeded`` (the agent then stops the program);
-- retries transient upstream failures like any harness client; when they persist it answers
-  503 and keeps the ``ModelUnavailable`` in ``infra_error`` (the trial is retried as infra).
+- records one ``model_call`` trajectory event with tokens, cost and latency, streamed or not;
+- charges the trial (tokens, cost, one step per model call), so the suite's budgets hold;
+- once a budget is exceeded, ends the call with the API's own error (HTTP 402, or an error
+  event that ends the stream: the SDKs raise it), answers every later call the same way,
+  and sets ``exceeded`` (the agent then stops the program: the agent's failure);
+- retries transient upstream failures; when they persist it answers with the last status,
+  ``x-should-retry: false`` and the upstream's ``Retry-After``, and keeps the
+  ``ModelUnavailable`` in ``infra_error`` (the trial is retried as infrastructure). A stream
+  the upstream cuts short is an infrastructure error too.
+
+Served (``harness.models.wire``): OpenAI chat completions and Responses when the arm's
+``model.api`` is ``openai``, Anthropic Messages when it is ``anthropic``; each plain or
+streamed (server-sent events relayed event by event, unchanged). Streams are made to report
+usage where the API allows (chat: ``stream_options.include_usage``). Anything else the
+program asks for (another API, the other provider's API) is answered 404 and kept in
+``config_error``: the suite does not fit the program, which is not the agent's failure.
 
 The arm's model name replaces the one the program sends (``force_model``), so the model under
-test and its price are the arm's. ``GET …/models`` lists that one model. Streaming
-(``stream: true``) is refused with 400: the proxy meters whole responses only.
+test and its price are the arm's. ``GET …/models`` lists that one model.
 
 The server is plain anyio + h11 (h11 already ships with httpx): no web framework.
 """
@@ -28,18 +38,22 @@ import os
 import secrets
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import h11
+import httpx
 from anyio.abc import SocketAttribute, SocketStream
 
 from harness.config.models import ModelSettings
-from harness.errors import BudgetExceeded, ModelUnavailable
-from harness.models.client import ChatClient, ModelUsage, valid_completion
+from harness.errors import BudgetExceeded, ConfigError, ModelUnavailable
+from harness.models.client import ChatClient, ModelUsage
 from harness.models.metering import meter_call
 from harness.models.pricing import price_for
+from harness.models.sse import SSESplitter
+from harness.models.upstream import UpstreamExhausted, send
+from harness.models.wire import APIS, PROVIDER_APIS, StreamState, WireAPI, api_for_path
 
 if TYPE_CHECKING:
     from harness.agents.base import AgentContext
@@ -47,6 +61,39 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
+NO_RETRY = ("x-should-retry", "false")
+"""Tells the OpenAI and Anthropic SDKs not to retry: the proxy has retried already."""
+
+
+class _Responder:
+    """Writes one HTTP response on an h11 connection: whole, or streamed event by event."""
+
+    def __init__(self, conn: h11.Connection, stream: SocketStream, redact: Any):
+        self.conn, self.stream, self.redact = conn, stream, redact
+        self.started = False
+
+    async def json(
+        self, status: int, payload: dict[str, Any], headers: list[tuple[str, str]] = ()
+    ) -> None:
+        data = self.redact(json.dumps(payload)).encode()
+        head = [("content-type", "application/json"), ("content-length", str(len(data)))]
+        await self._send(h11.Response(status_code=status, headers=head + list(headers)))
+        await self._send(h11.Data(data=data))
+        await self._send(h11.EndOfMessage())
+
+    async def start_stream(self, status: int) -> None:
+        head = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
+        await self._send(h11.Response(status_code=status, headers=head))
+
+    async def event(self, raw: bytes) -> None:
+        await self._send(h11.Data(data=raw))
+
+    async def end(self) -> None:
+        await self._send(h11.EndOfMessage())
+
+    async def _send(self, event: Any) -> None:
+        self.started = True
+        await self.stream.send(self.conn.send(event))
 
 
 class MeteringProxy:
@@ -74,17 +121,27 @@ class MeteringProxy:
         reach it through ``harness.sandbox.relay``)."""
         self.exceeded: BudgetExceeded | None = None
         self.infra_error: ModelUnavailable | None = None
+        self.config_error: ConfigError | None = None
+        """The first request the proxy could not serve (an API or provider the arm lacks)."""
         self.budget_event = anyio.Event()
         self.calls = 0
+        self.unmetered_calls = 0
+        """Calls whose upstream reported no usage: their tokens and cost are unknown."""
+        self.served = PROVIDER_APIS[self.settings.api]
 
     def __repr__(self) -> str:
         return f"MeteringProxy(model={self.settings.name!r}, url={self.base_url!r})"
 
     @property
-    def base_url(self) -> str:
+    def origin(self) -> str:
+        """Scheme, host and port (Anthropic clients append ``/v1/messages`` themselves)."""
         if self.unix_path is not None:
-            return f"http+unix://{self.unix_path}/v1"
-        return f"http://{self.host}:{self.port}/v1"
+            return f"http+unix://{self.unix_path}"
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/v1"
 
     # -- HTTP ---------------------------------------------------------------------------------
     async def _connection(self, stream: SocketStream) -> None:
@@ -95,21 +152,26 @@ class MeteringProxy:
                     request, body = await self._read_request(conn, stream)
                 except (h11.RemoteProtocolError, ValueError) as exc:
                     if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                        await self._send(conn, stream, 400, {"error": _err(str(exc), "bad")})
+                        with _quiet():
+                            await _Responder(conn, stream, str).json(
+                                400, {"error": _err(str(exc), "bad")}
+                            )
                     return
                 except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                     return
                 if request is None:
                     return
+                out = _Responder(conn, stream, self.client.redact)
                 try:
-                    status, payload = await self._handle(request, body)
-                except Exception as exc:  # a bug of ours: answer, log, keep serving
-                    log.exception("metering proxy failed on %s", request.target)
-                    status, payload = 500, {"error": _err(f"proxy error: {type(exc).__name__}")}
-                try:
-                    await self._send(conn, stream, status, payload)
+                    await self._handle(request, body, out)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    return
+                    return  # the program hung up
+                except Exception:  # a bug of ours: answer if we still can, log, keep serving
+                    log.exception("metering proxy failed on %s", request.target)
+                    if out.started:
+                        return
+                    with _quiet():
+                        await out.json(500, {"error": _err("proxy error")}, [NO_RETRY])
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                     return
                 try:
@@ -141,120 +203,248 @@ class MeteringProxy:
             else:  # ConnectionClosed or PAUSED
                 return None, b""
 
-    async def _send(
-        self, conn: h11.Connection, stream: SocketStream, status: int, payload: dict[str, Any]
-    ) -> None:
-        data = self.client.redact(json.dumps(payload)).encode()
-        headers = [
-            ("content-type", "application/json"),
-            ("content-length", str(len(data))),
-        ]
-        await stream.send(conn.send(h11.Response(status_code=status, headers=headers)))
-        await stream.send(conn.send(h11.Data(data=data)))
-        await stream.send(conn.send(h11.EndOfMessage()))
-
     # -- semantics ----------------------------------------------------------------------------
-    async def _handle(self, request: h11.Request, body: bytes) -> tuple[int, dict[str, Any]]:
+    def _authorised(self, headers: dict[str, str]) -> bool:
+        want = self.token.encode()
+        bearer = headers.get("authorization", "").removeprefix("Bearer ").strip().encode()
+        key = headers.get("x-api-key", "").strip().encode()
+        return hmac.compare_digest(bearer, want) or hmac.compare_digest(key, want)
+
+    async def _handle(self, request: h11.Request, body: bytes, out: _Responder) -> None:
         method = request.method.decode()
         path = request.target.decode().split("?", 1)[0].rstrip("/")
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in request.headers}
-        auth = headers.get("authorization", "")
-        if not hmac.compare_digest(auth.encode(), f"Bearer {self.token}".encode()):
-            return 401, {"error": _err("invalid harness proxy token", "invalid_api_key")}
+        if not self._authorised(headers):
+            await out.json(401, {"error": _err("invalid harness proxy token", "invalid_api_key")})
+            return
         if method == "GET" and path.endswith("/models"):
-            return 200, {
-                "object": "list",
-                "data": [{"id": self.settings.name, "object": "model", "owned_by": "harness"}],
-            }
-        if method != "POST" or not path.endswith("/chat/completions"):
-            return 404, {"error": _err(f"the harness proxy serves only chat/completions ({path})")}
+            model = {"id": self.settings.name, "object": "model", "owned_by": "harness"}
+            await out.json(200, {"object": "list", "data": [model]})
+            return
+        api = api_for_path(path) if method == "POST" else None
+        if api is None or api.name not in self.served:
+            await self._unserved(method, path, api, out)
+            return
         if self.exceeded is not None:
-            return 402, self._budget_error()
+            await out.json(402, self._budget_error(api), [NO_RETRY])
+            return
         try:
             payload = json.loads(body)
         except ValueError as exc:
-            return 400, {"error": _err(f"request body is not JSON: {exc}", "invalid_request")}
+            err = api.error_body(f"request body is not JSON: {exc}", "invalid_request_error")
+            await out.json(400, err)
+            return
         if not isinstance(payload, dict):
-            return 400, {"error": _err("request body must be a JSON object", "invalid_request")}
-        if payload.get("stream"):
-            return 400, {
-                "error": _err(
-                    "streaming is not supported by the harness metering proxy; send stream=false",
-                    "invalid_request",
-                )
-            }
+            err = api.error_body("request body must be a JSON object", "invalid_request_error")
+            await out.json(400, err)
+            return
         requested = payload.get("model")
         if self.force_model or not requested:
             payload["model"] = self.settings.name
-        return await self._forward(payload, requested)
+        await self._forward(api, payload, requested, headers, out)
 
-    async def _forward(self, payload: dict[str, Any], requested: Any) -> tuple[int, dict[str, Any]]:
-        ctx = self.ctx
+    async def _unserved(self, method: str, path: str, api: WireAPI | None, out: _Responder) -> None:
+        """A request the proxy cannot serve: the suite's configuration, not the agent."""
+        served = ", ".join(f"{APIS[n].path}" for n in self.served)
+        if api is not None:
+            why = (
+                f"the agent program called the {api.name} API ({method} {path}), which needs "
+                f"model.api: {api.provider}; this arm's model has api: {self.settings.api} "
+                f"(served: {served})"
+            )
+        else:
+            why = (
+                f"the agent program called {method} {path}, which the harness metering proxy "
+                f"does not serve (served: {served}, GET models)"
+            )
+        if self.config_error is None:
+            self.config_error = ConfigError("suite", f"arms.{self.ctx.arm.name}.model.api", why)
+            log.error("metering proxy: %s", why)
+        wire = api or APIS[self.served[0]]
+        await out.json(404, wire.error_body(why, "not_found_error"), [NO_RETRY])
+
+    async def _forward(
+        self,
+        api: WireAPI,
+        payload: dict[str, Any],
+        requested: Any,
+        headers: dict[str, str],
+        out: _Responder,
+    ) -> None:
         start = time.monotonic()
         self.calls += 1
-        try:
-            result = await self.client.post("chat/completions", payload, validate=valid_completion)
-        except ModelUnavailable as exc:
-            self.infra_error = exc
-            ctx.trajectory.record(
-                "model_call",
-                content=str(exc),
-                ok=False,
-                args={"model": payload["model"], "source": "proxy", "error": "model_unavailable"},
-                latency_s=time.monotonic() - start,
-            )
-            return 503, {"error": _err(str(exc), "model_unavailable")}
+        streaming = bool(payload.get("stream"))
+        wanted = api.prepare(payload) if streaming else True
         info: dict[str, Any] = {
-            "model": result.data.get("model") or payload["model"],
+            "model": payload["model"],
             "requested_model": requested,
             "source": "proxy",
-            "attempts": result.attempts,
+            "api": api.name,
+            "stream": streaming,
         }
-        if result.status >= 400:
-            if result.status in (401, 403, 404):  # our key, URL or model name: infrastructure
+        try:
+            reply = await send(self.client, api, payload, headers, stream=streaming)
+        except UpstreamExhausted as exc:
+            await self._exhausted(api, exc, info, start, out)
+            return
+        info["attempts"] = reply.attempts
+        if reply.stream is not None:
+            await self._relay(api, reply.stream, wanted, info, start, out)
+            return
+        data = reply.data or {}
+        info["model"] = data.get("model") or payload["model"]
+        if reply.status >= 400:
+            if reply.status in (401, 403, 404):  # our key, URL or model name: infrastructure
                 self.infra_error = ModelUnavailable(
                     self.client.redact(
-                        f"HTTP {result.status} from {self.settings.base_url}: "
-                        f"{json.dumps(result.data)[:300]}"
+                        f"HTTP {reply.status} from {self.settings.base_url}: "
+                        f"{reply.body[:300].decode('utf-8', 'replace')}"
                     )
                 )
-            ctx.trajectory.record(
+            self.ctx.trajectory.record(
                 "model_call",
-                content=self.client.redact(json.dumps(result.data))[:2000],
+                content=self.client.redact(reply.body.decode("utf-8", "replace"))[:2000],
                 ok=False,
-                args={**info, "status": result.status},
-                latency_s=result.latency_s,
+                args={**info, "status": reply.status},
+                latency_s=reply.latency_s,
             )
-            return result.status, result.data
-        message = result.data["choices"][0].get("message") or {}
-        calls = message.get("tool_calls") or []
-        info["tool_calls"] = [
-            (c.get("function") or {}).get("name") for c in calls if isinstance(c, dict)
-        ]
-        content = message.get("content")
+            await out.json(reply.status, data or {"error": _err("upstream error")})
+            return
+        content, tools = api.summary(data)
+        usage = api.usage(data)
+        try:
+            self._meter(usage, content, {**info, "tool_calls": tools}, reply.latency_s)
+        except BudgetExceeded:
+            await out.json(402, self._budget_error(api), [NO_RETRY])
+            return
+        await out.json(200, data)
+
+    async def _relay(
+        self,
+        api: WireAPI,
+        upstream: httpx.Response,
+        wanted: bool,
+        info: dict[str, Any],
+        start: float,
+        out: _Responder,
+    ) -> None:
+        """Pass a stream on event by event; meter the usage; end it early on a budget."""
+        state = StreamState()
+        splitter = SSESplitter()
+        metered = False
+        cut: str | None = None
+        try:
+            await out.start_stream(upstream.status_code)
+            try:
+                async for chunk in upstream.aiter_bytes():
+                    for event in splitter.feed(chunk):
+                        state.events += 1
+                        action = api.observe(state, event, event.json(), wanted)
+                        if action.startswith("meter") and not metered:
+                            metered = True
+                            try:
+                                self._meter_stream(api, state, info, start)
+                            except BudgetExceeded:
+                                await out.event(api.error_event(*self._budget_reason()))
+                                await out.end()
+                                return
+                        if action.endswith("drop"):
+                            continue
+                        await out.event(event.raw)
+            except httpx.HTTPError as exc:
+                cut = f"{type(exc).__name__}: {exc}"
+            if not state.done:
+                cut = cut or f"the stream ended after {state.events} event(s) without its end"
+            if cut is None and not metered:
+                metered = True
+                # nothing left to cut when this breaks a budget: the next call gets the 402
+                with suppress(BudgetExceeded):
+                    self._meter_stream(api, state, info, start)
+            if cut is not None:
+                message = self.client.redact(
+                    f"model '{self.settings.name}' at {self.client.base_url} ({api.name}): "
+                    f"stream cut by the upstream ({cut})"
+                )
+                self.infra_error = self.infra_error or ModelUnavailable(message)
+                if not metered:
+                    self.ctx.trajectory.record(
+                        "model_call",
+                        content=message,
+                        ok=False,
+                        args={**info, "error": "stream_cut", "events": state.events},
+                        latency_s=time.monotonic() - start,
+                    )
+                await out.event(api.error_event(message, "upstream_stream_cut"))
+            await out.end()
+        finally:
+            await upstream.aclose()
+
+    def _meter_stream(
+        self, api: WireAPI, state: StreamState, info: dict[str, Any], start: float
+    ) -> None:
+        usage = state.usage or ModelUsage(reported=False)
+        text = "".join(state.text) or None
+        extra = {"tool_calls": state.tools, "events": state.events}
+        if state.upstream_error:
+            extra["upstream_error"] = state.upstream_error
+        self._meter(usage, text, {**info, **extra}, time.monotonic() - start)
+
+    def _meter(self, usage: ModelUsage, content: str | None, info: dict[str, Any], latency: float):
+        if not usage.reported:
+            self.unmetered_calls += 1
         try:
             meter_call(
-                ctx,
-                ModelUsage.from_response(result.data),
-                self.price,
-                latency_s=result.latency_s,
-                content=content if isinstance(content, str) else None,
-                info=info,
-                steps=1,
+                self.ctx, usage, self.price, latency_s=latency, content=content, info=info, steps=1
             )
         except BudgetExceeded as exc:
             self.exceeded = exc
             self.budget_event.set()
-            return 402, self._budget_error()
-        return 200, result.data
+            raise
 
-    def _budget_error(self) -> dict[str, Any]:
-        exc = self.exceeded
-        return {"error": _err(f"harness budget exceeded: {exc}", "budget_exceeded")}
+    async def _exhausted(
+        self,
+        api: WireAPI,
+        exc: UpstreamExhausted,
+        info: dict[str, Any],
+        start: float,
+        out: _Responder,
+    ) -> None:
+        """Retries used up: an infrastructure error; tell the SDK not to retry on top."""
+        self.infra_error = exc
+        self.ctx.trajectory.record(
+            "model_call",
+            content=str(exc),
+            ok=False,
+            args={**info, "error": "model_unavailable", "status": exc.status},
+            latency_s=time.monotonic() - start,
+        )
+        headers = [NO_RETRY]
+        if exc.retry_after:
+            headers.append(("retry-after", exc.retry_after))
+        status = exc.status if exc.status and exc.status >= 429 else 502
+        await out.json(status, api.error_body(str(exc), "model_unavailable"), headers)
+
+    def _budget_reason(self) -> tuple[str, str]:
+        return f"harness budget exceeded: {self.exceeded}", "budget_exceeded"
+
+    def _budget_error(self, api: WireAPI) -> dict[str, Any]:
+        return api.error_body(*self._budget_reason())
 
 
 def _err(message: str, type_: str = "harness_proxy_error") -> dict[str, Any]:
     return {"message": message, "type": type_, "code": type_}
+
+
+class _quiet:
+    """Suppress the errors of writing to a connection the program already closed."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        return kind is not None and issubclass(
+            kind, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, h11.ProtocolError)
+        )
 
 
 @asynccontextmanager

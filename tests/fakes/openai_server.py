@@ -1,7 +1,11 @@
-"""A real HTTP server on 127.0.0.1 that speaks the chat-completions protocol from a script.
+"""A real HTTP server on 127.0.0.1 that speaks the model APIs from a script.
 
-Tests push replies onto a queue; each POST pops one (or calls it, when it is a function of
-the request). Every request is recorded with its headers and body, so a test can assert what
+It serves OpenAI chat completions (``/v1/chat/completions``), OpenAI Responses
+(``/v1/responses``) and Anthropic Messages (``/v1/messages``), each plain or streamed
+(server-sent events). Tests push replies onto a queue; each POST pops one (or calls it, when
+it is a function of the request). A ``Turn`` (``tests/fakes/llm_wire.py``) is rendered in the
+format of the API and the streaming mode the request asked for, so one script drives any
+client. Every request is recorded with its headers and body, so a test can assert what
 arrived (e.g. that the API key header reached the server and nothing else did).
 
     with FakeOpenAI() as server:
@@ -10,7 +14,8 @@ arrived (e.g. that the API key header reached the server and nothing else did).
 
 Faults: ``rate_limited`` (429 + Retry-After), ``server_error`` (500), ``slow`` (sleeps
 longer than the client's timeout), ``malformed`` (200 with invalid JSON), ``truncated``
-(the connection closes mid-body), and any tool call naming a tool that does not exist.
+(the connection closes mid-body), ``cut_stream`` (a stream that stops after some events,
+without its terminal event), and any tool call naming a tool that does not exist.
 When the queue is empty the server answers with ``default`` (418 "script exhausted" unless
 set), so a test that calls more than it scripted fails loudly.
 """
@@ -28,6 +33,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.llm_wire import Turn, api_of, render
+
 
 @dataclass
 class Reply:
@@ -38,6 +45,12 @@ class Reply:
     delay_s: float = 0.0
     truncate: bool = False
     """Announce the full Content-Length, send half the body, then close the connection."""
+    events: list[bytes] | None = None
+    """Server-sent events, sent one by one (chunked); ``body`` is then ignored."""
+    event_delay_s: float = 0.0
+    """Pause before each event (to observe that a relay keeps the timing)."""
+    cut_after: int | None = None
+    """Send only this many events, then drop the connection without ending the stream."""
 
     def payload(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -60,7 +73,7 @@ class RecordedRequest:
         return json.loads(self.body) if self.body else None
 
 
-Script = Reply | Callable[[RecordedRequest], Reply]
+Script = Reply | Turn | Callable[[RecordedRequest], "Reply | Turn"]
 _ids = itertools.count(1)
 
 
@@ -140,6 +153,24 @@ def truncated() -> Reply:
     return Reply(200, completion("this will be cut").body, truncate=True)
 
 
+def turn_reply(turn: Turn, req: RecordedRequest, **stream: Any) -> Reply:
+    """``turn`` rendered for the request's API and streaming mode."""
+    body, events = render(turn, api_of(req.path) or "chat", req.json or {})
+    if events is None:
+        return Reply(body=body)
+    return Reply(events=events, **stream)
+
+
+def cut_stream(turn: Turn | None = None, after: int = 3) -> Callable[[RecordedRequest], Reply]:
+    """A stream that stops after ``after`` events, without its terminal event."""
+    return lambda req: turn_reply(turn or Turn("this stream is cut short"), req, cut_after=after)
+
+
+def slow_stream(turn: Turn, delay_s: float) -> Callable[[RecordedRequest], Reply]:
+    """A stream with a pause before every event."""
+    return lambda req: turn_reply(turn, req, event_delay_s=delay_s)
+
+
 # ------------------------------------------------------------------------------ server
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -175,11 +206,40 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         req = self._record()
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if api_of(self.path) is None:
             self._send(error(404, f"no route {self.path}"))
             return
         reply = self.server.fake._next(req)
-        self._send(reply)
+        if reply.events is not None:
+            self._send_events(reply)
+        else:
+            self._send(reply)
+
+    def _send_events(self, reply: Reply) -> None:
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        events = reply.events or []
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            for k, v in reply.headers.items():
+                self.send_header(k, v)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for n, event in enumerate(events):
+                if reply.cut_after is not None and n >= reply.cut_after:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if reply.event_delay_s:
+                    time.sleep(reply.event_delay_s)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True
 
     def _send(self, reply: Reply) -> None:
         if reply.delay_s:
@@ -227,6 +287,10 @@ class FakeOpenAI:
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
 
+    def model_requests(self) -> list[RecordedRequest]:
+        """Every POST to one of the served APIs."""
+        return [r for r in self.requests if r.method == "POST" and api_of(r.path)]
+
     def _add(self, req: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(req)
@@ -234,7 +298,8 @@ class FakeOpenAI:
     def _next(self, req: RecordedRequest) -> Reply:
         with self._lock:
             item = self._queue.popleft() if self._queue else self.default
-        return item(req) if callable(item) else item
+        reply = item(req) if callable(item) else item
+        return turn_reply(reply, req) if isinstance(reply, Turn) else reply
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -273,12 +338,16 @@ __all__ = [
     "FakeOpenAI",
     "RecordedRequest",
     "Reply",
+    "Turn",
     "call",
     "completion",
+    "cut_stream",
     "error",
     "malformed",
     "rate_limited",
     "server_error",
     "slow",
+    "slow_stream",
     "truncated",
+    "turn_reply",
 ]

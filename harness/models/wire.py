@@ -1,0 +1,315 @@
+"""The model APIs the metering proxy serves, one small adapter each.
+
+An adapter knows where its API lives (``path``), which upstream kind serves it
+(``provider``), how to read the usage out of a whole response or out of a stream, how to
+make a stream report usage when the API lets a request ask for it, and how to word an error
+(as a body or as a stream event) so the official SDKs raise it.
+
+- ``chat``: OpenAI chat completions. Streams report usage only when the request sets
+  ``stream_options.include_usage``; the proxy sets it and drops the usage-only chunk again
+  when the program had not asked for it.
+- ``responses``: OpenAI Responses. ``response.completed`` carries the usage.
+- ``messages``: Anthropic Messages. ``message_start`` carries the input side (uncached, cache
+  writes, cache reads), ``message_delta`` the output tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from harness.models.client import ModelUsage
+from harness.models.sse import SSEEvent, encode_event
+
+
+@dataclass
+class StreamState:
+    """What the proxy learnt from one stream so far."""
+
+    usage: ModelUsage | None = None
+    done: bool = False
+    """The API's terminal event arrived (the stream was complete)."""
+    upstream_error: str | None = None
+    """The upstream itself ended the stream with an error event."""
+    text: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    events: int = 0
+
+
+class WireAPI:
+    """One served API. Subclasses fill in the class attributes and the hooks."""
+
+    name: ClassVar[str]
+    path: ClassVar[str]
+    """Path below the base URL, e.g. ``chat/completions``."""
+    provider: ClassVar[str]
+    """``openai`` or ``anthropic``: the kind of upstream that serves this API."""
+
+    def prepare(self, payload: dict[str, Any]) -> bool:
+        """Adjust a streaming request so usage is reported; True when the program itself
+        asked for the usage events (they are then passed on)."""
+        return True
+
+    def usage(self, body: dict[str, Any]) -> ModelUsage:
+        raise NotImplementedError
+
+    def valid(self, body: dict[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
+        """The text and the tool names of a whole response (for the trajectory)."""
+        raise NotImplementedError
+
+    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+        """Update ``state`` from one event. Returns ``forward``, ``drop`` (an event the
+        program did not ask for) or ``meter`` (carries the final usage: meter, then forward)."""
+        raise NotImplementedError
+
+    def error_body(self, message: str, type_: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": type_, "code": type_}}
+
+    def error_event(self, message: str, type_: str) -> bytes:
+        raise NotImplementedError
+
+
+class ChatAPI(WireAPI):
+    name = "chat"
+    path = "chat/completions"
+    provider = "openai"
+
+    def prepare(self, payload: dict[str, Any]) -> bool:
+        opts = payload.get("stream_options")
+        opts = dict(opts) if isinstance(opts, dict) else {}
+        wanted = bool(opts.get("include_usage"))
+        opts["include_usage"] = True
+        payload["stream_options"] = opts
+        return wanted
+
+    def usage(self, body: dict[str, Any]) -> ModelUsage:
+        return ModelUsage.from_response(body)
+
+    def valid(self, body: dict[str, Any]) -> bool:
+        choices = body.get("choices")
+        return (
+            isinstance(choices, list)
+            and bool(choices)
+            and isinstance(choices[0], dict)
+            and isinstance(choices[0].get("message"), dict)
+        )
+
+    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
+        message = body["choices"][0].get("message") or {}
+        calls = message.get("tool_calls") or []
+        names = [(c.get("function") or {}).get("name") for c in calls if isinstance(c, dict)]
+        content = message.get("content")
+        return (content if isinstance(content, str) else None), [str(n) for n in names]
+
+    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+        if event.data.strip() == "[DONE]":
+            state.done = True
+            return "forward"
+        if not isinstance(data, dict):
+            return "forward"
+        if data.get("error"):
+            state.upstream_error = _message(data["error"])
+            return "forward"
+        for choice in data.get("choices") or []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            if isinstance(delta.get("content"), str):
+                state.text.append(delta["content"])
+            for call in delta.get("tool_calls") or []:
+                name = (call.get("function") or {}).get("name") if isinstance(call, dict) else None
+                if isinstance(name, str) and name:
+                    state.tools.append(name)
+        if isinstance(data.get("usage"), dict):
+            state.usage = ModelUsage.from_response(data)
+            if not data.get("choices") and not wanted:
+                return "meter-drop"
+            return "meter"
+        return "forward"
+
+    def error_event(self, message: str, type_: str) -> bytes:
+        return encode_event(None, self.error_body(message, type_))
+
+
+class ResponsesAPI(WireAPI):
+    name = "responses"
+    path = "responses"
+    provider = "openai"
+
+    def usage(self, body: dict[str, Any]) -> ModelUsage:
+        usage = body.get("usage")
+        if not isinstance(usage, dict):
+            return ModelUsage(reported=False)
+        details = usage.get("input_tokens_details") or {}
+        return ModelUsage(
+            input_tokens=_int(usage.get("input_tokens")),
+            cached_tokens=_int(details.get("cached_tokens") if isinstance(details, dict) else 0),
+            output_tokens=_int(usage.get("output_tokens")),
+        )
+
+    def valid(self, body: dict[str, Any]) -> bool:
+        return isinstance(body.get("output"), list)
+
+    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
+        texts: list[str] = []
+        names: list[str] = []
+        for item in body.get("output") or []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call":
+                names.append(str(item.get("name")))
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+        return ("".join(texts) if texts else None), names
+
+    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+        if not isinstance(data, dict):
+            return "forward"
+        kind = data.get("type") or event.event
+        if kind == "response.output_text.delta" and isinstance(data.get("delta"), str):
+            state.text.append(data["delta"])
+        elif kind == "response.output_item.added":
+            item = data.get("item") or {}
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                state.tools.append(str(item.get("name")))
+        elif kind == "error":
+            state.upstream_error = _message(data.get("error") or data)
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            state.done = True
+            response = data.get("response") or {}
+            state.usage = self.usage(response if isinstance(response, dict) else {})
+            if kind == "response.failed":
+                state.upstream_error = _message((response or {}).get("error") or kind)
+            return "meter"
+        return "forward"
+
+    def error_event(self, message: str, type_: str) -> bytes:
+        body = {"type": "error", "code": type_, "message": message, "param": None}
+        return encode_event("error", {**body, "error": self.error_body(message, type_)["error"]})
+
+
+class MessagesAPI(WireAPI):
+    name = "messages"
+    path = "messages"
+    provider = "anthropic"
+
+    def usage(self, body: dict[str, Any]) -> ModelUsage:
+        usage = body.get("usage")
+        if not isinstance(usage, dict):
+            return ModelUsage(reported=False)
+        return _anthropic_usage(usage)
+
+    def valid(self, body: dict[str, Any]) -> bool:
+        return isinstance(body.get("content"), list)
+
+    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
+        texts, names = [], []
+        for block in body.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_use":
+                names.append(str(block.get("name")))
+        return ("".join(texts) if texts else None), names
+
+    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+        if not isinstance(data, dict):
+            return "forward"
+        kind = data.get("type") or event.event
+        if kind == "message_start":
+            usage = (data.get("message") or {}).get("usage")
+            if isinstance(usage, dict):
+                state.usage = _anthropic_usage(usage)
+        elif kind == "content_block_start":
+            block = data.get("content_block") or {}
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                state.tools.append(str(block.get("name")))
+        elif kind == "content_block_delta":
+            delta = data.get("delta") or {}
+            if isinstance(delta, dict) and isinstance(delta.get("text"), str):
+                state.text.append(delta["text"])
+        elif kind == "message_delta":
+            usage = data.get("usage")
+            if isinstance(usage, dict):
+                # cumulative counts: output always, the input side when the API repeats it
+                before = state.usage or ModelUsage()
+                merged = _anthropic_usage(usage, before)
+                state.usage = merged
+            return "meter"
+        elif kind == "message_stop":
+            state.done = True
+        elif kind == "error":
+            state.upstream_error = _message(data.get("error") or data)
+        return "forward"
+
+    def error_body(self, message: str, type_: str) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": type_, "message": message}}
+
+    def error_event(self, message: str, type_: str) -> bytes:
+        return encode_event("error", self.error_body(message, type_))
+
+
+def _anthropic_usage(usage: dict[str, Any], before: ModelUsage | None = None) -> ModelUsage:
+    """Anthropic counts uncached input, cache writes and cache reads apart; the harness's
+    ``input_tokens`` is their sum (cached ones included, as in OpenAI's usage)."""
+    b = before or ModelUsage(reported=False)
+    uncached_before = b.input_tokens - b.cached_tokens - b.cache_write_tokens
+
+    def pick(key: str, old: int) -> int:
+        return _int(usage[key]) if isinstance(usage.get(key), int) else old
+
+    uncached = pick("input_tokens", uncached_before)
+    write = pick("cache_creation_input_tokens", b.cache_write_tokens)
+    read = pick("cache_read_input_tokens", b.cached_tokens)
+    return ModelUsage(
+        input_tokens=uncached + write + read,
+        cached_tokens=read,
+        cache_write_tokens=write,
+        output_tokens=pick("output_tokens", b.output_tokens),
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _message(error: Any) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message") or error)[:500]
+    return str(error)[:500]
+
+
+APIS: dict[str, WireAPI] = {api.name: api for api in (ChatAPI(), ResponsesAPI(), MessagesAPI())}
+"""Every served API by name."""
+
+PROVIDER_APIS: dict[str, tuple[str, ...]] = {
+    "openai": ("chat", "responses"),
+    "anthropic": ("messages",),
+}
+"""Which APIs each kind of upstream (``ModelSettings.api``) serves."""
+
+
+def api_for_path(path: str) -> WireAPI | None:
+    """The API a request path names (``/v1/chat/completions`` → chat), or None."""
+    path = path.split("?", 1)[0].rstrip("/")
+    for api in APIS.values():
+        if path.endswith("/" + api.path):
+            return api
+    return None
+
+
+__all__ = [
+    "APIS",
+    "PROVIDER_APIS",
+    "ChatAPI",
+    "MessagesAPI",
+    "ResponsesAPI",
+    "StreamState",
+    "WireAPI",
+    "api_for_path",
+]
