@@ -87,6 +87,13 @@ class AgentContext:
         return ""
 
     # -- budgets ------------------------------------------------------------------------
+    @property
+    def action_steps(self) -> int:
+        """Steps a tool call or command costs. A step is one model call (one turn of the
+        model, counted where the call is metered); an arm without a model has no model
+        turns, so each of its tool calls and commands is a step instead."""
+        return 0 if self.model is not None else 1
+
     def charge(
         self,
         *,
@@ -114,7 +121,8 @@ class AgentContext:
         if b.max_tokens is not None and u.tokens_total > b.max_tokens:
             raise BudgetExceeded("max_tokens", f"{u.tokens_total} tokens > {b.max_tokens}")
         if b.max_cost_usd is not None and u.cost_usd is not None and u.cost_usd > b.max_cost_usd:
-            raise BudgetExceeded("max_cost_usd", f"${u.cost_usd:.4f} > ${b.max_cost_usd}")
+            spent, limit = _distinct(u.cost_usd, b.max_cost_usd)
+            raise BudgetExceeded("max_cost_usd", f"${spent} > ${limit}")
 
     # -- acting -------------------------------------------------------------------------
     async def call_tool(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
@@ -127,7 +135,7 @@ class AgentContext:
         """
         if self.ended_by is not None:
             raise EpisodeEnded(self.ended_by)
-        self.charge(steps=1)
+        self.charge(steps=self.action_steps)
         spec = next((t for t in self.tools if t.name == name), None)
         start = time.monotonic()
         if spec is None:
@@ -162,10 +170,10 @@ class AgentContext:
         return ToolResult(result.ok, output, result.exit_code)
 
     async def run_command(self, command: str, timeout: float | None = None) -> ToolResult:
-        """Run a raw shell command (for shell-style agents) and record it as a step."""
+        """Run a raw shell command (for shell-style agents) and record it."""
         if self.ended_by is not None:
             raise EpisodeEnded(self.ended_by)
-        self.charge(steps=1)
+        self.charge(steps=self.action_steps)
         start = time.monotonic()
         result = await self.sandbox.exec(command, timeout=timeout)
         output = result.stdout + result.stderr
@@ -184,6 +192,15 @@ class AgentContext:
         if self.ended_by is not None:
             raise EpisodeEnded(self.ended_by)
         self.trajectory.record("message", content=text)
+
+
+def _distinct(value: float, limit: float) -> tuple[str, str]:
+    """Both numbers with as few significant digits as show ``value`` above ``limit``."""
+    for digits in range(4, 16):
+        a, b = f"{value:.{digits}g}", f"{limit:.{digits}g}"
+        if a != b:
+            return a, b
+    return repr(value), repr(limit)
 
 
 @dataclass

@@ -2,10 +2,13 @@
 
 The program gets the instruction in ``HARNESS_INSTRUCTION`` and on stdin, and reaches the
 arm's model through a metering proxy on loopback (``harness.models.proxy``):
-``OPENAI_BASE_URL`` points at the proxy and ``OPENAI_API_KEY`` is a per-trial dummy token.
-The real API key stays in the harness process; the program never sees it. Every model call
-is recorded and charged to the trial, so token, cost and step budgets hold (one step per
-model call); past a budget the proxy refuses further calls and the program is stopped.
+``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` point at the proxy and ``OPENAI_API_KEY`` /
+``ANTHROPIC_API_KEY`` hold a per-trial dummy token. The real API key stays in the harness
+process; the program never sees it. Every model call, streamed or not, is recorded and
+charged to the trial, so token, cost and step budgets hold (a step is one model call); past a
+budget the proxy refuses further calls and the program is stopped. A call the proxy cannot
+serve (an API the arm's ``model.api`` does not provide) ends the trial with a ``ConfigError``
+(status ``harness_error``), never as the agent's failure.
 
 Environment of the program (nothing else is inherited from the harness process):
   HARNESS_INSTRUCTION   the task instruction (also on stdin unless ``stdin: false``)
@@ -14,7 +17,9 @@ Environment of the program (nothing else is inherited from the harness process):
   HARNESS_TOOLS         a JSON file: the environment's tools (name, description, parameters,
                         command: run it in the sandbox with the arguments as JSON on stdin)
   HARNESS_SEED, HARNESS_TASK_ID, HARNESS_WORKDIR, HARNESS_SANDBOX_ID
-  OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, HARNESS_MODEL   (only when the arm has a model)
+  OPENAI_BASE_URL, OPENAI_API_BASE, OPENAI_API_KEY, OPENAI_MODEL, ANTHROPIC_BASE_URL,
+  ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_MODEL, HARNESS_MODEL, HARNESS_MODEL_API
+                        (only when the arm has a model; all keys are the per-trial token)
   PATH, LANG, LC_ALL, TZ, and ``params.env`` / ``params.pass_env``
 
 The answer: the content of ``HARNESS_ANSWER_FILE`` when the program wrote one, else the last
@@ -34,7 +39,7 @@ Params:
               reaches the proxy on 127.0.0.1; in a network-less Docker container the proxy
               listens on a unix socket mounted read-only at /run/harness, and
               ``harness.sandbox.relay`` (python3 in the image) serves it on the container's
-              own loopback and sets ``OPENAI_BASE_URL`` before starting the program.
+              own loopback and sets the base URL variables before starting the program.
   stdin       send the instruction on stdin (default true)
   env         extra environment variables for the program (literal values)
   pass_env    names of host environment variables to pass through (never the model key)
@@ -63,7 +68,7 @@ from anyio.abc import ByteReceiveStream
 
 from harness.agents.base import AgentContext, AgentResult
 from harness.agents.llm import split_confidence
-from harness.config.models import Arm
+from harness.config.models import Arm, ModelSettings
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
 from harness.sandbox.base import SOCKET_MOUNT
 
@@ -130,7 +135,7 @@ class CommandAgent:
 
                     async def watchdog() -> None:
                         assert proxy is not None
-                        await proxy.budget_event.wait()
+                        await proxy.stop_event.wait()
                         tg.cancel_scope.cancel()
 
                     tg.start_soon(runner)
@@ -155,6 +160,8 @@ class CommandAgent:
         )
         self._merge_trajectory(ctx, trajectory_text)
 
+        if proxy is not None and proxy.config_error is not None:
+            raise proxy.config_error
         if proxy is not None and proxy.exceeded is not None:
             raise proxy.exceeded
         if proxy is not None and proxy.infra_error is not None:
@@ -176,6 +183,11 @@ class CommandAgent:
                 "exit_code": code,
                 "where": where,
                 "model_calls": proxy.calls if proxy else 0,
+                **(
+                    {"calls_without_usage": proxy.unmetered_calls}
+                    if proxy is not None and proxy.unmetered_calls
+                    else {}
+                ),
             },
         )
 
@@ -206,13 +218,7 @@ class CommandAgent:
             HARNESS_SANDBOX_ID=ctx.sandbox.id,
         )
         if proxy is not None:
-            env.update(
-                OPENAI_BASE_URL=proxy.base_url,
-                OPENAI_API_BASE=proxy.base_url,
-                OPENAI_API_KEY=proxy.token,
-                OPENAI_MODEL=proxy.settings.name,
-                HARNESS_MODEL=proxy.settings.name,
-            )
+            env.update(model_env(proxy.origin, proxy.token, proxy.settings))
         if any(v in secret_values for v in env.values()):  # belt and braces
             raise ConfigError("suite", f"arms.{ctx.arm.name}.params.env", "holds the API key")
         return env
@@ -275,6 +281,23 @@ class CommandAgent:
 
 
 # ------------------------------------------------------------------------------ helpers
+def model_env(origin: str, token: str, settings: ModelSettings) -> dict[str, str]:
+    """The variables that point OpenAI and Anthropic clients at the proxy (``origin``:
+    scheme, host and port) with the per-trial token as their key."""
+    return {
+        "OPENAI_BASE_URL": f"{origin}/v1",
+        "OPENAI_API_BASE": f"{origin}/v1",
+        "OPENAI_API_KEY": token,
+        "OPENAI_MODEL": settings.name,
+        "ANTHROPIC_BASE_URL": origin,
+        "ANTHROPIC_API_KEY": token,
+        "ANTHROPIC_AUTH_TOKEN": token,
+        "ANTHROPIC_MODEL": settings.name,
+        "HARNESS_MODEL": settings.name,
+        "HARNESS_MODEL_API": settings.api,
+    }
+
+
 class _ExchangeFiles:
     """The answer, trajectory and tools files the program shares with the harness.
 

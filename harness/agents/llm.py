@@ -2,8 +2,8 @@
 
 The loop: system prompt (the environment's policy and a short harness preamble), the task
 instruction as the user's message, the environment's tools as functions. Each model call is
-recorded as a ``model_call`` event and charged (tokens, cost), each tool call goes through
-``ctx.call_tool`` (recorded, one step). The agent stops at a final answer (an assistant
+recorded as a ``model_call`` event and charged (tokens, cost, one step: a step is one model
+call for every agent), each tool call goes through ``ctx.call_tool`` (recorded). The agent stops at a final answer (an assistant
 message without tool calls) or when a budget runs out. A malformed tool call (arguments that
 are not JSON, an unknown tool) is answered with a tool error message, counted in
 ``ctx.usage.malformed_tool_calls``, and never crashes the trial.
@@ -184,6 +184,7 @@ class LLMAgent:
                     "attempts": response.attempts,
                     "seed": seed,
                 },
+                steps=1,
             )
             if not response.tool_calls:
                 return response.content
@@ -207,7 +208,6 @@ class LLMAgent:
                     "send one JSON object matching the tool's parameters"
                 )
         if problem is not None:
-            ctx.charge(steps=1)
             ctx.usage.malformed_tool_calls += 1
             ctx.trajectory.record(
                 "tool_call",

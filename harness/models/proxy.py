@@ -123,7 +123,8 @@ class MeteringProxy:
         self.infra_error: ModelUnavailable | None = None
         self.config_error: ConfigError | None = None
         """The first request the proxy could not serve (an API or provider the arm lacks)."""
-        self.budget_event = anyio.Event()
+        self.stop_event = anyio.Event()
+        """Set when the program must be stopped: a budget is exceeded or a call was unservable."""
         self.calls = 0
         self.unmetered_calls = 0
         """Calls whose upstream reported no usage: their tokens and cost are unknown."""
@@ -260,6 +261,7 @@ class MeteringProxy:
         if self.config_error is None:
             self.config_error = ConfigError("suite", f"arms.{self.ctx.arm.name}.model.api", why)
             log.error("metering proxy: %s", why)
+            self.stop_event.set()
         wire = api or APIS[self.served[0]]
         await out.json(404, wire.error_body(why, "not_found_error"), [NO_RETRY])
 
@@ -398,7 +400,7 @@ class MeteringProxy:
             )
         except BudgetExceeded as exc:
             self.exceeded = exc
-            self.budget_event.set()
+            self.stop_event.set()
             raise
 
     async def _exhausted(

@@ -4,7 +4,7 @@ A network-less container cannot reach the harness's metering proxy on the host's
 The harness mounts a directory holding the proxy's unix socket read-only into the container;
 this script listens on 127.0.0.1 (a free port of the container's own loopback), relays every
 connection byte for byte to that socket, and runs the agent program with ``OPENAI_BASE_URL``
-pointing at the relay. The container keeps no network: the socket is the one way out, and
+and ``ANTHROPIC_BASE_URL`` pointing at the relay (streams pass through as they come). The container keeps no network: the socket is the one way out, and
 the proxy behind it answers only the trial's token.
 
 Usage: python3 -c "<this file>" SOCKET_PATH COMMAND   (exits with the program's status)
@@ -53,9 +53,14 @@ def main() -> int:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    origin = f"http://127.0.0.1:{listener.getsockname()[1]}"
     threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
-    env = dict(os.environ, OPENAI_BASE_URL=url, OPENAI_API_BASE=url)
+    env = dict(
+        os.environ,
+        OPENAI_BASE_URL=origin + "/v1",
+        OPENAI_API_BASE=origin + "/v1",
+        ANTHROPIC_BASE_URL=origin,
+    )
     code = subprocess.call(["bash", "-c", command], env=env)
     return code if code >= 0 else 128 - code
 

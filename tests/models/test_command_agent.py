@@ -202,3 +202,63 @@ async def test_upstream_auth_failure_is_an_infra_error(fake_openai, settings, sa
         await CommandAgent().run(ctx)
     assert API_KEY not in str(info.value)
     assert all(API_KEY not in (e.content or "") for e in ctx.trajectory.events)
+
+
+SDK_PROGRAM = """
+import os, sys
+import {sdk}
+from urllib import request
+{body}
+"""
+OPENAI_STREAM = """
+client = openai.OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY from the harness
+stream = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], stream=True)
+print("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+"""
+ANTHROPIC_CALL = """
+req = request.Request(
+    os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages",
+    data=b'{"model": "x", "max_tokens": 10, "messages": []}',
+    headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "content-type": "application/json"},
+)
+request.urlopen(req)
+"""
+
+
+def sdk_program(sdk: str, body: str) -> str:
+    source = SDK_PROGRAM.format(sdk=sdk, body=body)
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(source)}"
+
+
+async def test_streaming_sdk_program_is_metered(fake_openai, settings, sandbox) -> None:
+    pytest.importorskip("openai")
+    from tests.fakes.openai_server import Turn
+
+    fake_openai.push(Turn("Blue it is.", usage=(120, 8), cached=20))
+    ctx = make_ctx(
+        sandbox,
+        agent="command",
+        model=settings,
+        params={"command": sdk_program("openai", OPENAI_STREAM)},
+    )
+    result = await CommandAgent().run(ctx)
+    assert result.answer == "Blue it is."
+    u = ctx.usage
+    assert (u.tokens_in, u.tokens_cached, u.tokens_out, u.steps) == (120, 20, 8, 1)
+    assert u.cost_usd == pytest.approx((100 * 1.0 + 20 * 0.5 + 8 * 2.0) / 1e6)
+    (event,) = [e for e in ctx.trajectory.events if e.kind == "model_call"]
+    assert event.args["stream"] is True and event.content == "Blue it is."
+
+
+async def test_unserved_api_is_a_harness_error(fake_openai, settings, sandbox) -> None:
+    """The program speaks Anthropic, the arm's upstream is OpenAI-kind: the suite's fault."""
+    ctx = make_ctx(
+        sandbox,
+        agent="command",
+        model=settings,
+        params={"command": sdk_program("urllib", ANTHROPIC_CALL)},
+    )
+    with pytest.raises(ConfigError, match="messages API.*api: openai") as info:
+        await CommandAgent().run(ctx)
+    assert classify(info.value) == "harness_error"
+    assert fake_openai.model_requests() == []

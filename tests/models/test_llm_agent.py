@@ -61,7 +61,7 @@ async def test_scripted_model_solves_the_task(fake_openai: FakeOpenAI, settings,
     u = ctx.usage
     assert (u.tokens_in, u.tokens_cached, u.tokens_out) == (300, 60, 30)
     assert u.cost_usd == pytest.approx(3 * CALL_COST)
-    assert (u.model_calls, u.steps, u.malformed_tool_calls) == (3, 2, 0)
+    assert (u.model_calls, u.steps, u.malformed_tool_calls) == (3, 3, 0)
 
     first, second, _ = (r.json for r in fake_openai.chat_requests())
     system = first["messages"][0]
