@@ -13,53 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
+from harness.config.paths import check_inside, check_tree
+from harness.config.yamlio import FieldPath, read_yaml
 from harness.errors import ConfigError
 
-Path_ = tuple[str | int, ...]
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
-
-
-# ------------------------------------------------------------------------------ YAML
-def _line_map(node: yaml.Node, path: Path_ = (), out: dict | None = None) -> dict[Path_, int]:
-    """Map each field path in a composed YAML document to its 1-based line."""
-    out = {} if out is None else out
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            sub = (*path, str(key.value))
-            out[sub] = key.start_mark.line + 1
-            _line_map(value, sub, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _line_map(item, (*path, i), out)
-    return out
-
-
-def read_yaml(path: Path) -> tuple[Any, dict[Path_, int]]:
-    """Parse a YAML file, returning its data and a field-path → line map."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(str(path), "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(str(path), "", f"cannot read file: {exc}") from None
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(
-            str(path), "", f"invalid YAML: {problem}", mark.line + 1 if mark else None
-        ) from None
-    finally:
-        loader.dispose()
-    return data, (_line_map(node) if node is not None else {})
+Path_ = FieldPath
 
 
 def field_path(loc: Path_) -> str:
@@ -146,6 +107,8 @@ def _short(value: Any) -> str:
 class LoadedTask:
     task: Task
     file: Path
+    line: int | None = None  # where the task starts in its file, for errors found later
+    field_prefix: str = ""  # "tasks[3]" in a multi-task file
 
     @property
     def hidden_dir(self) -> Path | None:
@@ -184,7 +147,7 @@ def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> Res
     for lt in tasks:
         name = lt.task.environment
         if name and name not in environments:
-            environments[name] = load_environment(env_root, name, lt.file)
+            environments[name] = load_environment(env_root, name, lt)
     resolved = ResolvedSuite(suite, path, tasks, environments)
     resolved.config_hash = config_hash(resolved)
     return resolved
@@ -242,16 +205,19 @@ def _load_tasks(suite: Suite, path: Path, lines: dict[Path_, int]) -> list[Loade
             if lt.task.id in seen:
                 raise ConfigError(
                     str(file),
-                    "id",
+                    _sub(lt.field_prefix, "id"),
                     f"duplicate task id '{lt.task.id}' (also in {seen[lt.task.id]})",
+                    lt.line,
                 )
             seen[lt.task.id] = file
             tasks.append(lt)
     return tasks
 
 
-def load_task_file(file: Path) -> list[LoadedTask]:
-    """A task file holds one task, or ``{defaults: {...}, tasks: [...]}``."""
+def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
+    """A task file holds one task, or ``{defaults: {...}, tasks: [...]}``. Its ``hidden:``
+    directories must stay inside ``root`` (default: the task file's own folder)."""
+    root = file.parent if root is None else root
     from graders import build_grader
 
     data, lines = read_yaml(file)
@@ -276,15 +242,17 @@ def load_task_file(file: Path) -> list[LoadedTask]:
                 ) from None
             except ValidationError as exc:
                 raise _from_validation(exc, file, lines, loc) from None
-        if task.hidden and not (file.parent / task.hidden).is_dir():
+        if task.hidden:
             loc = (*prefix, "hidden")
-            raise ConfigError(
-                str(file),
-                field_path(loc),
-                f"directory not found: {task.hidden}",
-                _nearest_line(lines, loc),
-            )
-        out.append(LoadedTask(task, file))
+            where = (str(file), field_path(loc), _nearest_line(lines, loc))
+            hidden = file.parent / task.hidden
+            check_inside(root, hidden, where[0], where[1], where[2], "the task file's folder")
+            if not hidden.is_dir():
+                raise ConfigError(
+                    where[0], where[1], f"directory not found: {task.hidden}", where[2]
+                )
+            check_tree(root, hidden, *where)
+        out.append(LoadedTask(task, file, _nearest_line(lines, prefix), field_path(prefix)))
     return out
 
 
@@ -316,12 +284,20 @@ def _environments_dir(suite: Suite, path: Path, lines: dict[Path_, int]) -> Path
     return path.parent / "environments"
 
 
-def load_environment(root: Path, name: str, referenced_from: Path) -> Environment:
+def _sub(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def load_environment(root: Path, name: str, referenced_from: LoadedTask | Path) -> Environment:
     env_dir = root / name
     file = env_dir / "environment.yaml"
     if not file.is_file():
+        lt = referenced_from if isinstance(referenced_from, LoadedTask) else None
         raise ConfigError(
-            str(referenced_from), "environment", f"unknown environment '{name}' (no {file})"
+            str(lt.file if lt else referenced_from),
+            _sub(lt.field_prefix, "environment") if lt else "environment",
+            f"unknown environment '{name}' (no {file})",
+            lt.line if lt else None,
         )
     data, lines = read_yaml(file)
     spec: EnvironmentSpec = validate(EnvironmentSpec, data, file, lines)
@@ -339,6 +315,17 @@ def load_environment(root: Path, name: str, referenced_from: Path) -> Environmen
             "required when state.kind is 'command'",
             _nearest_line(lines, ("state",)),
         )
+    for name_, rel in (
+        ("files", spec.files),
+        ("policy", spec.policy),
+        ("image.dockerfile", spec.image.dockerfile),
+    ):
+        if rel:
+            line = _nearest_line(lines, tuple(name_.split(".")))
+            target = env_dir / rel
+            check_inside(env_dir, target, file, name_, line, "the environment's folder")
+            if name_ == "files" and target.is_dir():
+                check_tree(env_dir, target, file, name_, line)
     return Environment(spec, env_dir)
 
 

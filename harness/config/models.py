@@ -8,9 +8,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# ------------------------------------------------------------------------------ ranges
+# Every number a config file may hold has a stated maximum (README, "Limits"): a typo such as
+# `trials: 1e11` is a one-line error, not a run that never ends. Integers are strict: `true`
+# is not 1 and "3" is not 3.
+MAX_SEED = 2**63 - 1
+MAX_TRIALS = 10_000  # trials per task per arm (also repeats.max_k)
+MAX_CONCURRENCY = 1_024
+MAX_SECONDS = 7 * 24 * 3600.0  # any timeout: one week
+MAX_WEIGHT = 1e6
+MAX_STEPS = 1_000_000
+MAX_TOKENS = 10**12
+MAX_ATTEMPTS = 100
+
+Seed = Annotated[int, Field(strict=True, ge=0, le=MAX_SEED, description="0 .. 2^63-1")]
+Count = Annotated[int, Field(strict=True, ge=1, le=MAX_TRIALS)]
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
+Money = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
 
 
 class Strict(BaseModel):
@@ -21,10 +39,16 @@ class Strict(BaseModel):
 class Budgets(Strict):
     """Per-trial limits. Exceeding one ends the trial as an agent failure, never a retry."""
 
-    max_steps: int | None = Field(50, ge=1, description="tool calls / model turns")
-    max_tokens: int | None = Field(None, ge=1, description="input + output tokens")
-    max_cost_usd: float | None = Field(None, gt=0, description="US dollars")
-    timeout_s: float | None = Field(600.0, gt=0, description="wall-clock seconds for the agent")
+    max_steps: int | None = Field(
+        50, strict=True, ge=1, le=MAX_STEPS, description="tool calls / model turns"
+    )
+    max_tokens: int | None = Field(
+        None, strict=True, ge=1, le=MAX_TOKENS, description="input + output tokens"
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, le=1e9, allow_inf_nan=False, description="US dollars"
+    )
+    timeout_s: Seconds | None = Field(600.0, description="wall-clock seconds for the agent")
 
     def merged(self, override: BudgetOverride | None) -> Budgets:
         if override is None:
@@ -33,25 +57,37 @@ class Budgets(Strict):
 
 
 class BudgetOverride(Strict):
-    max_steps: int | None = Field(None, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
-    max_cost_usd: float | None = Field(None, gt=0)
-    timeout_s: float | None = Field(None, gt=0)
+    max_steps: int | None = Field(None, strict=True, ge=1, le=MAX_STEPS)
+    max_tokens: int | None = Field(None, strict=True, ge=1, le=MAX_TOKENS)
+    max_cost_usd: float | None = Field(None, gt=0, le=1e9, allow_inf_nan=False)
+    timeout_s: Seconds | None = None
 
 
 class Retries(Strict):
     """Infrastructure-only retries. There is deliberately no option to retry failed trials."""
 
-    max_attempts: int = Field(3, ge=1, description="attempts per trial, first one included")
-    backoff_s: float = Field(1.0, ge=0, description="base of the exponential backoff, seconds")
+    max_attempts: int = Field(
+        3, strict=True, ge=1, le=MAX_ATTEMPTS, description="attempts per trial, first one included"
+    )
+    backoff_s: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="base of the exponential backoff, seconds",
+    )
 
 
 class Limits(Strict):
     """Resource limits applied to each sandbox (Docker backend)."""
 
-    memory: str = "1g"
-    pids: int = Field(256, ge=16)
-    cpus: float = Field(1.0, gt=0)
+    memory: str = Field(
+        "1g",
+        pattern=r"^[0-9]+(\.[0-9]+)?[bkmgtBKMGT]?[bB]?$",
+        description="bytes, or a number with a unit: 512m, 1g",
+    )
+    pids: int = Field(256, strict=True, ge=16, le=1_000_000)
+    cpus: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
 
 
 class ModelSettings(Strict):
@@ -61,10 +97,10 @@ class ModelSettings(Strict):
     name: str
     base_url: str = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float | None = None
-    max_tokens: int | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 4
+    temperature: float | None = Field(None, ge=0, le=10, allow_inf_nan=False)
+    max_tokens: int | None = Field(None, strict=True, ge=1, le=MAX_TOKENS)
+    timeout_s: Seconds = 120.0
+    max_retries: int = Field(4, strict=True, ge=0, le=MAX_ATTEMPTS)
     extra: dict[str, Any] = Field(default_factory=dict)
     price: Price | None = None
     api: Literal["openai", "anthropic"] = Field(
@@ -77,11 +113,11 @@ class ModelSettings(Strict):
 class Price(Strict):
     """US dollars per million tokens."""
 
-    input: float = Field(ge=0)
-    cached_input: float | None = Field(None, ge=0)
-    output: float = Field(ge=0)
-    cache_write: float | None = Field(
-        None, ge=0, description="prompt tokens written to the cache; default the input price"
+    input: Money
+    cached_input: Money | None = None
+    output: Money
+    cache_write: Money | None = Field(
+        None, description="prompt tokens written to the cache; default the input price"
     )
 
 
@@ -100,7 +136,9 @@ class PrimaryComparison(Strict):
 
 
 class ReportSettings(Strict):
-    k: list[int] | None = Field(None, description="k values for pass@k / pass^k; default 1..trials")
+    k: list[Count] | None = Field(
+        None, max_length=1000, description="k values for pass@k / pass^k; default 1..trials"
+    )
     cluster_key: Literal["cluster", "task"] = "cluster"
     primary: PrimaryComparison | None = None
     confidence: float = Field(0.95, gt=0, lt=1)
@@ -158,7 +196,9 @@ class GatePolicy(Strict):
     )
     n_resamples: int = Field(
         10_000,
+        strict=True,
         ge=1000,
+        le=10_000_000,
         description="no longer read: the gate's intervals are analytic (CR1 + t); accepted so "
         "existing policies still validate",
     )
@@ -186,9 +226,15 @@ class Repeats(Strict):
     arm's failure: there is no way to retry only failures."""
 
     mode: Literal["fixed", "adaptive"] = "fixed"
-    max_k: int = Field(5, ge=2, description="trials per task per arm on repeated tasks")
+    max_k: int = Field(
+        5, strict=True, ge=2, le=MAX_TRIALS, description="trials per task per arm on repeated tasks"
+    )
     budget_trials: int | None = Field(
-        None, ge=0, description="most trials the repeat phase may add, over all arms"
+        None,
+        strict=True,
+        ge=0,
+        le=MAX_TRIALS * 1000,
+        description="most trials the repeat phase may add, over all arms",
     )
 
 
@@ -197,14 +243,14 @@ class Suite(Strict):
 
     name: str
     description: str = ""
-    seed: int = 0
-    trials: int = Field(1, ge=1, description="trials per task per arm")
+    seed: Seed = 0
+    trials: Count = Field(1, description="trials per task per arm")
     tasks: list[str] = Field(min_length=1, description="task files or globs, relative to the suite")
     environments_dir: str | None = Field(
         None, description="where environments live; default: nearest 'environments/' upward"
     )
     arms: list[Arm] = Field(min_length=1)
-    concurrency: int = Field(4, ge=1)
+    concurrency: int = Field(4, strict=True, ge=1, le=MAX_CONCURRENCY)
     sandbox: str = Field(
         "auto",
         description="auto (docker when a daemon answers, else local), local, docker, "
@@ -368,7 +414,7 @@ class Task(Strict):
     class_: str = Field("default", alias="class")
     cluster: str | None = Field(None, description="independent unit above tasks; default: the task")
     stratum: str | None = None
-    weight: float = Field(1.0, gt=0)
+    weight: float = Field(1.0, gt=0, le=MAX_WEIGHT, allow_inf_nan=False)
     setup: list[str] = Field(default_factory=list)
     network: list[str] = Field(
         default_factory=list,
@@ -431,7 +477,7 @@ class ToolSpec(Strict):
         description="shell command in the sandbox; optional when the environment has a "
         "tool_server, which then serves this tool",
     )
-    timeout_s: float = Field(30.0, gt=0)
+    timeout_s: Seconds = 30.0
     terminates: bool = Field(
         False, description="calling it ends the episode (it runs, then the agent is stopped)"
     )

@@ -79,7 +79,7 @@ def case_bad_sandbox(tmp):
 
 def case_duplicate_task_id(tmp):
     p = _task_file(tmp, yaml.safe_dump({"tasks": [GOOD_TASK, GOOD_TASK]}))
-    return p, "tasks.yaml", "id", "duplicate task id"
+    return p, "tasks.yaml", "tasks[1].id", "duplicate task id"
 
 
 def case_task_unknown_key(tmp):
@@ -102,7 +102,7 @@ def case_bad_grader_param(tmp):
 def case_unknown_environment(tmp):
     t = {**GOOD_TASK, "environment": "atlantis"}
     p = _task_file(tmp, yaml.safe_dump({"tasks": [t]}))
-    return p, "tasks.yaml", "environment", "unknown environment"
+    return p, "tasks.yaml", "tasks[0].environment", "unknown environment"
 
 
 def case_task_not_mapping(tmp):
