@@ -350,7 +350,7 @@ def structure_cases() -> list[Case]:
         suite("environments-dir-missing", "environments_dir", "nowhere"),
         task("task-no-id", "tasks.0.id", _DELETE, "tasks[0].id"),
         task("task-id-spaces", "tasks.0.id", "a b", "tasks[0].id"),
-        task("task-no-instruction", "tasks.0.instruction", _DELETE, "tasks[0].instruction"),
+        task("task-instruction-list", "tasks.0.instruction", [1], "tasks[0].instruction"),
         task("task-graders-empty", "tasks.0.graders", [], "tasks[0].graders"),
         task("task-grader-unknown", "tasks.0.graders.0.type", "magic", "tasks[0].graders[0]"),
         task(
