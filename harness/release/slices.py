@@ -9,6 +9,7 @@ while another improves by the same amount; that pattern is called out, not avera
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 SCREEN_P = 0.2
@@ -39,12 +40,7 @@ def class_screens(
     from harness.release.compare import paired_comparison
     from harness.stats import holm_adjust
 
-    by_a: dict[str, list[dict]] = defaultdict(list)
-    by_b: dict[str, list[dict]] = defaultdict(list)
-    for r in rows_a:
-        by_a[r.get("task_class") or "default"].append(r)
-    for r in rows_b:
-        by_b[r.get("task_class") or "default"].append(r)
+    by_a, by_b = _by_class(rows_a), _by_class(rows_b)
     out: list[dict[str, Any]] = []
     for cls in sorted(set(by_a) & set(by_b)):
         c = paired_comparison(
@@ -112,3 +108,21 @@ def class_screens(
             f"(one-sided p ≤ {SCREEN_P:g} up in one class and down in another)"
         ),
     }
+
+
+def _by_class(rows: Any) -> dict[str, Any]:
+    """Rows split by task class: a list of row dicts, or a mapping of equal-length columns
+    (the report's fast path) split into column mappings."""
+    if isinstance(rows, Mapping):
+        import numpy as np
+
+        cls = np.asarray(rows["task_class"], dtype=object)
+        cls = np.where(np.equal(cls, None) | np.equal(cls, ""), "default", cls)
+        return {
+            str(c): {k: np.asarray(v)[cls == c] for k, v in rows.items()}
+            for c in sorted(set(cls.tolist()))
+        }
+    out: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        out[r.get("task_class") or "default"].append(r)
+    return out

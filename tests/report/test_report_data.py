@@ -356,11 +356,11 @@ def test_few_clusters_keep_clusters_with_t_and_a_warning(tmp_path):
     arm = data["arms"]["a"]
     # Few clusters never fall back to tasks (that under-covers): CR1 + t on 2 df, warned.
     assert arm["unit"]["kind"] == "cluster"
-    assert "Student t with 2 df" in arm["success"]["method"]
+    assert "Student t with 2.0 Bell-McCaffrey df" in arm["success"]["method"]
     assert "only 3 clusters" in arm["success"]["warning"]
     assert any("only 3 clusters" in w for w in data["warnings"])
     for p in arm["pass_hat_k"]:
-        assert "t with 2 df" in p["method"] and p["hi"] > p["lo"]
+        assert "t with 2.0 Bell" in p["method"] and p["hi"] > p["lo"]
 
     url = f"sqlite:///{tmp_path / 'one.db'}"
     make_store(url, grid_rows("a", outcomes, {t: "c0" for t in outcomes}), trials=3)
@@ -398,7 +398,7 @@ def test_pass_k_uses_the_shared_interval_method(tmp_path):
     make_store(url, grid_rows("a", outcomes, clusters), trials=3)
     arm = _report(url)["arms"]["a"]
     p = arm["pass_hat_k"][1]
-    assert "CR1" in p["method"] and "t with 39 df" in p["method"]
+    assert "CR2" in p["method"] and "t with 39.0 Bell-McCaffrey df" in p["method"]
     tasks = sorted(outcomes)
     n = np.full(80, 3)
     c = np.array([sum(outcomes[t]) for t in tasks])
