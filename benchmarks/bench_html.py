@@ -32,21 +32,20 @@ t = {{}}
 t0 = time.perf_counter()
 from harness.report.cli import load_report
 from harness.store import Store
-from harness.report import tasks as dv
+from harness.report import tasks as tk
 from harness.report.render.html import gate_verdict, render
 data = load_report({run!r}, {url!r})
 t["load_report"] = time.perf_counter() - t0
 store = Store({url!r})
-run = store.get_run({run!r})
 t1 = time.perf_counter()
-rr = dv.load_rows(store, run)
-infra = dv.infra_breakdown(store, run.id)
+rr = tk.load_rows(store, data)
+kinds = tk.error_kinds(store, rr.run_id)
 t["rows"] = time.perf_counter() - t1
 t1 = time.perf_counter()
-gate = gate_verdict(run, store, data)
+gate = gate_verdict(store, data)
 t["gate"] = time.perf_counter() - t1
 t1 = time.perf_counter()
-html = render(data, run, rr, infra=infra, gate=gate)
+html = render(data, rr, error_kinds=kinds, gate=gate)
 t["render"] = time.perf_counter() - t1
 open({out!r}, "w", encoding="utf-8").write(html)
 t["total"] = time.perf_counter() - t0

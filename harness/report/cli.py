@@ -71,6 +71,7 @@ def load_report(
             config, run.trials_per_task, run.jobs_planned, len(run.arms or []) or 1
         ),
         n_resamples=n_resamples or DEFAULT_RESAMPLES,
+        suite=suite,
     )
     t2 = time.perf_counter()
     comparison, warning = primary_comparison(data, settings, int(run.seed or 0))

@@ -16,7 +16,7 @@ Top level::
 
     schema          "harness.report/2"
     run             {id, suite, status, started_at, finished_at, harness_version, config_hash,
-                     sandbox, seed, trials_per_task, image_ids}
+                     sandbox, seed, trials_per_task, image_ids, description}
     settings        {confidence, denominator ("failure"|"exclude"), denominator_text,
                      cluster_key, k (list|null), primary ({baseline, candidate}|null),
                      n_resamples, prediction_resamples, bootstrap_seed}
@@ -28,6 +28,12 @@ Top level::
     comparison      null | {baseline_arm, candidate_arm, estimate, lo, hi, confidence, method,
                      n_tasks, n_clusters, table {both_pass, fixed, broke, both_fail},
                      p_value, test, ...}  (from harness.release.compare.paired_comparison)
+    roles           {baseline, candidate, aa}: arm names or null (harness.report.deltas)
+    arm_settings    {arm name: {role, agent, model, params}} as the suite declares them
+    class_deltas    null | {baseline, candidate, overall, by_class [{class, estimate, lo, hi,
+                     n}], method, confidence, noise_floor {arm, lo, hi, method} | null}:
+                     paired per-class deltas of the candidate; the A/A arm's delta is the
+                     noise floor
     warnings        [str]
 
 ARM::
@@ -48,6 +54,8 @@ ARM::
     pass_hat_k_predicted       {prediction: true, estimand, ks, points [{k, estimate, lo, hi,
                                confidence}], a, b, method, check {k, fitted,
                                observed_unbiased}, note?}
+    pass_at_k_predicted        null | {prediction: true, estimand, points [{k, estimate, lo,
+                               hi}] for every k from 1, method}: the same fit, as pass@k
     unstable_tasks             int: tasks with 0 < passes < counted trials
     unstable_task_ids          [str] (first 50, sorted)
     slices                     {class: [SLICE], cluster: [SLICE]}; SLICE = rate record +
@@ -59,7 +67,8 @@ ARM::
                                   p_value, n_pairs, n_tasks, variants, original_rate,
                                   variant_rate, method} | null,
                                 calibration: {ece, estimate, lo, hi, n, n_tasks, bins,
-                                  mean_confidence, success_rate, method} | null,
+                                  mean_confidence, success_rate, method, diagram [{confidence,
+                                  success, n}] (non-empty bins)} | null,
                                 harm: rate record + {harmful_trials, trials, mean_severity,
                                   trial_share, trial_mean_severity, max_severity} | null}
     usage                      {tokens {in, cached, out, per_trial {in, cached, out}, trials},
@@ -87,6 +96,7 @@ from harness import errors
 from harness.report import reliability as rel
 from harness.report import sections as sec
 from harness.report import usage as use
+from harness.report.deltas import arm_roles, arm_settings, deltas_section
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
 from harness.stats.task_units import Unit, choose_unit, mean_interval
 
@@ -146,8 +156,10 @@ def build_report(
     scheduled: tuple[int, int],
     n_resamples: int = DEFAULT_RESAMPLES,
     prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
+    suite: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole report for one run (pure: arrays in, JSON-able dict out)."""
+    """The whole report for one run (pure: arrays in, JSON-able dict out). ``suite`` is the
+    run's stored suite: arm roles and settings, and the description, come from it."""
     seed = int(run.get("seed") or 0)
     settings = {
         **settings,
@@ -192,6 +204,8 @@ def build_report(
         else "per arm (see arms.*.unit)"
     )
     versions = _versions(run, data)
+    suite = suite or {}
+    roles = arm_roles(suite, list(arms))
     return {
         "schema": SCHEMA,
         "run": {
@@ -209,13 +223,17 @@ def build_report(
                 "trials_per_task",
                 "image_ids",
             )
-        },
+        }
+        | {"description": suite.get("description") or ""},
         "settings": settings,
         "estimand": ESTIMAND,
         "sampling_unit": sampling_unit,
         "versions": versions,
         "arms": arms,
+        "roles": roles,
+        "arm_settings": arm_settings(suite, roles),
         "comparison": None,
+        "class_deltas": deltas_section(data, roles, settings),
         "warnings": warnings,
     }
 
@@ -253,6 +271,7 @@ def _empty_sections() -> dict[str, Any]:
         "pass_hat_k": [],
         "pass_at_k": [],
         "pass_hat_k_predicted": None,
+        "pass_at_k_predicted": None,
         "unstable_tasks": 0,
         "unstable_task_ids": [],
         "slices": {"class": [], "cluster": []},
@@ -385,6 +404,15 @@ def arm_report(
         unit,
         trials_per_task,
         hat,
+        n_resamples=prediction_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+    out["pass_at_k_predicted"] = sec.pass_at_prediction_section(
+        n,
+        c,
+        unit,
+        trials_per_task,
         n_resamples=prediction_resamples,
         seed=seed,
         confidence=confidence,

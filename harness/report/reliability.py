@@ -98,6 +98,7 @@ def calibration_section(
     )
     return {
         "estimand": "Σ_b (n_b/n)·|mean confidence_b − success rate_b| over stated confidences",
+        "diagram": reliability_diagram(conf, y, ECE_BINS),
         "ece": ece,
         "estimate": ece,
         "lo": float(lo),
@@ -113,6 +114,19 @@ def calibration_section(
             f"{n_resamples} resamples (binned ECE is biased upward at small n)"
         ),
     }
+
+
+def reliability_diagram(conf: np.ndarray, y: np.ndarray, bins: int) -> list[dict[str, Any]]:
+    """Per non-empty equal-width bin: mean stated confidence, success rate, trials."""
+    b = np.minimum((conf * bins).astype(int), bins - 1)
+    cnt = np.bincount(b, minlength=bins)
+    sc = np.bincount(b, weights=conf, minlength=bins)
+    sy = np.bincount(b, weights=y, minlength=bins)
+    return [
+        {"confidence": float(sc[j] / cnt[j]), "success": float(sy[j] / cnt[j]), "n": int(cnt[j])}
+        for j in range(bins)
+        if cnt[j]
+    ]
 
 
 def harm_section(

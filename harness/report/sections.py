@@ -198,6 +198,61 @@ def prediction_section(
     }
 
 
+def pass_at_prediction_section(
+    n: np.ndarray,
+    c: np.ndarray,
+    unit: Unit,
+    trials: int,
+    *,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, Any] | None:
+    """Beta-binomial predicted pass@k for every k from 1 to max(2 × trials, 32), marked a
+    prediction; None with fewer than three tasks or one trial per task (nothing to fit the
+    spread of task rates from)."""
+    if n.size < 3 or int(n.max()) < 2:
+        return None
+    ks = list(range(1, max(2 * trials, 32) + 1))
+    method = "moments" if int(n.min()) >= 2 else "mle"
+    try:
+        pred = predict_pass_hat_k(
+            c,
+            n,
+            ks,
+            n_boot=n_resamples,
+            rng=seed,
+            method=method,
+            confidence=confidence,
+            clusters=unit.labels if unit.kind == "cluster" else None,
+            metric="pass_at",
+        )
+    except (ValueError, FloatingPointError):  # no spread to fit
+        return None
+    return {
+        "prediction": True,
+        "estimand": "mean over tasks of 1 − (1 − p_j)^k with p_j ~ Beta(a, b) fitted to the "
+        "per-task counts; a model-based prediction, not an observation",
+        "points": [
+            {
+                "k": k,
+                "estimate": num(pred.estimate[j]),
+                "lo": num(pred.lo[j]),
+                "hi": num(pred.hi[j]),
+                "n": int(n.size),
+                "unit": "task",
+                "confidence": confidence,
+            }
+            for j, k in enumerate(ks)
+        ],
+        "method": (
+            "beta-binomial fit by "
+            + ("moments (unbiased pass^1, pass^2)" if method == "moments" else "maximum likelihood")
+            + f"; percentile {boot_name(unit)} bootstrap with refits, {n_resamples} resamples"
+        ),
+    }
+
+
 def slices_section(
     labels: np.ndarray,
     rates: np.ndarray,

@@ -1,7 +1,7 @@
 """`harness view`: a read-only web UI over the store, on loopback only.
 
-Standard library only (``http.server.ThreadingHTTPServer``); pages are HTML strings built with
-``html.escape``. Routes:
+Standard library server (``http.server.ThreadingHTTPServer``); pages are Jinja2 templates in
+``harness/viewer/templates`` (autoescaped), on the report's page shell. Routes:
 
     /                         runs, newest first
     /run/RUN_ID               arms with their rates, and the task table
@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from harness.report.render.page import badge, e, num, page
+from harness.report.render.templating import render_template
 from harness.viewer import DEFAULT_PORT
 
 HOST = "127.0.0.1"
@@ -81,7 +81,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._route(path, query)
         except Exception:  # noqa: BLE001 - one broken page must not stop the server
-            body = page("error", f"<h1>Internal error</h1><pre>{e(traceback.format_exc())}</pre>")
+            body = _page(
+                "message.html.j2",
+                title="error",
+                nav=False,
+                heading="Internal error",
+                detail_pre=traceback.format_exc(),
+            )
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, "text/html; charset=utf-8", body.encode())
 
     def _route(self, path: list[str], query: dict[str, str]) -> None:
@@ -116,7 +122,7 @@ class Handler(BaseHTTPRequestHandler):
             body = render_trial(store, int(path[1]))
             if body is None:
                 return self._not_found(f"no trial {path[1]}")
-            return self._html(page(f"trial {path[1]}", body, nav=_nav()))
+            return self._html(body)
         if path[0] == "blob" and len(path) == 2:
             data = store.blob(path[1])
             if data is None:
@@ -128,7 +134,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, "text/html; charset=utf-8", html.encode("utf-8"))
 
     def _not_found(self, what: str) -> None:
-        body = page("not found", f"<h1>Not found</h1><p>{e(what)}</p>", nav=_nav())
+        body = _page("message.html.j2", title="not found", heading="Not found", detail=what)
         self._send(HTTPStatus.NOT_FOUND, "text/html; charset=utf-8", body.encode())
 
     def _send(self, status: HTTPStatus, ctype: str, body: bytes) -> None:
@@ -141,28 +147,19 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def _nav() -> str:
-    return '<a href="/">runs</a>'
+def _page(template: str, **context: Any) -> str:
+    """A viewer page from its template (the viewer's templates, then the report's)."""
+    return render_template(template, packages=("harness.viewer",), **context)
 
 
 def runs_page(store) -> str:
-    runs = store.list_runs(limit=500)
-    rows = "".join(
-        f'<tr><td><a href="/run/{e(r.id)}">{e(r.id)}</a></td><td>{e(r.suite_name)}</td>'
-        f"<td>{badge(r.status)}</td><td>{e(f'{r.started_at:%Y-%m-%d %H:%M}')}</td>"
-        f"<td>{e(', '.join(r.arms or []))}</td><td class='n'>{e(num(r.jobs_planned))}</td>"
-        f'<td><a href="/run/{e(r.id)}/report">report</a></td></tr>'
-        for r in runs
+    """Every run, newest first, with links to its page and its report."""
+    return _page(
+        "runs.html.j2",
+        title="harness runs",
+        runs=store.list_runs(limit=500),
+        store_url=_safe_url(store.url),
     )
-    body = (
-        f"<h1>Runs</h1><p class='muted'>store: <code>{e(_safe_url(store.url))}</code></p>"
-        '<div class="toolbar" data-filter-for="runs-table"><input type="search" autocomplete="off" '
-        'placeholder="filter runs…" aria-label="filter runs"><span class="count muted"></span></div>'
-        '<table id="runs-table" class="sortable"><thead><tr><th>run id</th><th>suite</th>'
-        "<th>status</th><th>started</th><th>arms</th><th class='n'>trials planned</th><th></th>"
-        f"</tr></thead><tbody>{rows}</tbody></table>"
-    )
-    return page("harness runs", body, nav=_nav())
 
 
 def _safe_url(url: str) -> str:
@@ -176,31 +173,37 @@ def _safe_url(url: str) -> str:
 
 def run_page(store_url: str, run) -> str:
     """Arms with their rates, and the per-task table linking to trials."""
-    from harness.report import tasks as dv
+    from harness.report import tasks as tk
     from harness.report.cli import load_report
-    from harness.report.render.html import _header, _headline, _task_section
+    from harness.report.render import html as report_html
+    from harness.report.render import html_sections as hs
     from harness.store import Store
 
     data = load_report(run.id, store_url)
     store = Store(store_url)
     try:
-        rr = dv.load_rows(store, run)
+        rr = tk.load_rows(store, data)
     finally:
         store.close()
-    rows = dv.task_rows(rr)
-    body = (
-        f'<nav class="crumbs"><a href="/">runs</a> / {e(run.id)}</nav>'
-        + _header(data, run, rr)
-        + f'<p><a href="/run/{e(run.id)}/report">full report</a> · '
-        f'<a href="/run/{e(run.id)}/trials">all trials</a> · '
-        f'<a href="/run/{e(run.id)}/trials?status=failed">failed trials</a></p>'
-        + _headline(data, rr)
-        + _task_section(rows, rr, "", task_link=f"/run/{run.id}/trials?task=")
+    colors = hs.arm_colors(rr.arms)
+    return _page(
+        "run.html.j2",
+        title=f"run {run.id}",
+        run_id=run.id,
+        header=report_html.header(data, rr, colors),
+        headline=report_html.headline(data, rr, colors),
+        tasks=hs.task_table(tk.task_rows(rr), rr, "", task_link=f"/run/{run.id}/trials?task="),
     )
-    return page(f"run {run.id}", body, nav=_nav())
+
+
+TRIAL_COLUMNS = (
+    "id, arm, task_id, variant, trial_index, status, score, reason, cost_usd, latency_s, "
+    "tokens_in, tokens_out"
+)
 
 
 def trials_page(store, run, query: dict[str, str]) -> str:
+    """The run's trials filtered by arm, task, status or class, a page at a time."""
     from sqlalchemy import text
 
     where = ["run_id = :r"]
@@ -221,44 +224,31 @@ def trials_page(store, run, query: dict[str, str]) -> str:
         total = conn.execute(text(f"SELECT COUNT(*) FROM trials WHERE {cond}"), params).scalar()
         rows = conn.execute(
             text(
-                "SELECT id, arm, task_id, variant, trial_index, status, score, reason, cost_usd, "
-                f"latency_s, tokens_in, tokens_out FROM trials WHERE {cond} "
+                f"SELECT {TRIAL_COLUMNS} FROM trials WHERE {cond} "
                 "ORDER BY task_id, arm, trial_index, id LIMIT :lim OFFSET :off"
             ),
             params,
         ).all()
-    body_rows = "".join(
-        f'<tr><td><a href="/trial/{r[0]}">{r[0]}</a></td><td>{e(r[1])}</td><td>{e(r[2])}</td>'
-        f"<td>{e(r[3])}</td><td class='n'>{r[4]}</td><td>{badge(r[5])}</td>"
-        f"<td class='n'>{e(num(r[6]))}</td><td class='n'>{e(num(r[9], 2))}</td>"
-        f"<td class='n'>{e(num(r[10]))} / {e(num(r[11]))}</td><td class='small'>{e((r[7] or '')[:160])}</td></tr>"
-        for r in rows
+    rest = _drop(query, "page")
+    return _page(
+        "trials.html.j2",
+        title=f"trials of {run.id}",
+        run_id=run.id,
+        total=total,
+        rows=[r._mapping for r in rows],
+        filters=" · ".join(f"{k} = {v}" for k, v in query.items() if k != "page" and v),
+        arm_links=[(a, urlencode({**rest, "arm": a})) for a in run.arms or []],
+        status_links=[
+            (s, urlencode({**rest, "status": s}))
+            for s in ("passed", "failed", "infra_error", "grader_error", "harness_error")
+        ],
+        previous=urlencode({**query, "page": page_no - 1}) if page_no > 0 else None,
+        next=(
+            urlencode({**query, "page": page_no + 1})
+            if (page_no + 1) * TRIALS_PAGE < total
+            else None
+        ),
     )
-    filters = " · ".join(f"{k} = {e(v)}" for k, v in query.items() if k != "page" and v)
-    arms = "".join(
-        f'<a href="?{e(urlencode({**_drop(query, "page"), "arm": a}))}">{e(a)}</a> '
-        for a in run.arms or []
-    )
-    statuses = "".join(
-        f'<a href="?{e(urlencode({**_drop(query, "page"), "status": s}))}">{e(s)}</a> '
-        for s in ("passed", "failed", "infra_error", "grader_error", "harness_error")
-    )
-    pager = ""
-    if page_no > 0:
-        pager += f'<a href="?{e(urlencode({**query, "page": page_no - 1}))}">← previous</a> '
-    if (page_no + 1) * TRIALS_PAGE < total:
-        pager += f'<a href="?{e(urlencode({**query, "page": page_no + 1}))}">next →</a>'
-    body = (
-        f'<nav class="crumbs"><a href="/">runs</a> / <a href="/run/{e(run.id)}">{e(run.id)}</a> / trials</nav>'
-        f"<h1>Trials of {e(run.id)}</h1>"
-        f"<p>{e(num(total))} trials{' where ' + filters if filters else ''} "
-        f'(<a href="?">clear filters</a>). arm: {arms} · status: {statuses}</p>'
-        '<table class="sortable"><thead><tr><th class="n">id</th><th>arm</th><th>task</th>'
-        "<th>variant</th><th class='n'>#</th><th>status</th><th class='n'>score</th>"
-        "<th class='n'>latency s</th><th class='n'>tokens in / out</th><th>reason</th></tr></thead>"
-        f"<tbody>{body_rows}</tbody></table><p>{pager}</p>"
-    )
-    return page(f"trials of {run.id}", body, nav=_nav())
 
 
 def _drop(d: dict[str, str], key: str) -> dict[str, str]:

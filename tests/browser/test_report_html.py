@@ -3,6 +3,7 @@ network, a working task table; and the renderer survives report data with keys m
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -100,29 +101,43 @@ def test_sample_report_has_every_section(browser, sample_run, tmp_path):
         browser.close_tab(session)
 
 
-def test_renderer_tolerates_missing_report_keys(sample_run):
-    """The report helper is still extending the data: every section reads with .get()."""
-    from harness.report import tasks as dv
+def test_renderer_draws_only_the_sections_the_data_has(sample_run):
+    """Optional sections (gate, deltas, predictions, cost, calibration) are left out when the
+    report data has none, and markup in the data is escaped, never interpreted."""
+    from harness.report import load_report
+    from harness.report import tasks as tk
     from harness.report.render.html import render
     from harness.store import Store
 
     url, run_id = sample_run
+    data = load_report(run_id, url, n_resamples=200)
     store = Store(url)
-    run = store.get_run(run_id)
-    rr = dv.load_rows(store, run)
+    rr = tk.load_rows(store, data)
     store.close()
-    for data in ({}, {"run": {"id": run_id}}, {"arms": {"baseline": {}}}, {"arms": None}):
-        html = render(data, run, rr)
-        assert "Tasks" in html and "<svg" in html
-    odd = {
-        "arms": {"baseline": {"success": {"estimate": 0.5, "ci": [0.4, 0.6], "n": 40}}},
-        "comparison": {"by_class": {"refund": {"delta": -0.1, "ci": [-0.2, 0.0], "n": 8}}},
-        "calibration": {
-            "arms": {"baseline": {"bins": [{"mean_confidence": 0.5, "accuracy": 0.4}]}}
+    full = render(data, rr)
+    assert set(ALL_PLOTS) - {"forest"} <= _plots(full)
+    bare = json.loads(json.dumps(data))
+    bare["class_deltas"] = None
+    bare["comparison"] = None
+    bare["run"]["description"] = "<script>alert(1)</script>"
+    for arm in bare["arms"].values():
+        arm.update(pass_hat_k=[], pass_hat_k_predicted=None, pass_at_k_predicted=None)
+        arm["reliability"]["calibration"] = None
+        arm["usage"]["cost"]["per_trial_usd"] = None
+    html = render(bare, rr)
+    assert _plots(html) == {"infra"}
+    assert 'id="tasks"' in html and "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    gate = {
+        "verdict": "inconclusive",
+        "reasons": "too few tasks",
+        "screens": {
+            "classes": [{"class": "refund", "estimate": -0.1, "lo": -0.2, "hi": 0.0, "n_tasks": 8}]
         },
     }
-    html = render(odd, run, rr, gate={"verdict": "inconclusive", "reasons": "too few tasks"})
+    html = render(bare, rr, gate=gate)
     assert "Release gate: inconclusive" in html and "refund" in html
+    assert _plots(html) == {"forest", "infra"}
 
 
 @pytest.mark.parametrize("viewer_url", ["http://127.0.0.1:9999", None])

@@ -265,7 +265,7 @@ def calibration(arms: dict[str, dict[str, Any]], colors: dict[str, str]) -> str:
 def infra_bars(counts: dict[str, dict[str, int]], colors_by_status: dict[str, str]) -> str:
     """Horizontal stacked bars: per arm, trials by status (resolved statuses included)."""
     arms = list(counts)
-    statuses = sorted({s for c in counts.values() for s in c}, key=_status_order)
+    statuses = sorted({s for c in counts.values() for s in c}, key=status_order)
     fig, (ax,) = _figure(7.2, 0.9 + 0.42 * len(arms))
     left = [0.0] * len(arms)
     ys = list(range(len(arms)))[::-1]
@@ -289,6 +289,6 @@ def infra_bars(counts: dict[str, dict[str, int]], colors_by_status: dict[str, st
     return _svg(fig, "trials by status")
 
 
-def _status_order(s: str) -> tuple[int, str]:
+def status_order(s: str) -> tuple[int, str]:
     order = {"passed": 0, "failed": 1, "infra_error": 2, "grader_error": 3, "harness_error": 4}
     return order.get(s, 9), s
