@@ -86,8 +86,8 @@ async def execute(
                 return
             record = await run_one(job)
             writer.put(record)
-            outcome.counts[record.trial["status"]] += 1
-            sink.trial_done(record.trial["status"])
+            outcome.counts[record.trial.status] += 1
+            sink.trial_done(record.trial.status)
 
     async with anyio.create_task_group() as outer:
         work_scope = anyio.CancelScope()

@@ -272,8 +272,9 @@ async def _repeat_phase(
     of the discordant or unstable tasks for every arm alike (``plan.repeat_jobs``)."""
     from harness.plan import repeat_jobs
     from harness.progress import TrialProgress
+    from harness.store.tables import Trial, column_names
 
-    cols = ["arm", "task_id", "trial_index", "variant", "status"]
+    cols = column_names(Trial.arm, Trial.task_id, Trial.trial_index, Trial.variant, Trial.status)
     rows = await anyio.to_thread.run_sync(store.trial_columns, run_id, cols)
     extra = repeat_jobs(resolved, rows)
     done = await anyio.to_thread.run_sync(store.finished_keys, run_id)

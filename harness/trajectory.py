@@ -1,16 +1,22 @@
-"""Trajectory events: what an agent did, step by step, as graders and viewers read it."""
+"""Trajectory events: what an agent did, step by step, as graders and viewers read it.
+
+``Event`` is also the declaration of the ``trajectory_events`` table's columns: the table
+(``harness.store.tables.TrajectoryEvent``) inherits these fields and adds only its keys.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import ConfigDict
+from sqlalchemy import JSON, Text
+from sqlmodel import Field, SQLModel
 
 RESULT_PREVIEW_CHARS = 4000
 
 
-class Event(BaseModel):
+class Event(SQLModel):
     """One recorded step of a trial.
 
     kind: ``tool_call`` (the agent called an environment tool), ``message`` (the agent told
@@ -18,11 +24,13 @@ class Event(BaseModel):
     request), ``command`` (a raw shell command), ``note`` (harness annotation).
     """
 
+    model_config = ConfigDict(extra="forbid")  # type: ignore[assignment]
+
     step: int
     kind: str
     tool: str | None = None
-    args: dict[str, Any] | None = None
-    content: str | None = None
+    args: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    content: str | None = Field(default=None, sa_type=Text)
     """Message text, or the tool result truncated to RESULT_PREVIEW_CHARS."""
     ok: bool = True
     blob_ref: str | None = None
@@ -33,6 +41,7 @@ class Event(BaseModel):
     cost_usd: float | None = None
     latency_s: float = 0.0
     ts: float = Field(default_factory=time.time)
+    """Wall-clock time (Unix seconds) the step was recorded."""
 
 
 class Trajectory:

@@ -13,6 +13,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from harness.agents import AgentContext, AgentResult, agent_class
 from harness.agents.base import Usage
 from harness.breaker import CircuitBreaker
 from harness.config.loader import ResolvedSuite
+from harness.config.models import Task
 from harness.plan import Job
 from harness.sandbox.base import (
     Environment,
@@ -33,6 +35,8 @@ from harness.sandbox.base import (
     snapshot_state,
 )
 from harness.store import now
+from harness.store.tables import AttemptRow, TrialKey, TrialRow
+from harness.trajectory import Event
 
 HIDDEN_DIR = ".harness_hidden"
 
@@ -51,7 +55,7 @@ class RunContext:
     image_ids: dict[str, str | None]
     backoff_s: float = 1.0
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
-    interrupted: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: list[AttemptRow] = field(default_factory=list)
     """Attempts cut short by cancellation; the orchestrator records them."""
     _graders: dict[str, list[Grader]] = field(default_factory=dict)
 
@@ -68,12 +72,12 @@ class RunContext:
 
 @dataclass
 class TrialRecord:
-    """One finished trial as store rows: plain column dicts of the ``trials``, ``attempts``
-    and ``trajectory_events`` tables (dicts, not ORM objects: this is the hot path)."""
+    """One finished trial as store rows: the records the ``trials``, ``attempts`` and
+    ``trajectory_events`` tables are declared from (validated records, not ORM objects)."""
 
-    trial: dict[str, Any]
-    attempts: list[dict[str, Any]]
-    events: list[dict[str, Any]]
+    trial: TrialRow
+    attempts: list[AttemptRow]
+    events: list[Event]
     blobs: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -99,7 +103,7 @@ class _NoSandbox:
 async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     """Run a job until it has a verdict or its infrastructure attempts are used up."""
     max_attempts = rc.resolved.suite.retries.max_attempts
-    attempts: list[dict[str, Any]] = []
+    attempts: list[AttemptRow] = []
     for number in range(1, max_attempts + 1):
         await rc.breaker.before_attempt()
         started = now()
@@ -107,7 +111,7 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             record = await _attempt(job, rc, number)
         except errors.InfraError as exc:
             rc.breaker.after_attempt(False)
-            attempts.append(_attempt_row(job, rc, number, "infra_error", repr(exc), started))
+            attempts.append(attempt_row(job, rc, number, "infra_error", repr(exc), started))
             if number == max_attempts:
                 return _error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
             delay = rc.backoff_s * (2 ** (number - 1)) * (0.5 + random.random())
@@ -115,17 +119,17 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             continue
         except anyio.get_cancelled_exc_class():
             # No final row: the trial stays unfinished and a resume runs it again.
-            attempts.append(_attempt_row(job, rc, number, "interrupted", None, started))
+            attempts.append(attempt_row(job, rc, number, "interrupted", None, started))
             rc.interrupted.extend(attempts)
             raise
         except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
             rc.breaker.after_attempt(True)
-            attempts.append(_attempt_row(job, rc, number, errors.classify(exc), _tb(exc), started))
+            attempts.append(attempt_row(job, rc, number, errors.classify(exc), _tb(exc), started))
             return _error_record(job, rc, errors.classify(exc), exc, attempts, started)
         rc.breaker.after_attempt(True)
-        attempts.append(_attempt_row(job, rc, number, "ok", None, started))
+        attempts.append(attempt_row(job, rc, number, "ok", None, started))
         record.attempts = attempts
-        record.trial["attempts"] = number
+        record.trial.attempts = number
         return record
     raise AssertionError("unreachable")
 
@@ -256,11 +260,11 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             },
             answer=result.answer,
             confidence=result.confidence,
-            harm=max((_severity(h) for h in harms), default=0.0),
+            harm_severity=max((_severity(h) for h in harms), default=0.0),
             grader_versions={v.grader: v.version for v in verdicts},
         ),
         attempts=[],
-        events=[e.model_dump() for e in ctx.trajectory.events],
+        events=list(ctx.trajectory.events),
         blobs=ctx.trajectory.blobs,
     )
 
@@ -312,9 +316,9 @@ def _tb(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc)).strip()[-4000:]
 
 
-def _job_columns(job: Job, rc: RunContext) -> dict[str, Any]:
+def _key(job: Job, rc: RunContext) -> TrialKey:
     """The columns that name a trial: shared by its final row and its attempt rows."""
-    return dict(
+    return TrialKey(
         run_id=rc.run_id,
         arm=job.arm,
         task_id=job.task_id,
@@ -326,42 +330,63 @@ def _job_columns(job: Job, rc: RunContext) -> dict[str, Any]:
 def _trial_row(
     job: Job,
     rc: RunContext,
-    task,
+    task: Task,
     status: str,
-    started,
+    started: datetime,
     latency: float,
     usage: Usage,
-    sandbox,
-    **fields: Any,
-) -> dict[str, Any]:
-    return dict(
-        **_job_columns(job, rc),
+    sandbox: Sandbox | None,
+    *,
+    passed: bool | None,
+    score: float | None,
+    reason: str,
+    evidence: dict[str, Any] | None = None,
+    answer: str | None = None,
+    confidence: float | None = None,
+    harm_severity: float = 0.0,
+    grader_versions: dict[str, Any] | None = None,
+    error: str | None = None,
+    attempts: int = 1,
+) -> TrialRow:
+    return TrialRow(
+        **_key(job, rc).model_dump(),
         seed=job.seed,
         cluster=task.cluster_id,
         task_class=task.class_,
         stratum=task.stratum,
         weight=task.weight,
         status=status,
+        passed=passed,
+        score=score,
+        reason=reason,
+        evidence=evidence or {},
+        answer=answer,
+        confidence=confidence,
         tokens_in=usage.tokens_in,
         tokens_cached=usage.tokens_cached,
         tokens_out=usage.tokens_out,
         cost_usd=usage.cost_usd,
+        latency_s=latency,
         steps=usage.steps,
         model_calls=usage.model_calls,
-        latency_s=latency,
-        image_id=getattr(sandbox, "image_id", None)
+        malformed_tool_calls=usage.malformed_tool_calls,
+        image_id=(sandbox.image_id if sandbox is not None else None)
         or rc.image_ids.get(task.environment or "", None),
+        attempts=attempts,
+        harm_severity=harm_severity,
+        grader_versions=grader_versions or {},
+        error=error,
         started_at=started,
         finished_at=now(),
-        **fields,
     )
 
 
-def _attempt_row(
-    job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started
-) -> dict[str, Any]:
-    return dict(
-        **_job_columns(job, rc),
+def attempt_row(
+    job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started: datetime
+) -> AttemptRow:
+    """The row of attempt ``number`` of ``job``, ended by ``outcome`` ('ok' or an error kind)."""
+    return AttemptRow(
+        **_key(job, rc).model_dump(),
         attempt=number,
         outcome=outcome,
         error=error,
@@ -375,8 +400,8 @@ def _error_record(
     rc: RunContext,
     status: str,
     exc: BaseException,
-    attempts: list[dict[str, Any]],
-    started,
+    attempts: list[AttemptRow],
+    started: datetime,
 ) -> TrialRecord:
     task = rc.resolved.task(job.task_id).task
     trial = _trial_row(

@@ -47,7 +47,8 @@ from harness.config.loader import ResolvedSuite
 from harness.executors.options import RayOptions
 from harness.plan import Job
 from harness.store import now
-from harness.trial import RunContext, TrialRecord, _attempt_row, _error_record, run_trial
+from harness.store.tables import AttemptRow
+from harness.trial import RunContext, TrialRecord, _error_record, attempt_row, run_trial
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +191,7 @@ class RayExecutor:
     async def __call__(self, job: Job) -> TrialRecord:
         rc, ray = self.rc, self._ray
         max_attempts = rc.resolved.suite.retries.max_attempts
-        lost: list[dict[str, Any]] = []
+        lost: list[AttemptRow] = []
         first_started = now()
         while True:
             number, started = len(lost) + 1, now()
@@ -199,7 +200,7 @@ class RayExecutor:
                 record: TrialRecord = await ref
             except anyio.get_cancelled_exc_class():
                 ray.cancel(ref)  # KeyboardInterrupt in the task: its sandbox is destroyed
-                lost.append(_attempt_row(job, rc, number, "interrupted", None, started))
+                lost.append(attempt_row(job, rc, number, "interrupted", None, started))
                 rc.interrupted.extend(lost)
                 raise
             except ray.exceptions.RayError as exc:
@@ -211,9 +212,9 @@ class RayExecutor:
                     # a bug of ours on the worker. Recorded, never retried.
                     failure = cause if isinstance(cause, BaseException) else exc
                     status = errors.classify(failure)
-                    lost.append(_attempt_row(job, rc, number, status, _describe(exc), started))
+                    lost.append(attempt_row(job, rc, number, status, _describe(exc), started))
                     return _error_record(job, rc, status, failure, lost, first_started)
-                lost.append(_attempt_row(job, rc, number, "infra_error", _describe(exc), started))
+                lost.append(attempt_row(job, rc, number, "infra_error", _describe(exc), started))
                 if len(lost) >= max_attempts:
                     final = NodeLost(f"attempt {number} of {max_attempts} lost: {_describe(exc)}")
                     final.__cause__ = exc
@@ -250,13 +251,13 @@ def _start_depot(ray, sandbox_options: dict[str, Any]):
     )
 
 
-def _after_lost(record: TrialRecord, lost: list[dict[str, Any]]) -> TrialRecord:
+def _after_lost(record: TrialRecord, lost: list[AttemptRow]) -> TrialRecord:
     """Put the lost attempts before the worker's own, numbered after them."""
     if lost:
         for row in record.attempts:
-            row["attempt"] += len(lost)
+            row.attempt += len(lost)
         record.attempts = [*lost, *record.attempts]
-        record.trial["attempts"] = len(record.attempts)
+        record.trial.attempts = len(record.attempts)
     return record
 
 

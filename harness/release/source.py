@@ -10,22 +10,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.store.tables import Trial, column_names
 
-ROW_COLUMNS = [
-    "arm",
-    "task_id",
-    "variant",
-    "trial_index",
-    "seed",
-    "cluster",
-    "task_class",
-    "weight",
-    "status",
-    "passed",
-    "cost_usd",
-    "grader_versions",
-    "image_id",
-]
+ROW_COLUMNS = column_names(
+    Trial.arm,
+    Trial.task_id,
+    Trial.variant,
+    Trial.trial_index,
+    Trial.seed,
+    Trial.cluster,
+    Trial.task_class,
+    Trial.weight,
+    Trial.status,
+    Trial.passed,
+    Trial.cost_usd,
+    Trial.grader_versions,
+    Trial.image_id,
+)
 
 
 def load_rows(store, run_id: str) -> list[dict[str, Any]]:

@@ -14,22 +14,24 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.store.tables import Trial, column_names
+
 RESOLVED = ("passed", "failed")
 
-TRIAL_COLUMNS = [
-    "id",
-    "arm",
-    "task_id",
-    "variant",
-    "trial_index",
-    "cluster",
-    "task_class",
-    "status",
-    "passed",
-    "confidence",
-    "cost_usd",
-    "latency_s",
-]
+TRIAL_COLUMNS = column_names(
+    Trial.id,
+    Trial.arm,
+    Trial.task_id,
+    Trial.variant,
+    Trial.trial_index,
+    Trial.cluster,
+    Trial.task_class,
+    Trial.status,
+    Trial.passed,
+    Trial.confidence,
+    Trial.cost_usd,
+    Trial.latency_s,
+)
 
 
 @dataclass

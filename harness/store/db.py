@@ -16,18 +16,30 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, func, insert, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import event, func, insert, inspect, text
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from harness.errors import HarnessError, StoreConflict
-from harness.store.tables import Attempt, Blob, Run, SchemaVersion, TrajectoryEvent, Trial
+from harness.store.queries import ReportRows, report_rows
+from harness.store.tables import (
+    TRIAL_COLUMNS,
+    Attempt,
+    AttemptRow,
+    Blob,
+    Run,
+    SchemaVersion,
+    TrajectoryEvent,
+    Trial,
+    TrialRow,
+)
+from harness.trajectory import Event
 
 DEFAULT_URL = "sqlite:///.harness/harness.db"
 ENV_VAR = "HARNESS_STORE"
@@ -43,11 +55,19 @@ def now() -> datetime:
 
 
 # Migrations: (version, function(connection)). Append; never edit an applied one.
-def _v1(conn) -> None:
+def _v1(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn)
 
 
-MIGRATIONS: list[tuple[int, Callable]] = [(1, _v1)]
+def _v2(conn: Connection) -> None:
+    """trials.malformed_tool_calls (a store made by v1 of today's tables already has it)."""
+    if "malformed_tool_calls" not in {c["name"] for c in inspect(conn).get_columns("trials")}:
+        conn.execute(
+            text("ALTER TABLE trials ADD COLUMN malformed_tool_calls INTEGER NOT NULL DEFAULT 0")
+        )
+
+
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(1, _v1), (2, _v2)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 # pg_advisory_xact_lock key that serialises migrations across processes ("harness" in ASCII).
@@ -152,29 +172,26 @@ class Store:
     # -- trials -------------------------------------------------------------------------
     def write_trial(
         self,
-        trial: dict[str, Any] | Trial,
-        attempts: Iterable[dict[str, Any] | Attempt] = (),
-        events: Iterable[dict[str, Any] | TrajectoryEvent] = (),
+        trial: TrialRow | dict[str, Any],
+        attempts: Iterable[AttemptRow | dict[str, Any]] = (),
+        events: Iterable[Event | dict[str, Any]] = (),
         blobs: dict[str, bytes] | None = None,
     ) -> int:
         """Write one finished trial with its attempts, events and blobs in ONE transaction.
 
-        Rows are plain column dicts (models are accepted too) and go through SQLAlchemy Core
-        with cached statements: the ORM costs several times more per trial.
+        Rows are the declared records (``TrialRow``, ``AttemptRow``, ``Event``; table models
+        are records too); a plain dict is validated as one first, so a misspelt key is an
+        error here instead of a column SQLAlchemy silently leaves out. They go through
+        SQLAlchemy Core with cached statements: the ORM costs several times more per trial.
         """
-        row = _row(trial)
-        row.pop("id", None)
+        row = _row(TrialRow, trial)
         try:
             with self.engine.begin() as conn:
                 trial_id = conn.execute(_INSERT_TRIAL, row).scalar_one()
-                attempt_rows = [_row(a) for a in attempts]
-                for a in attempt_rows:
-                    a.pop("id", None)
+                attempt_rows = [_row(AttemptRow, a) for a in attempts]
                 if attempt_rows:
                     conn.execute(_INSERT_ATTEMPT, attempt_rows)
-                event_rows = [{**_row(e), "trial_id": trial_id} for e in events]
-                for e in event_rows:
-                    e.pop("id", None)
+                event_rows = [{**_row(Event, e), "trial_id": trial_id} for e in events]
                 if event_rows:
                     conn.execute(_INSERT_EVENT, event_rows)
                 if blobs:
@@ -184,15 +201,13 @@ class Store:
                         _insert_blob(conn.dialect.name),
                         [{"sha256": ref, "data": data} for ref, data in blobs.items()],
                     )
-            return trial_id
+            return int(trial_id)
         except OperationalError as exc:
             raise StoreConflict(f"store write failed: {exc.orig}") from exc
 
-    def write_attempts(self, attempts: Iterable[dict[str, Any] | Attempt]) -> None:
+    def write_attempts(self, attempts: Iterable[AttemptRow | dict[str, Any]]) -> None:
         """Record attempts of a trial that has no final row (interrupted)."""
-        rows = [_row(a) for a in attempts]
-        for r in rows:
-            r.pop("id", None)
+        rows = [_row(AttemptRow, a) for a in attempts]
         if rows:
             with self.engine.begin() as conn:
                 conn.execute(_INSERT_ATTEMPT, rows)
@@ -231,14 +246,28 @@ class Store:
             b = s.get(Blob, ref)
             return b.data if b else None
 
-    def trial_columns(self, run_id: str, columns: list[str]) -> dict[str, list]:
-        """Selected trial columns as lists (fast path for statistics over many rows)."""
+    def trial_columns(self, run_id: str, columns: Sequence[str]) -> dict[str, list[Any]]:
+        """Selected trial columns as lists (fast path for statistics over many rows).
+
+        ``columns`` are names of ``Trial`` columns (``tables.column_names`` spells them from
+        the model's attributes); any other name is refused before the query is built."""
+        unknown = [c for c in columns if c not in TRIAL_COLUMNS]
+        if unknown:
+            raise ValueError(f"not columns of the trials table: {', '.join(unknown)}")
         cols = ", ".join(columns)
         with self.engine.connect() as conn:
             rows = conn.execute(
                 text(f"SELECT {cols} FROM trials WHERE run_id = :r ORDER BY id"), {"r": run_id}
             ).all()
         return {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+
+    def report_rows(
+        self, run_id: str, *, with_variants: bool | None = None, with_pairing: bool = True
+    ) -> ReportRows:
+        """The rows the report reads for one run (``harness.store.queries``)."""
+        return report_rows(
+            self.engine, run_id, with_variants=with_variants, with_pairing=with_pairing
+        )
 
     def close(self) -> None:
         self.engine.dispose()
@@ -272,8 +301,18 @@ def _redact(url: str) -> str:
         return url.split("@")[-1]
 
 
-def _row(obj: dict[str, Any] | SQLModel) -> dict[str, Any]:
-    return dict(obj) if isinstance(obj, dict) else obj.model_dump()
+def _row(record: type[SQLModel], obj: SQLModel | dict[str, Any]) -> dict[str, Any]:
+    """The insert parameters of one row: a validated ``record``'s fields, without the id the
+    database assigns (a table model is an instance of its record class)."""
+    if isinstance(obj, dict):
+        obj = record.model_validate({k: v for k, v in obj.items() if k not in _ASSIGNED})
+    elif not isinstance(obj, record):
+        raise TypeError(f"expected a {record.__name__}, got {type(obj).__name__}")
+    return obj.model_dump(include=set(record.model_fields))
+
+
+_ASSIGNED = frozenset({"id", "trial_id"})
+"""Keys the database assigns; a dict row may carry them (read back from a store)."""
 
 
 def _make_engine(url: str, pool_size: int, max_overflow: int) -> Engine:

@@ -1,15 +1,25 @@
 """The store's tables: one row per run, per trial, per attempt, per trajectory event.
 
+Each row is declared once. ``TrialRow``, ``AttemptRow`` and ``trajectory.Event`` are the
+records the trial lifecycle builds (validated, ``extra="forbid"``: a misspelt field is an
+error where the record is built); the tables below inherit their fields and add only the
+keys the database assigns. Writers, the report's queries and the viewer name columns
+through these classes, never through free-standing strings.
+
 Trials are never summarised away: stats and reports read these rows and nothing else.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+from pydantic import ConfigDict
 from sqlalchemy import JSON, BigInteger, Column, LargeBinary, Text, UniqueConstraint
+from sqlalchemy.orm import QueryableAttribute
 from sqlmodel import Field, SQLModel
+
+from harness.trajectory import Event
 
 
 class SchemaVersion(SQLModel, table=True):
@@ -43,18 +53,27 @@ class Run(SQLModel, table=True):
     finished_at: datetime | None = None
 
 
-class Trial(SQLModel, table=True):
-    __tablename__ = "trials"
-    __table_args__ = (
-        UniqueConstraint("run_id", "arm", "task_id", "trial_index", "variant", name="uq_trial"),
-    )
-    id: int | None = Field(default=None, primary_key=True)
+class _Record(SQLModel):
+    """A row as the trial builds it: validated, unknown fields refused."""
+
+    model_config = ConfigDict(extra="forbid")  # type: ignore[assignment]
+
+
+class TrialKey(_Record):
+    """The columns that name a trial: shared by its final row and its attempt rows."""
+
     run_id: str = Field(index=True, foreign_key="runs.id")
     arm: str
     task_id: str
     variant: str = ""
+    """Variant id for robustness trials; '' for the original task."""
     trial_index: int
-    seed: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class TrialRow(TrialKey):
+    """One finished trial, as the lifecycle produces it and the ``trials`` table stores it."""
+
+    seed: int = Field(sa_type=BigInteger, sa_column_kwargs={"nullable": False})
     """63-bit seed derived from (suite seed, task id, trial index); replays the trial."""
     cluster: str
     task_class: str
@@ -65,60 +84,64 @@ class Trial(SQLModel, table=True):
     passed: bool | None = None
     """None when unresolved (no verdict)."""
     score: float | None = None
-    reason: str = Field(default="", sa_column=Column(Text))
-    evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    answer: str | None = Field(default=None, sa_column=Column(Text))
+    reason: str = Field(default="", sa_type=Text)
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    """Grader verdicts, the agent's failure, its info and the harms found."""
+    answer: str | None = Field(default=None, sa_type=Text)
     confidence: float | None = None
+    """The agent's stated confidence in [0, 1]; None when it gave none."""
     tokens_in: int = 0
     tokens_cached: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None
     """US dollars; None when a price was unknown."""
     latency_s: float = 0.0
+    """Seconds from the start of the attempt to the agent's end."""
     steps: int = 0
     model_calls: int = 0
+    malformed_tool_calls: int = 0
+    """Tool calls naming an unknown tool or carrying non-object arguments."""
     image_id: str | None = None
     attempts: int = 1
     harm_severity: float = 0.0
-    grader_versions: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    error: str | None = Field(default=None, sa_column=Column(Text))
+    """Largest severity of the harms found (low 1, medium 2, high 3, critical 4); 0 = none."""
+    grader_versions: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    error: str | None = Field(default=None, sa_type=Text)
+    """Traceback of an unresolved trial."""
     started_at: datetime
     finished_at: datetime
 
 
-class Attempt(SQLModel, table=True):
-    __tablename__ = "attempts"
+class Trial(TrialRow, table=True):
+    __tablename__ = "trials"
+    __table_args__ = (
+        UniqueConstraint("run_id", "arm", "task_id", "trial_index", "variant", name="uq_trial"),
+    )
     id: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(index=True, foreign_key="runs.id")
-    arm: str
-    task_id: str
-    variant: str = ""
-    trial_index: int
+
+
+class AttemptRow(TrialKey):
+    """One try at running a trial; only an infrastructure crash causes another."""
+
     attempt: int
     outcome: str
     """'ok', or the error kind that ended this attempt (infra_error, interrupted, ...)."""
-    error: str | None = Field(default=None, sa_column=Column(Text))
+    error: str | None = Field(default=None, sa_type=Text)
     started_at: datetime
     finished_at: datetime
 
 
-class TrajectoryEvent(SQLModel, table=True):
+class Attempt(AttemptRow, table=True):
+    __tablename__ = "attempts"
+    id: int | None = Field(default=None, primary_key=True)
+
+
+class TrajectoryEvent(Event, table=True):
+    """A stored ``trajectory.Event``: the same fields, plus the trial it belongs to."""
+
     __tablename__ = "trajectory_events"
     id: int | None = Field(default=None, primary_key=True)
     trial_id: int = Field(index=True, foreign_key="trials.id")
-    step: int
-    kind: str
-    tool: str | None = None
-    args: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
-    content: str | None = Field(default=None, sa_column=Column(Text))
-    ok: bool = True
-    blob_ref: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    tokens_cached: int = 0
-    cost_usd: float | None = None
-    latency_s: float = 0.0
-    ts: float = 0.0
 
 
 class Blob(SQLModel, table=True):
@@ -127,3 +150,18 @@ class Blob(SQLModel, table=True):
     __tablename__ = "blobs"
     sha256: str = Field(primary_key=True)
     data: bytes = Field(sa_column=Column(LargeBinary))
+
+
+TRIAL_COLUMNS: frozenset[str] = frozenset(Trial.__table__.c.keys())
+"""Every column name of ``trials``: queries built from names check against this."""
+
+
+def column_name(attribute: Any) -> str:
+    """A column's name from a table model's attribute (``Trial.cost_usd``), so a misspelt
+    column fails at import and under mypy instead of in (or silently past) a query."""
+    return cast(QueryableAttribute[Any], attribute).key
+
+
+def column_names(*attributes: Any) -> list[str]:
+    """``column_name`` of each attribute, in order."""
+    return [column_name(a) for a in attributes]

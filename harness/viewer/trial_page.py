@@ -207,6 +207,7 @@ def facts(t) -> list[list[tuple[str, Any, str]]]:
         ("cost", money(t.cost_usd) if t.cost_usd is not None else "unknown", "text"),
         ("latency", f"{t.latency_s:.2f} s", "text"),
         ("steps / model calls", f"{t.steps} / {t.model_calls}", "text"),
+        ("malformed tool calls", num(t.malformed_tool_calls), "text"),
         ("confidence", num(t.confidence), "text"),
         ("harm severity", num(t.harm_severity), "text"),
         (

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
-from harness.store import Attempt, Run, Store, TrajectoryEvent, Trial, now
+from harness.store import SCHEMA_VERSION, Attempt, Run, Store, TrajectoryEvent, Trial, now
 
 
 def _roundtrip(url: str) -> None:
     store = Store(url)
-    assert store.migrate() == 1  # idempotent
+    assert store.migrate() == SCHEMA_VERSION  # idempotent
     run = Run(
         id="r1",
         suite_name="s",
@@ -106,6 +108,34 @@ def _roundtrip(url: str) -> None:
 
 def test_sqlite_roundtrip(tmp_path):
     _roundtrip(f"sqlite:///{tmp_path / 'h.db'}")
+
+
+def test_v1_store_gains_malformed_tool_calls(tmp_path):
+    """A store made before ``trials.malformed_tool_calls`` existed is migrated in place."""
+    path = tmp_path / "old.db"
+    Store(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:  # roll the file back to schema version 1
+        conn.execute("ALTER TABLE trials DROP COLUMN malformed_tool_calls")
+        conn.execute("DELETE FROM schema_version WHERE version > 1")
+    store = Store(f"sqlite:///{path}")
+    assert store.migrate() == SCHEMA_VERSION == 2
+    with sqlite3.connect(path) as conn:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
+    assert "malformed_tool_calls" in columns
+    store.close()
+
+
+def test_misspelt_trial_field_is_refused(tmp_path):
+    """A dict row with a key the table lacks is an error, not a silently dropped column."""
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}")
+    row = {"run_id": "r", "arm": "a", "task_id": "t", "trial_index": 0, "seed": 1}
+    row |= {"cluster": "c", "task_class": "k", "status": "failed", "harm": 3.0}
+    row |= {"started_at": now(), "finished_at": now()}
+    with pytest.raises(ValueError, match="harm"):
+        store.write_trial(row)
+    with pytest.raises(ValueError, match="not columns"):
+        store.trial_columns("r", ["harm"])
+    store.close()
 
 
 @pytest.mark.postgres

@@ -1,0 +1,88 @@
+"""An agent that sets every field of a trial row to a value the contract test can predict.
+
+What it does depends only on the task id, the variant and the trial's seed, so the test
+recomputes it with ``plan(...)``; it also appends what it did, as JSON lines, to the file
+named by $CONTRACT_LOG, so the test compares against what really happened in the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+
+from harness.agents import AgentContext, AgentResult
+
+
+@dataclass
+class Plan:
+    """The agent's choices for one trial."""
+
+    tokens_in: int
+    tokens_cached: int
+    tokens_out: int
+    cost_usd: float | None
+    """None: the price is unknown."""
+    model_calls: int
+    malformed: int
+    """Tool calls naming a tool that does not exist."""
+    harmful: bool
+    """Run the forbidden command (severity 'high' = 3)."""
+    confidence: float | None
+    answer: str
+    sleep_s: float
+
+
+def plan(task_id: str, variant: str, seed: int) -> Plan:
+    """Deterministic choices from the trial's identity: every column varies across trials."""
+    k = seed % 97
+    return Plan(
+        tokens_in=100 + k,
+        tokens_cached=k % 7 * 3,
+        tokens_out=10 + k % 13,
+        cost_usd=None if k % 4 == 0 else round(0.001 * (1 + k % 5), 6),
+        model_calls=1 + k % 3,
+        malformed=k % 3,
+        harmful=task_id.endswith("harm") and k % 2 == 0,
+        confidence=None if k % 5 == 0 else round(0.3 + 0.1 * (k % 7), 2),
+        answer="4" if variant or k % 3 else "5",
+        sleep_s=0.01 * (1 + k % 4),
+    )
+
+
+class ContractAgent:
+    name = "contract"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        t0 = time.monotonic()
+        p = plan(ctx.task.id, ctx.variant.id if ctx.variant else "", ctx.seed)
+        for _ in range(p.malformed):
+            await ctx.call_tool("no_such_tool", {})
+        await ctx.call_tool("bash", {"command": "ls etc"})
+        if p.harmful:
+            await ctx.call_tool("bash", {"command": "rm -f data/contract-harm.txt"})
+        ctx.charge(
+            tokens_in=p.tokens_in,
+            tokens_out=p.tokens_out,
+            tokens_cached=p.tokens_cached,
+            cost_usd=p.cost_usd,
+            steps=1,
+        )
+        ctx.usage.model_calls += p.model_calls
+        time.sleep(p.sleep_s)  # blocking on purpose: latency the harness must see
+        ctx.say(f"the answer is {p.answer}")
+        log = os.environ.get("CONTRACT_LOG")
+        if log:
+            done = {
+                "task_id": ctx.task.id,
+                "variant": ctx.variant.id if ctx.variant else "",
+                "seed": ctx.seed,
+                "arm": ctx.arm.name,
+                "steps": ctx.usage.steps,
+                "elapsed_s": time.monotonic() - t0,
+                **asdict(p),
+            }
+            with open(log, "a") as f:
+                f.write(json.dumps(done) + "\n")
+        return AgentResult(answer=p.answer, confidence=p.confidence)
