@@ -99,7 +99,7 @@ class TrialRow(TrialKey):
     """Seconds from the start of the attempt to the agent's end."""
     steps: int = 0
     model_calls: int = 0
-    malformed_tool_calls: int = 0
+    malformed_tool_calls: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     """Tool calls naming an unknown tool or carrying non-object arguments."""
     image_id: str | None = None
     attempts: int = 1

@@ -20,8 +20,8 @@ import httpx
 import pytest
 import yaml
 
+from harness.report.render.page import money, num
 from harness.store.tables import Attempt, TrajectoryEvent, Trial
-from harness.viewer.page import money, num
 from tests.conftest import REPO, run_cli
 from tests.core.contract_agent import plan
 
