@@ -20,7 +20,7 @@ import httpx
 import pytest
 import yaml
 
-from harness.report.render.page import money, num
+from harness.report.render.numbers import money, num
 from harness.store.tables import Attempt, TrajectoryEvent, Trial
 from tests.conftest import REPO, run_cli
 from tests.core.contract_agent import plan
