@@ -134,16 +134,39 @@ def plan_cmd(
         Optional[str],  # noqa: UP045
         typer.Option("--run", help="Instead: what could this run have detected?"),
     ] = None,
+    bar: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--bar", help="Instead: tasks to show the rate exceeds this bar (--rate)."),
+    ] = None,
+    rate: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--rate", help="With --bar: the agent's assumed true rate, e.g. 0.9."),
+    ] = None,
+    design_effect: Annotated[
+        float, typer.Option(help="With --bar: variance inflation from clusters, 1 + (m − 1)ρ.")
+    ] = 1.0,
     alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
     power: Annotated[float, typer.Option(help="Power.")] = 0.8,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Power planning: tasks needed for a lift (--base, --lift), or the smallest effect a
-    finished run could have detected (--run), unpaired and paired."""
+    """Power planning: tasks needed for a lift (--base, --lift), tasks to show a rate above a
+    bar (--bar, --rate; one-sided α), or the smallest effect a finished run could have
+    detected (--run), unpaired and paired."""
     from harness.report.render.release import print_plan
 
-    if run:
+    if bar is not None:
+        from harness.release.power import tasks_for_threshold
+
+        if rate is None:
+            typer.echo("error: --bar needs --rate (the agent's assumed true rate)", err=True)
+            raise typer.Exit(exitcodes.BAD_CONFIG)
+        try:
+            out = tasks_for_threshold(rate, bar, alpha, power, design_effect)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(exitcodes.BAD_CONFIG) from None
+    elif run:
         from harness.release.api import run_power
 
         out = run_power(_store(store), run, alpha, power)
@@ -167,6 +190,14 @@ def plan_cmd(
 def history(
     suite: Annotated[str, typer.Argument(help="Suite name.")],
     limit: Annotated[int, typer.Option(help="Most recent runs to show.")] = 30,
+    sequential: Annotated[
+        bool,
+        typer.Option(
+            "--sequential",
+            help="Spend the error rate over the looks (nightly reading): a season of looks "
+            "calls a false regression with probability at most 5%.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     store: StoreOpt = None,
 ) -> None:
@@ -175,7 +206,7 @@ def history(
     from harness.release.api import history as suite_history
     from harness.report.render.release import print_history
 
-    h = suite_history(_store(store), suite, limit)
+    h = suite_history(_store(store), suite, limit, sequential=sequential)
     if as_json:
         _dump(h)
     else:

@@ -175,7 +175,9 @@ class GatePolicy(Strict):
     )
     looks: int | None = Field(
         None,
+        strict=True,
         ge=1,
+        le=100_000,
         description="sequential: looks planned in a season (each spends α/looks); default an "
         "open-ended schedule that spends α·6/(π²k²) at look k",
     )

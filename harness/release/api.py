@@ -160,12 +160,30 @@ def run_power(store, run_id: str, alpha: float, power: float) -> dict[str, Any]:
     return out
 
 
-def history(store, suite_name: str, limit: int = 30, confidence: float = 0.95) -> dict[str, Any]:
-    """``harness history SUITE``: the suite's last ``limit`` runs, oldest first."""
+def history(
+    store,
+    suite_name: str,
+    limit: int = 30,
+    confidence: float = 0.95,
+    sequential: bool = False,
+) -> dict[str, Any]:
+    """``harness history SUITE``: the suite's last ``limit`` runs, oldest first; with
+    ``sequential`` each move's look number counts every run of the suite, shown or not."""
     from harness.release.history import suite_history
     from harness.release.source import load_rows
 
     runs = store.list_runs(suite_name, limit)
-    out = suite_history(runs, {r.id: load_rows(store, r.id) for r in runs}, confidence=confidence)
+    first_look = 1
+    if sequential and runs:
+        oldest = min(r.started_at for r in runs)
+        every = store.list_runs(suite_name, 1_000_000)
+        first_look = sum(1 for r in every if r.started_at < oldest) + 1
+    out = suite_history(
+        runs,
+        {r.id: load_rows(store, r.id) for r in runs},
+        confidence=confidence,
+        sequential=sequential,
+        first_look=first_look,
+    )
     out["suite"] = suite_name
     return out

@@ -41,9 +41,14 @@ def tasks_needed(
         if abs(lift) >= d:
             continue
         win = (d + abs(lift)) / (2 * d)
-        row = {"discordance": d, "tasks": cases_needed_paired(lift, d, alpha, power)}
-        row["win_rate"] = win
-        row["discordant_tasks"] = discordant_pairs_needed(win, alpha, power) if win < 1 else None
+        tasks = cases_needed_paired(lift, d, alpha, power)
+        row = {"discordance": d, "tasks": tasks, "win_rate": win}
+        # The discordant tasks those tasks are expected to hold, D·n (seed 001: the paired
+        # test's real sample size is b + c).
+        row["discordant_tasks"] = round(d * tasks)
+        exact = discordant_pairs_needed(win, alpha, power) if win < 1 else None
+        row["exact_discordant_needed"] = exact
+        row["tasks_for_exact_test"] = math.ceil(exact / d) if exact else None
         paired.append(row)
     out["paired"] = paired
     out["discordance_assumed"] = discordance is None
@@ -76,10 +81,15 @@ def run_sensitivity(
     disc = sum(x * x for x in d) / n
     base = sum(ra[t] for t in tasks) / n
     n_clusters = len({ca[t] for t in tasks})
+    from harness.stats import mean_estimate
+
+    b_int = mean_estimate([ra[t] for t in tasks], [ca[t] for t in tasks], kind="rate")
     out: dict[str, Any] = {
         "n_tasks": n,
         "n_clusters": n_clusters,
         "baseline_rate": base,
+        "baseline_interval": [b_int.lo, b_int.hi],
+        "baseline_method": b_int.method,
         "discordance": disc,
         "discordant_tasks": sum(1 for x in d if x != 0),
         "alpha": alpha,
@@ -90,10 +100,56 @@ def run_sensitivity(
         else None,
     }
     if n_clusters < n and disc > 0:
+        d_cl = cluster_discordance(d, [ca[t] for t in tasks])
+        out["cluster_discordance"] = d_cl
         out["mde_paired_clusters"] = minimum_detectable_effect_paired(
-            n_clusters, min(disc, 1.0), alpha, power
+            n_clusters, min(d_cl, 1.0), alpha, power
         )
     return out
+
+
+def cluster_discordance(diffs: list[float], clusters: list[str]) -> float:
+    """The paired formula's second moment D on clusters: mean over clusters of (T_c / m̄)²,
+    T_c the sum of a cluster's per-task differences and m̄ = n/C the mean cluster size.
+
+    The task mean of differences is the mean of T_c/m̄ over clusters, so with C clusters as
+    the independent unit Var = (D − δ²)/C and the detectable effect is z·sqrt(D/(C + z²)),
+    the task-level formula with clusters in place of tasks (seed 000's SD(d)² = D − δ²).
+    """
+    totals: dict[str, float] = {}
+    for d, c in zip(diffs, clusters, strict=True):
+        totals[c] = totals.get(c, 0.0) + d
+    m_bar = len(diffs) / len(totals)
+    return sum((t / m_bar) ** 2 for t in totals.values()) / len(totals)
+
+
+def tasks_for_threshold(
+    rate: float, bar: float, alpha: float = 0.05, power: float = 0.8, design_effect: float = 1.0
+) -> dict[str, Any]:
+    """Tasks needed to show p > ``bar`` (one-sided at α) with ``power`` when the true rate is
+    ``rate``: the score test Wilson's lower bound inverts,
+
+        n = ((z_{1−α} sqrt(b(1 − b)) + z_power sqrt(p(1 − p))) / (p − b))²
+
+    times the design effect of clustering (1 + (m − 1)ρ, seed 000) when tasks share clusters.
+    """
+    from harness.stats._util import z_quantile
+
+    if not 0 < bar < 1 or not 0 < rate <= 1:
+        raise ValueError("need 0 < bar < 1 and 0 < rate <= 1")
+    if rate <= bar:
+        raise ValueError(f"the assumed rate {rate:g} must exceed the bar {bar:g}")
+    za, zb = z_quantile(1 - alpha), z_quantile(power)
+    n = ((za * math.sqrt(bar * (1 - bar)) + zb * math.sqrt(rate * (1 - rate))) / (rate - bar)) ** 2
+    return {
+        "rate": rate,
+        "bar": bar,
+        "alpha": alpha,
+        "power": power,
+        "sides": "one-sided",
+        "design_effect": design_effect,
+        "tasks": math.ceil(n * design_effect - 1e-9),
+    }
 
 
 def _nan_none(x: float) -> float | None:

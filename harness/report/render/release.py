@@ -410,6 +410,17 @@ def print_plan(p: dict[str, Any]) -> None:
     from rich.console import Console
 
     con = Console()
+    if "bar" in p:
+        con.print(
+            f"[bold]Tasks needed[/] to show the rate exceeds {pct(p['bar'])} when it is "
+            f"{pct(p['rate'])} (α = {p['alpha']:g} one-sided, power {p['power']:.0%}): "
+            f"{p['tasks']:,} tasks"
+            + (f" (design effect {p['design_effect']:g})" if p["design_effect"] != 1 else "")
+        )
+        con.print(
+            "  [dim]independent tasks assumed; with clusters pass --design-effect 1 + (m − 1)ρ[/]"
+        )
+        return
     if "unpaired_per_arm" in p:
         con.print(
             f"[bold]Tasks needed[/] to detect {pct(p['base'])} → {pct(p['base'] + p['lift'])} "
@@ -419,12 +430,17 @@ def print_plan(p: dict[str, Any]) -> None:
         if p["discordance_assumed"]:
             con.print("  paired (both arms on the same tasks), at assumed discordance:")
         for row in p["paired"]:
-            extra = (
-                f", of which about {row['discordant_tasks']} discordant"
-                if row["discordant_tasks"]
-                else ""
+            con.print(
+                f"    discordance {row['discordance']:.0%}: {row['tasks']:,} tasks, of which "
+                f"about {row['discordant_tasks']} discordant ({row['discordance']:.0%} of "
+                f"{row['tasks']:,})"
             )
-            con.print(f"    discordance {row['discordance']:.0%}: {row['tasks']:,} tasks{extra}")
+            if row.get("exact_discordant_needed"):
+                con.print(
+                    f"      [dim]the exact McNemar test at this win rate "
+                    f"({row['win_rate']:.0%}) needs about {row['exact_discordant_needed']} "
+                    f"discordant tasks: {row['tasks_for_exact_test']:,} tasks[/]"
+                )
         if p["discordance_assumed"]:
             con.print("  [dim]measure the discordance from a pilot run: harness plan --run RUN[/]")
         return
@@ -433,7 +449,9 @@ def print_plan(p: dict[str, Any]) -> None:
         return
     con.print(
         f"[bold]Run {p['run_id']}[/] ({p['baseline']} → {p['candidate']}): {p['n_tasks']} "
-        f"tasks, {p['n_clusters']} clusters, baseline {pct(p['baseline_rate'])}, measured "
+        f"tasks, {p['n_clusters']} clusters, baseline {pct(p['baseline_rate'])} "
+        f"[{pct(p['baseline_interval'][0])}, {pct(p['baseline_interval'][1])}] "
+        f"(n={p['n_tasks']} tasks), measured "
         f"discordance {p['discordance']:.1%} ({p['discordant_tasks']} tasks differ)"
     )
     con.print(
@@ -443,7 +461,8 @@ def print_plan(p: dict[str, Any]) -> None:
     )
     if p.get("mde_paired_clusters"):
         con.print(
-            f"  counting clusters, not tasks, as the independent unit: paired "
+            f"  counting clusters, not tasks, as the independent unit (cluster-level "
+            f"discordance {p['cluster_discordance']:.1%}): paired "
             f"{pts(p['mde_paired_clusters'], False)} points"
         )
 
@@ -487,6 +506,8 @@ def print_history(h: dict[str, Any]) -> None:
                 )
             else:
                 move = f"{pts(m['estimate'])} [{pts(m['lo'])}, {pts(m['hi'])}]"
+                if m.get("call") in ("regression", "improvement"):
+                    move += f" {m['call']}"
                 if m["beyond_noise_floor"]:
                     move = f"[red]{move} beyond A/A floor[/]"
             t.add_row(
@@ -504,5 +525,17 @@ def print_history(h: dict[str, Any]) -> None:
     con.print(t)
     for n in notes:
         con.print(f"[yellow]{n}[/]")
+    for e in h["runs"]:
+        f = e["noise_floor"]
+        if f and f.get("degenerate"):
+            con.print(f"[yellow]{e['run_id']}: {f['degenerate_reason']}[/]")
     if not any_floor:
         con.print("no A/A arm in these runs: no noise floor, so no move is flagged (aa: true)")
+    if h.get("sequential"):
+        con.print(f"[dim]moves read sequentially: {h['schedule']}[/]")
+    else:
+        con.print(
+            "[dim]each move's interval is at its own level: read night after night, some "
+            "move will look like a regression by chance; --sequential spends the error rate "
+            "over the looks[/]"
+        )
