@@ -97,7 +97,8 @@ def gate(
     no-verdict, with the numbers behind it. Exit 0 improvement, 10 non-inferior,
     11 inconclusive, 12 regression, 13 no-verdict, 14 must-never violated."""
     from harness.release.api import gate_run
-    from harness.report.render.release import gate_junit, gate_markdown, print_gate
+    from harness.report.render.junit import gate_junit
+    from harness.report.render.release import gate_markdown, print_gate
 
     fmt = "json" if as_json else "markdown" if markdown else fmt
     if fmt not in ("terminal", "markdown", "junit", "json"):

@@ -112,6 +112,19 @@ DENOMINATOR_TEXT = {
     "failure": "unresolved trials (infra, grader and harness errors) count as failures",
     "exclude": "unresolved trials are excluded from every rate (and reported separately)",
 }
+RUN_KEYS = (
+    "id",
+    "suite",
+    "status",
+    "started_at",
+    "finished_at",
+    "harness_version",
+    "config_hash",
+    "sandbox",
+    "seed",
+    "trials_per_task",
+    "image_ids",
+)
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_PREDICTION_RESAMPLES = 200
 
@@ -183,52 +196,16 @@ def build_report(
             prediction_resamples=prediction_resamples,
             seed=seed,
         )
-        w = (arms[name].get("success") or {}).get("warning")
-        if w:
-            warnings.append(f"{name}: {w}")
-        for key in ("latency",):
-            w = arms[name]["usage"][key].get("warning")
-            if w:
-                warnings.append(f"{name}: latency: {w}")
-        if arms[name]["trials_missing"]:
-            warnings.append(
-                f"{name}: {arms[name]['trials_missing']} scheduled trials never finished "
-                "(interrupted run?): resume it before drawing conclusions"
-            )
-    unit_kinds = {a["unit"]["kind"] for a in arms.values() if a.get("unit")}
-    sampling_unit = (
-        "cluster of tasks (task.cluster): intervals resample or cluster on whole clusters"
-        if unit_kinds == {"cluster"}
-        else "task: trials of a task are averaged first; tasks are the independent units"
-        if unit_kinds == {"task"}
-        else "per arm (see arms.*.unit)"
-    )
-    versions = _versions(run, data)
+        warnings += _arm_warnings(name, arms[name])
     suite = suite or {}
     roles = arm_roles(suite, list(arms))
     return {
         "schema": SCHEMA,
-        "run": {
-            k: run.get(k)
-            for k in (
-                "id",
-                "suite",
-                "status",
-                "started_at",
-                "finished_at",
-                "harness_version",
-                "config_hash",
-                "sandbox",
-                "seed",
-                "trials_per_task",
-                "image_ids",
-            )
-        }
-        | {"description": suite.get("description") or ""},
+        "run": {k: run.get(k) for k in RUN_KEYS} | {"description": suite.get("description") or ""},
         "settings": settings,
         "estimand": ESTIMAND,
-        "sampling_unit": sampling_unit,
-        "versions": versions,
+        "sampling_unit": _sampling_unit(arms),
+        "versions": _versions(run, data),
         "arms": arms,
         "roles": roles,
         "arm_settings": arm_settings(suite, roles),
@@ -236,6 +213,33 @@ def build_report(
         "class_deltas": deltas_section(data, roles, settings),
         "warnings": warnings,
     }
+
+
+def _arm_warnings(name: str, arm: dict[str, Any]) -> list[str]:
+    """The arm's warnings worth repeating at the top: interval, latency, missing trials."""
+    out = []
+    w = (arm.get("success") or {}).get("warning")
+    if w:
+        out.append(f"{name}: {w}")
+    w = arm["usage"]["latency"].get("warning")
+    if w:
+        out.append(f"{name}: latency: {w}")
+    if arm["trials_missing"]:
+        out.append(
+            f"{name}: {arm['trials_missing']} scheduled trials never finished "
+            "(interrupted run?): resume it before drawing conclusions"
+        )
+    return out
+
+
+def _sampling_unit(arms: dict[str, Any]) -> str:
+    """What counts as one independent observation, in words, across the arms."""
+    unit_kinds = {a["unit"]["kind"] for a in arms.values() if a.get("unit")}
+    if unit_kinds == {"cluster"}:
+        return "cluster of tasks (task.cluster): intervals resample or cluster on whole clusters"
+    if unit_kinds == {"task"}:
+        return "task: trials of a task are averaged first; tasks are the independent units"
+    return "per arm (see arms.*.unit)"
 
 
 def _versions(run: dict[str, Any], data: RunData) -> dict[str, Any]:
@@ -398,25 +402,9 @@ def arm_report(
     ks = settings.get("k") or list(range(1, trials_per_task + 1))
     hat, at = sec.pass_k_section(n, c, unit, sorted(set(ks)), confidence=confidence)
     out["pass_hat_k"], out["pass_at_k"] = hat, at
-    out["pass_hat_k_predicted"] = sec.prediction_section(
-        n,
-        c,
-        unit,
-        trials_per_task,
-        hat,
-        n_resamples=prediction_resamples,
-        seed=seed,
-        confidence=confidence,
-    )
-    out["pass_at_k_predicted"] = sec.pass_at_prediction_section(
-        n,
-        c,
-        unit,
-        trials_per_task,
-        n_resamples=prediction_resamples,
-        seed=seed,
-        confidence=confidence,
-    )
+    pred = {"n_resamples": prediction_resamples, "seed": seed, "confidence": confidence}
+    out["pass_hat_k_predicted"] = sec.prediction_section(n, c, unit, trials_per_task, hat, **pred)
+    out["pass_at_k_predicted"] = sec.pass_at_prediction_section(n, c, unit, trials_per_task, **pred)
     unstable = (c > 0) & (c < n)
     out["unstable_tasks"] = int(unstable.sum())
     out["unstable_task_ids"] = sorted(str(t) for t in arm.tasks[inc][unstable])[:50]

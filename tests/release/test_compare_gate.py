@@ -10,7 +10,8 @@ import pytest
 from harness.config.models import GatePolicy
 from harness.release.compare import paired_comparison
 from harness.release.gate import evaluate_gate, interval_level, primary_verdict
-from harness.report.render.release import gate_junit, gate_markdown
+from harness.report.render.junit import gate_junit
+from harness.report.render.release import gate_markdown
 
 from .helpers import row, seed001, simulate
 

@@ -108,6 +108,12 @@ def _arm(a: dict[str, Any]) -> list[str]:
             f"*Prediction (beta-binomial, not observed):* pass^k {pts}; at k={chk.get('k')} "
             f"fitted {pct(chk.get('fitted'))} vs observed {pct(chk.get('observed_unbiased'))}.",
         ]
+    return out + _slices(a) + _reliability_and_usage(a)
+
+
+def _slices(a: dict[str, Any]) -> list[str]:
+    """Success by class and by cluster (lowest clusters only), and the stratified estimate."""
+    out: list[str] = []
     for what, limit in (("class", None), ("cluster", CLUSTER_ROWS)):
         rows = a["slices"][what]
         if len(rows) < 2:
@@ -125,6 +131,12 @@ def _arm(a: dict[str, Any]) -> list[str]:
     st = a.get("stratified")
     if st:
         out += ["", f"Stratified: {rate_text(st)}, n_eff {st['n_eff']:.1f} (Kish); {st['method']}."]
+    return out
+
+
+def _reliability_and_usage(a: dict[str, Any]) -> list[str]:
+    """One line of reliability figures and one of tokens, cost, latency and steps."""
+    out: list[str] = []
     rel = a["reliability"]
     items = []
     if rel.get("consistency"):

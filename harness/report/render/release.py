@@ -1,4 +1,5 @@
-"""Renderers for compare, gate, plan and history: terminal (rich), Markdown, JUnit XML.
+"""Renderers for compare, gate, plan and history: terminal (rich) and Markdown (JUnit XML of
+the gate is ``harness.report.render.junit``).
 
 Every rate is printed with n and its interval, every delta with its paired interval
 (DESIGN rule 6). Inputs are the plain dicts of ``harness.release``; JSON needs no renderer.
@@ -7,7 +8,6 @@ Every rate is printed with n and its interval, every delta with its paired inter
 from __future__ import annotations
 
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 
 def pts(x: float | None, signed: bool = True) -> str:
@@ -353,58 +353,6 @@ def compare_markdown(c: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------ JUnit
-def gate_junit(g: dict[str, Any]) -> str:
-    """One testcase per check: each must-never class, unresolved coverage, the primary
-    comparison. Inconclusive and no-verdict are failures of their check (not a pass)."""
-    cases: list[tuple[str, str | None, str, str]] = []  # name, failure type, message, detail
-    for m in g["must_never"]:
-        kind = None if m["status"] == "held" else m["status"]
-        cases.append((m["name"], kind, m["message"], ""))
-    cov = g["coverage"]
-    msg = ", ".join(f"{a}: {v['share']:.1%}" for a, v in cov["arms"].items())
-    cases.append(
-        (
-            "unresolved coverage",
-            None if cov["status"] == "ok" else "exceeded",
-            f"{msg} (limit {cov['limit']:.1%})",
-            "",
-        )
-    )
-    head, lines = decision_lines(g)
-    stat = g["threshold"]["verdict"] if g.get("threshold") else g["primary"]["verdict"]
-    why = g["threshold"]["why"] if g.get("threshold") else g["primary"]["why"]
-    kind = None if stat in ("improvement", "non-inferior") else stat
-    name = (
-        f"threshold {g['candidate']} > {g['policy']['bar']:g}"
-        if g.get("threshold")
-        else f"primary comparison {g['baseline']} -> {g['candidate']} ({g['policy']['rule']})"
-    )
-    cases.append((name, kind, f"{stat}: {why}", head + "\n" + "\n".join(lines)))
-    failures = sum(1 for c in cases if c[1])
-    out = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites name="harness gate" tests="{len(cases)}" failures="{failures}">',
-        f'  <testsuite name={quoteattr("gate " + str(g["run_id"]))} tests="{len(cases)}" '
-        f'failures="{failures}">',
-        "    <properties>",
-        f'      <property name="verdict" value={quoteattr(g["verdict"])}/>',
-        f'      <property name="exit_code" value="{g["exit_code"]}"/>',
-        "    </properties>",
-    ]
-    for name, kind, message, detail in cases:
-        out.append(f'    <testcase classname="harness.gate" name={quoteattr(name)}>')
-        if kind:
-            out.append(
-                f"      <failure type={quoteattr(kind)} message={quoteattr(message)}>"
-                f"{escape(detail or message)}</failure>"
-            )
-        else:
-            out.append(f"      <system-out>{escape(message)}</system-out>")
-        out.append("    </testcase>")
-    out += ["  </testsuite>", "</testsuites>"]
-    return "\n".join(out) + "\n"
-
-
 # ------------------------------------------------------------------------------ plan, history
 def print_plan(p: dict[str, Any]) -> None:
     from rich.console import Console
