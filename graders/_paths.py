@@ -131,8 +131,8 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if _is_num(a) and _is_num(b):
-        return a == b
-    return type(a) is type(b) and a == b
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
 
 
 def _is_num(x: Any) -> bool:

@@ -70,8 +70,11 @@ class AnswerMatch:
         self.params = params
         # Parsed once: graders are built once per run and called once per trial.
         self._normalized = normalize(str(params.expected))
+        expected = params.expected
         self._choices = (
-            {normalize(str(e)) for e in params.expected} if params.mode == "one_of" else set()
+            {normalize(str(e)) for e in expected}
+            if params.mode == "one_of" and isinstance(expected, list)
+            else set()
         )
         self._target = last_number(str(params.expected)) if params.mode == "numeric" else None
         self._regex = (
@@ -94,10 +97,11 @@ class AnswerMatch:
         elif p.mode == "one_of":
             ok = normalize(got) in self._choices
         elif p.mode == "regex":
-            ok = self._regex.fullmatch(got) is not None
+            ok = self._regex is not None and self._regex.fullmatch(got) is not None
         else:
             value = last_number(got)
-            ok = value is not None and abs(value - self._target) <= p.tolerance
+            target = self._target
+            ok = value is not None and target is not None and abs(value - target) <= p.tolerance
         reason = (
             "" if ok else f"answer {got[:120]!r} does not match expected {p.expected!r} ({p.mode})"
         )

@@ -125,7 +125,8 @@ class RequiredOutputs:
         if self.params.include_answer and evidence.answer and evidence.answer not in parts[-1:]:
             parts.append(evidence.answer)
         text = "\n".join(parts)
-        found, missing = [], []
+        found: list[Output] = []
+        missing: list[Output] = []
         if self.params.match == "substring":
             lowered = [p.lower().replace(",", "") for p in parts]
             for item in self.params.outputs:

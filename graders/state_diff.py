@@ -134,10 +134,10 @@ def _strict_equal(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)
 
 
-def _identical(a: dict, b: dict) -> bool:
+def _identical(a: object, b: object) -> bool:
     """A fast, conservative check that two subtrees are the same values of the same types
     (equal pickles): lets the walk skip the untouched bulk of a large state. False only
     costs a walk."""

@@ -26,7 +26,8 @@ class TaskCounts:
     @property
     def rates(self) -> np.ndarray:
         """Per-task success rate successes / trials."""
-        return self.successes / self.trials
+        rates: np.ndarray = self.successes / self.trials
+        return rates
 
 
 def per_task_counts(task_ids: object, outcomes: object) -> TaskCounts:

@@ -146,7 +146,8 @@ def _mle(cc: np.ndarray, nn: np.ndarray, w: np.ndarray, start: tuple[float, floa
         )
         if moved < 1e-10 or float(np.max(np.abs(grad[free]), initial=0.0)) < 1e-10:
             break
-    return np.exp(theta)
+    fitted: np.ndarray = np.exp(theta)
+    return fitted
 
 
 def _fit(cc: np.ndarray, nn: np.ndarray, w: np.ndarray, method: str) -> tuple[float, float]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -102,7 +103,9 @@ def bca_interval(
 
     reps = np.asarray(replicates, dtype=float)
     b = reps.size
-    share = (np.count_nonzero(reps < estimate) + np.count_nonzero(reps <= estimate)) / (2.0 * b)
+    share = float(np.count_nonzero(reps < estimate) + np.count_nonzero(reps <= estimate)) / (
+        2.0 * b
+    )
     share = min(max(share, 1.0 / (2 * b)), 1.0 - 1.0 / (2 * b))
     z0 = z_quantile(share)
     jk = np.asarray(jackknife, dtype=float)
@@ -167,7 +170,8 @@ def bootstrap_ratio_replicates(
 def _ratio_jackknife(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """Leave-one-cluster-out ratios of sums; shape (C, k)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (num.sum(axis=0) - num) / (den.sum() - den)[:, None]
+        out: np.ndarray = (num.sum(axis=0) - num) / (den.sum() - den)[:, None]
+    return out
 
 
 def _summarize(
@@ -204,7 +208,7 @@ def _callable_replicates(
     data: np.ndarray,
     codes: np.ndarray,
     n_clusters: int,
-    statistic: Callable[..., object],
+    statistic: Callable[..., Any],
     vectorized: bool,
     n_resamples: int,
     rng: RngLike,
@@ -230,7 +234,7 @@ def _callable_jackknife(
     data: np.ndarray,
     codes: np.ndarray,
     n_clusters: int,
-    statistic: Callable[..., object],
+    statistic: Callable[..., Any],
     vectorized: bool,
 ) -> np.ndarray:
     if not vectorized:
@@ -247,7 +251,7 @@ def _callable_jackknife(
 def cluster_bootstrap_ci(
     data: object,
     clusters: object | None = None,
-    statistic: str | Callable[..., object] = "mean",
+    statistic: str | Callable[..., Any] = "mean",
     *,
     weights: object | None = None,
     confidence: float = 0.95,

@@ -29,13 +29,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
 from harness.stats._util import as_1d_float, encode_labels, z_two_sided
 
 Kind = Literal["rate", "difference", "score"]
+
+
+class _Design(TypedDict):
+    """The fields every ``Estimate`` of one call shares."""
+
+    n: int
+    unit: str
+    n_units: int
+    confidence: float
+
 
 FEW_CLUSTERS = 10
 """Below this many independent clusters an interval carries a warning: CR1 with t(C − 1)
@@ -71,7 +81,7 @@ class Estimate:
     confidence: float
     warning: str | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-able record: estimate, lo, hi, se, n, unit, n_units, method, ... ."""
         return asdict(self)
 
@@ -234,7 +244,7 @@ def mean_estimate(
         _, s_codes = encode_labels(np.asarray(strata).astype(str))
         if s_codes.size != n:
             raise ValueError("strata must have one label per task")
-    base = dict(n=n, unit=unit, n_units=g, confidence=confidence)
+    base = _Design(n=n, unit=unit, n_units=g, confidence=confidence)
     few = unit == "cluster" and g < FEW_CLUSTERS
     if g < 2:
         what = "cluster" if unit == "cluster" else "task"
@@ -275,11 +285,11 @@ def mean_estimate(
     if unit == "task" and kind == "rate" and weights is None and strata is None:
         from harness.stats.intervals import wilson_interval
 
-        lo, hi = wilson_interval(min(max(mean, 0.0), 1.0) * n, n, confidence)
+        w_lo, w_hi = wilson_interval(min(max(mean, 0.0), 1.0) * n, n, confidence)
         return Estimate(
             estimate=mean,
-            lo=float(lo),
-            hi=float(hi),
+            lo=float(w_lo),
+            hi=float(w_hi),
             se=se,
             method=f"Wilson score interval over {n} tasks, mean of per-task rates",
             method_key="wilson",

@@ -60,7 +60,8 @@ def _log_factors(numer: np.ndarray, denom: np.ndarray) -> np.ndarray:
     ratio, which avoids log1p's loss of precision close to −1.
     """
     ratio = numer / denom
-    return np.where(ratio > 0.5, np.log1p(-(denom - numer) / denom), np.log(ratio))
+    out: np.ndarray = np.where(ratio > 0.5, np.log1p(-(denom - numer) / denom), np.log(ratio))
+    return out
 
 
 def _prepare(n: object, c: object, k: object) -> tuple[np.ndarray, ...]:

@@ -44,7 +44,7 @@ def bootstrap_means(
     """
     vals = np.where(valid, values, 0.0)
     weights = valid.astype(float)
-    if unit.kind == "cluster":
+    if unit.kind == "cluster" and unit.labels is not None:
         codes, g = group_codes(unit.labels)
         batches = cluster_resample_counts(g, n_resamples, rng)
     else:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.stats.estimate import FEW_CLUSTERS, mean_estimate
+from harness.stats.estimate import FEW_CLUSTERS, Kind, mean_estimate
 from harness.stats.intervals import wilson_interval
 
 MIN_CLUSTERS = 2
@@ -80,7 +80,7 @@ def mean_interval(
     *,
     weights: np.ndarray | None = None,
     bounded: bool = True,
-    kind: str | None = None,
+    kind: Kind | None = None,
 ) -> dict[str, Any]:
     """Estimate and interval for the (weighted) mean of per-task values, as a report record.
 
@@ -93,7 +93,7 @@ def mean_interval(
     out: dict[str, Any] = {"n": n, "unit": "task", "confidence": confidence}
     if n == 0:
         return {**out, "estimate": None, "lo": None, "hi": None, "method": "no tasks"}
-    k = kind or ("rate" if bounded else "score")
+    k: Kind = kind or ("rate" if bounded else "score")
     e = mean_estimate(
         values,
         unit.labels if unit.kind == "cluster" else None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,8 @@ from typing import Any
 from sqlalchemy import event, func, insert, inspect, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
-from sqlmodel import Session, SQLModel, create_engine, select
+from sqlalchemy.sql import Executable
+from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from harness.errors import HarnessError, StoreConflict
 from harness.store.queries import ReportRows, report_rows
@@ -38,6 +39,7 @@ from harness.store.tables import (
     TrajectoryEvent,
     Trial,
     TrialRow,
+    table_of,
 )
 from harness.trajectory import Event
 
@@ -117,13 +119,13 @@ class Store:
         with self.engine.begin() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
-            SchemaVersion.__table__.create(conn, checkfirst=True)
+            table_of(SchemaVersion).create(conn, checkfirst=True)
             current = conn.execute(select(func.max(SchemaVersion.version))).scalar() or 0
             for version, step in MIGRATIONS:
                 if version > current:
                     step(conn)
                     conn.execute(
-                        SchemaVersion.__table__.insert().values(version=version, applied_at=now())
+                        table_of(SchemaVersion).insert().values(version=version, applied_at=now())
                     )
                     current = version
         return current
@@ -145,7 +147,7 @@ class Store:
             s.commit()
 
     @contextlib.contextmanager
-    def _unavailable_as_error(self, what: str):
+    def _unavailable_as_error(self, what: str) -> Iterator[None]:
         """A locked, read-only or unreachable store is one clear error, not a traceback."""
         try:
             yield
@@ -160,11 +162,11 @@ class Store:
 
     def latest_run(self) -> Run | None:
         with Session(self.engine) as s:
-            return s.exec(select(Run).order_by(Run.started_at.desc()).limit(1)).first()
+            return s.exec(select(Run).order_by(col(Run.started_at).desc()).limit(1)).first()
 
     def list_runs(self, suite: str | None = None, limit: int = 50) -> list[Run]:
         with Session(self.engine) as s:
-            q = select(Run).order_by(Run.started_at.desc()).limit(limit)
+            q = select(Run).order_by(col(Run.started_at).desc()).limit(limit)
             if suite:
                 q = q.where(Run.suite_name == suite)
             return list(s.exec(q))
@@ -219,14 +221,14 @@ class Store:
                     Trial.run_id == run_id
                 )
             )
-            return {tuple(r) for r in rows}
+            return {(a, t, int(i), v) for a, t, i, v in rows}
 
     def trials(self, run_id: str, arm: str | None = None) -> list[Trial]:
         with Session(self.engine) as s:
             q = select(Trial).where(Trial.run_id == run_id)
             if arm:
                 q = q.where(Trial.arm == arm)
-            return list(s.exec(q.order_by(Trial.id)))
+            return list(s.exec(q.order_by(col(Trial.id))))
 
     def trial(self, trial_id: int) -> Trial | None:
         with Session(self.engine) as s:
@@ -235,7 +237,7 @@ class Store:
     def events(self, trial_id: int) -> list[TrajectoryEvent]:
         with Session(self.engine) as s:
             q = select(TrajectoryEvent).where(TrajectoryEvent.trial_id == trial_id)
-            return list(s.exec(q.order_by(TrajectoryEvent.step)))
+            return list(s.exec(q.order_by(col(TrajectoryEvent.step))))
 
     def attempts(self, run_id: str) -> list[Attempt]:
         with Session(self.engine) as s:
@@ -273,22 +275,22 @@ class Store:
         self.engine.dispose()
 
 
-_INSERT_TRIAL = insert(Trial.__table__).returning(Trial.__table__.c.id)
-_INSERT_ATTEMPT = insert(Attempt.__table__)
-_INSERT_EVENT = insert(TrajectoryEvent.__table__)
+_INSERT_TRIAL = insert(table_of(Trial)).returning(table_of(Trial).c.id)
+_INSERT_ATTEMPT = insert(table_of(Attempt))
+_INSERT_EVENT = insert(table_of(TrajectoryEvent))
 
 
-def _insert_blob(dialect: str):
+def _insert_blob(dialect: str) -> Executable:
     """INSERT of blobs that skips ones already stored (ON CONFLICT DO NOTHING)."""
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        return pg_insert(Blob.__table__).on_conflict_do_nothing(index_elements=["sha256"])
+        return pg_insert(table_of(Blob)).on_conflict_do_nothing(index_elements=["sha256"])
     if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        return sqlite_insert(Blob.__table__).on_conflict_do_nothing(index_elements=["sha256"])
-    return insert(Blob.__table__).prefix_with("IGNORE", dialect="mysql")
+        return sqlite_insert(table_of(Blob)).on_conflict_do_nothing(index_elements=["sha256"])
+    return insert(table_of(Blob)).prefix_with("IGNORE", dialect="mysql")
 
 
 def _redact(url: str) -> str:
@@ -323,7 +325,7 @@ def _make_engine(url: str, pool_size: int, max_overflow: int) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:  # pragma: no cover - trivial
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
@@ -338,6 +340,7 @@ def _make_engine(url: str, pool_size: int, max_overflow: int) -> Engine:
     pool: dict[str, Any] = {"pool_size": pool_size, "max_overflow": max_overflow}
     for key in POOL_PARAMS:
         if key in parsed.query:
-            pool[key] = int(parsed.query[key])
+            value = parsed.query[key]
+            pool[key] = int(value if isinstance(value, str) else value[-1])
     parsed = parsed.difference_update_query(POOL_PARAMS)
     return create_engine(parsed, pool_pre_ping=True, **pool)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from pydantic import ConfigDict
-from sqlalchemy import JSON, BigInteger, Column, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, LargeBinary, Table, Text, UniqueConstraint
 from sqlalchemy.orm import QueryableAttribute
 from sqlmodel import Field, SQLModel
 
@@ -152,7 +152,12 @@ class Blob(SQLModel, table=True):
     data: bytes = Field(sa_column=Column(LargeBinary))
 
 
-TRIAL_COLUMNS: frozenset[str] = frozenset(Trial.__table__.c.keys())
+def table_of(model: type[SQLModel]) -> Table:
+    """The SQLAlchemy table a table model maps (SQLModel sets it; its stubs do not say so)."""
+    return cast(Table, model.__table__)  # type: ignore[attr-defined]
+
+
+TRIAL_COLUMNS: frozenset[str] = frozenset(table_of(Trial).c.keys())
 """Every column name of ``trials``: queries built from names check against this."""
 
 
