@@ -5,14 +5,28 @@ Heavy modules (numpy, sqlmodel, docker) are imported inside commands so `--help`
 
 from __future__ import annotations
 
-import json
+import os
+import signal
 import sys
-from pathlib import Path
-from typing import Annotated, Optional
 
-import typer
 
-from harness import exitcodes
+def _interrupted_while_starting(signum, frame) -> None:  # pragma: no cover - timing
+    """Until ``main`` installs its handlers: a signal during imports ends the process with
+    the interrupted code and one line, not a KeyboardInterrupt traceback."""
+    os.write(2, b"interrupted before the run was recorded: nothing to resume\n")
+    os._exit(4)
+
+
+for _sig in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(_sig, _interrupted_while_starting)
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Annotated, Optional  # noqa: E402
+
+import typer  # noqa: E402
+
+from harness import exitcodes  # noqa: E402
 
 app = typer.Typer(
     help="Run agents on tasks in sandboxes and report, with honest uncertainty, how good they are.",
@@ -84,8 +98,13 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run a suite (or resume a run) and print its summary."""
-    from harness.report.cli import print_report
-    from harness.runner import start
+    from harness.errors import Interrupted
+
+    try:
+        from harness.report.cli import print_report
+        from harness.runner import start
+    except KeyboardInterrupt:
+        raise Interrupted(resume) from None
 
     if suite is None and resume is None:
         _fail("give a suite file, or --resume RUN_ID", exitcodes.BAD_CONFIG)
@@ -105,7 +124,11 @@ def run(
         progress_enabled=not quiet,
         locked=locked,
     )
-    print_report(result.run_id, result.store_url)
+    try:
+        print_report(result.run_id, result.store_url)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: run {result.run_id} is stored; `harness report` shows it")
+        raise typer.Exit(exitcodes.INTERRUPTED) from None
     o = result.outcome
     typer.echo(
         f"run id: {result.run_id}  ({o.finished} of {o.planned} trials finished this "
@@ -144,30 +167,20 @@ def report(
 @app.command()
 def runs(
     suite: Annotated[Optional[str], typer.Option(help="Only runs of this suite name.")] = None,  # noqa: UP045
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    limit: Annotated[int, typer.Option(help="Most recent runs to show.")] = 50,
     store: StoreOpt = None,
 ) -> None:
-    """List runs in the store, newest first."""
-    from rich.console import Console
-    from rich.table import Table
-
+    """List runs in the store, newest first. A run whose process is gone shows as
+    interrupted, with the command that resumes it."""
+    from harness.runs_table import print_runs, runs_json
     from harness.store import Store, resolve_url
 
-    s = Store(resolve_url(store))
-    table = Table()
-    table.add_column("run id", no_wrap=True)
-    for col in ("suite", "status", "started", "arms", "trials planned", "config"):
-        table.add_column(col)
-    for r in s.list_runs(suite):
-        table.add_row(
-            r.id,
-            r.suite_name,
-            r.status,
-            f"{r.started_at:%Y-%m-%d %H:%M}",
-            ", ".join(r.arms),
-            str(r.jobs_planned),
-            r.config_hash[:12],
-        )
-    Console().print(table)
+    rows = Store(resolve_url(store)).list_runs(suite, limit=limit)
+    if as_json:
+        typer.echo(json.dumps(runs_json(rows), indent=2))
+    else:
+        print_runs(rows)
 
 
 # Feature areas register their commands on `app` from their own modules (each imports only
@@ -180,10 +193,15 @@ register_all(app)
 def main() -> None:
     """Entry point: turns known errors into one line and an exit code, never a traceback."""
     from harness.cli_errors import aborts, click_exceptions, exits
-    from harness.errors import ConfigError, EnvironmentBuildError, HarnessError
+    from harness.errors import ConfigError, EnvironmentBuildError, HarnessError, Interrupted
 
+    _install_signal_handlers()
     try:
         code = app(standalone_mode=False)
+    except Interrupted as exc:
+        _exit_interrupted(str(exc))
+    except KeyboardInterrupt:  # outside a run's own handling: nothing was recorded
+        _exit_interrupted(str(Interrupted(None)))
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exitcodes.BAD_CONFIG)
@@ -194,17 +212,39 @@ def main() -> None:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exitcodes.ENVIRONMENT)
     except exits() as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Exit(130)
+            _exit_interrupted(str(Interrupted(None)))
         sys.exit(exc.exit_code)
     except aborts():
-        sys.exit(exitcodes.INTERRUPTED)
-    except KeyboardInterrupt:
         sys.exit(exitcodes.INTERRUPTED)
     except click_exceptions() as exc:  # usage errors: the library's own one-line message
         exc.show()
         sys.exit(exitcodes.BAD_CONFIG)
     except Exception as exc:  # real bugs
         _internal_error(exc)
+    if code == 130:  # click's code for Ctrl-C while it parses (a run converts its own)
+        _exit_interrupted(str(Interrupted(None)))
     sys.exit(code if isinstance(code, int) else exitcodes.OK)
+
+
+def _exit_interrupted(message: str) -> None:
+    """Exit 4 with one line; a second signal while exiting is ignored, not a traceback."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    typer.echo(message, err=True)
+    sys.exit(exitcodes.INTERRUPTED)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _install_signal_handlers() -> None:
+    """SIGINT and SIGTERM both become KeyboardInterrupt, so every moment of a command ends
+    the same way: exit 4, and the resume hint when a run was recorded. While trials run, the
+    orchestrator takes the signals over (finish in-flight trials first)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _raise_interrupt)
 
 
 def _internal_error(exc: BaseException) -> None:

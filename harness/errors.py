@@ -66,6 +66,23 @@ class GraderError(HarnessError):
     """A grader crashed or could not read its evidence."""
 
 
+class Interrupted(HarnessError):
+    """SIGINT or SIGTERM stopped a run. ``run_id`` is set when the run row exists (it can be
+    resumed); None when the signal came before anything was recorded."""
+
+    def __init__(self, run_id: str | None):
+        self.run_id = run_id
+        super().__init__(
+            f"interrupted: resume with `harness run --resume {run_id}`"
+            if run_id
+            else "interrupted before the run was recorded: nothing to resume"
+        )
+
+
+class RunBusy(HarnessError):
+    """Another live process owns the run this process was asked to resume."""
+
+
 class EnvironmentBuildError(HarnessError):
     """An image recipe is broken. Fails the run before any trial starts; never retried."""
 

@@ -105,15 +105,25 @@ async def execute(
                         sink.note("aborting in-flight trials; they stay unfinished (resumable)")
                         work_scope.cancel()
 
+        async def watch_writer() -> None:
+            # A store that cannot be written (disk full, database gone) stops the run within
+            # a second: trials in flight are cancelled rather than run for nothing.
+            while writer.error is None:
+                await anyio.sleep(0.2)
+            stopping.set()
+            sink.note(f"stopping: {writer.error}")
+            work_scope.cancel()
+
         if handle_signals:
             outer.start_soon(watch_signals)
+        outer.start_soon(watch_writer)
         with work_scope:
             async with anyio.create_task_group() as tg:
                 for _ in range(max(1, concurrency)):
                     tg.start_soon(worker)
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(writer.close)
-            if rc.interrupted:
+            if rc.interrupted and writer.error is None:
                 await anyio.to_thread.run_sync(store.write_attempts, list(rc.interrupted))
         outer.cancel_scope.cancel()
     if writer.error:
@@ -145,6 +155,8 @@ class _Writer:
 
     def _loop(self) -> None:
         while (record := self.queue.get()) is not None:
+            if self.error is not None:  # the store is broken: drop what is still queued
+                continue
             for attempt in range(5):
                 try:
                     self.store.write_trial(

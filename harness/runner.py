@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 from contextlib import suppress
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ import anyio
 
 from harness import __version__, exitcodes
 from harness.config.loader import ResolvedSuite, load_suite
-from harness.errors import ConfigError
+from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.orchestrator import RunOutcome, execute
+from harness.ownership import check_resumable
 from harness.plan import build_plan
 from harness.sandbox import get_provider
 from harness.sandbox.base import Environment, network_hosts
@@ -75,12 +77,40 @@ def start(
     progress_enabled: bool = True,
     locked: bool = False,
 ) -> RunResult:
+    """Start (or resume) a run. A signal at any moment before the trials run ends it as
+    ``Interrupted``, naming the run when its row was written (so it can be resumed)."""
+    ids: list[tuple[Store, str]] = []
+    try:
+        return _start(suite_path, overrides, store_url, resume, progress_enabled, locked, ids)
+    except KeyboardInterrupt:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # already stopping: a second one waits
+            signal.signal(sig, signal.SIG_IGN)
+        recorded = None
+        for store, run_id in ids:
+            with suppress(Exception):
+                recorded = run_id if store.get_run(run_id) is not None else None
+        raise Interrupted(recorded) from None
+
+
+def _start(
+    suite_path: str,
+    overrides: dict[str, Any] | None = None,
+    store_url: str | None = None,
+    resume: str | None = None,
+    progress_enabled: bool = True,
+    locked: bool = False,
+    ids: list | None = None,
+) -> RunResult:
+    ids = [] if ids is None else ids
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     store = Store(resolve_url(store_url))
     if resume:
         run = store.get_run(resume)
         if run is None:
             raise ConfigError(store.url, "--resume", f"no run with id '{resume}' in this store")
+        check_resumable(run)
+        owner = (run.pid, run.host)
+        ids.append((store, run.id))
         # Where trials run (executor, Ray address) is outside the config hash: a resumed
         # run may change it.
         placement = {k: overrides[k] for k in ("executor", "ray_address") if k in overrides}
@@ -97,7 +127,23 @@ def start(
         resolved = load_suite(suite_path, overrides)
         store = Store(resolve_url(store_url, resolved.suite.store))
         run_id = new_run_id()
+        owner = None
+        ids.append((store, run_id))
+    return _start_resolved(
+        resolved, store, run_id, overrides, resume, owner, progress_enabled, locked
+    )
 
+
+def _start_resolved(
+    resolved: ResolvedSuite,
+    store: Store,
+    run_id: str,
+    overrides: dict[str, Any],
+    resume: str | None,
+    owner: tuple[int, str] | None,
+    progress_enabled: bool,
+    locked: bool,
+) -> RunResult:
     sandbox_name = choose_sandbox(resolved.suite.sandbox)
     provider = None
     if resolved.environments:
@@ -112,7 +158,7 @@ def start(
         sandbox_name,
         run_id,
         overrides,
-        bool(resume),
+        owner if resume else None,
         progress_enabled,
         locked,
     )
@@ -125,10 +171,12 @@ async def _run(
     sandbox_name: str,
     run_id: str,
     overrides: dict,
-    resuming: bool,
+    owner: tuple[int, str] | None,
     progress_enabled: bool,
     locked: bool,
 ) -> RunResult:
+    """Prepare, record and execute. ``owner`` (pid, host) is set on resume: the run row's
+    owner when this process checked it, taken over atomically before any trial runs."""
     from harness.progress import TrialProgress
 
     image_ids: dict[str, str | None] = {}
@@ -149,6 +197,7 @@ async def _run(
     )
     executor = None
     row_written = False
+    store.reserve_space()
     try:
         from harness.executors import open_executor
 
@@ -162,7 +211,7 @@ async def _run(
             options=suite.executor_options,
         )
         jobs = _start_run_row(
-            resolved, store, run_id, all_jobs, overrides, resuming, sandbox_name, image_ids
+            resolved, store, run_id, all_jobs, overrides, owner, sandbox_name, image_ids
         )
         row_written = True
         with TrialProgress(len(jobs), f"run {run_id}", enabled=progress_enabled) as progress:
@@ -185,6 +234,7 @@ async def _run(
                 store.update_run(run_id, status=status, finished_at=now())
         raise
     finally:
+        store.release_space()
         with anyio.CancelScope(shield=True):
             if executor is not None:
                 await executor.aclose()
@@ -216,14 +266,17 @@ def _start_run_row(
     run_id: str,
     all_jobs: list,
     overrides: dict,
-    resuming: bool,
+    owner: tuple[int, str] | None,
     sandbox_name: str,
     image_ids: dict[str, str | None],
 ) -> list:
-    """Write (or, on resume, reopen) the run row; return the jobs still to run."""
-    if resuming:
+    """Write (or, on resume, take over) the run row; return the jobs still to run."""
+    if owner is not None:
+        if not store.claim_run(run_id, os.getpid(), socket.gethostname(), *owner):
+            now_owner = store.get_run(run_id)
+            pid = now_owner.pid if now_owner else "?"
+            raise RunBusy(f"run {run_id} was just resumed by process {pid}; refused")
         done = store.finished_keys(run_id)
-        store.update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname())
         return [j for j in all_jobs if j.key not in done]
     store.create_run(
         Run(

@@ -88,9 +88,13 @@ class Store:
         """Open (and migrate) the store at ``url``. ``pool_size``/``max_overflow`` size the
         connection pool of server databases; the URL's query parameters override them."""
         self.url = url or resolve_url()
+        self.read_only = _read_only_sqlite(self.url)
         try:
-            self.engine = _make_engine(self.url, pool_size, max_overflow)
-            self.migrate()
+            self.engine = _make_engine(self.url, pool_size, max_overflow, self.read_only)
+            if self.read_only:
+                self._check_schema()
+            else:
+                self.migrate()
         except (SQLAlchemyError, OSError, ImportError) as exc:
             detail = getattr(exc, "orig", None) or exc
             raise StoreUnavailable(
@@ -114,6 +118,22 @@ class Store:
                     raise
                 time.sleep(0.05 * 2**attempt)
         raise AssertionError("unreachable")
+
+    def _check_schema(self) -> None:
+        """A read-only store cannot be migrated: it must already hold this schema."""
+        try:
+            with self.engine.connect() as conn:
+                current = conn.execute(select(func.max(SchemaVersion.version))).scalar() or 0
+        except OperationalError as exc:
+            raise StoreUnavailable(
+                f"cannot read the read-only store {_redact(self.url)}: "
+                f"{str(exc.orig).splitlines()[0]}"
+            ) from None
+        if current < SCHEMA_VERSION:
+            raise StoreUnavailable(
+                f"the read-only store {_redact(self.url)} has schema {current}, older than "
+                f"{SCHEMA_VERSION}; open it writable once to migrate it"
+            )
 
     def _migrate_once(self) -> int:
         with self.engine.begin() as conn:
@@ -146,9 +166,54 @@ class Store:
             s.add(run)
             s.commit()
 
+    # -- space held back for the end of a run -------------------------------------------
+    RESERVE_BYTES = 512 * 1024
+
+    def reserve_space(self) -> None:
+        """Hold back a little disk beside a SQLite store while a run writes it, so that when
+        the disk fills up, freeing it lets the run row still be marked ``failed``."""
+        path = _sqlite_path(self.url)
+        if path is None or self.read_only:
+            return
+        from harness.ownership import pid_alive
+
+        for old in Path(path).parent.glob(f"{Path(path).name}.reserve-*"):
+            pid = old.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and not pid_alive(int(pid)):  # left by a killed run
+                with contextlib.suppress(OSError):
+                    old.unlink()
+        self._reserve = Path(f"{path}.reserve-{os.getpid()}")
+        with contextlib.suppress(OSError), open(self._reserve, "wb") as f:
+            f.write(b"\0" * self.RESERVE_BYTES)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def release_space(self) -> None:
+        """Give the held-back disk back (on a full disk, and when the run ends)."""
+        reserve = getattr(self, "_reserve", None)
+        if reserve is not None:
+            with contextlib.suppress(OSError):
+                reserve.unlink()
+            self._reserve = None
+
+    def claim_run(self, run_id: str, pid: int, host: str, owner_pid: int, owner_host: str) -> bool:
+        """Take over a run for a resume, atomically: only if it is still owned by
+        (``owner_pid``, ``owner_host``), the owner this process found gone. Two processes
+        resuming one run at once: exactly one wins."""
+        with self._unavailable_as_error("claim the run"), self.engine.begin() as conn:
+            table = Run.__table__
+            done = conn.execute(
+                table.update()
+                .where(table.c.id == run_id, table.c.pid == owner_pid, table.c.host == owner_host)
+                .values(pid=pid, host=host, status="running")
+            )
+            return done.rowcount == 1
+
     @contextlib.contextmanager
     def _unavailable_as_error(self, what: str) -> Iterator[None]:
-        """A locked, read-only or unreachable store is one clear error, not a traceback."""
+        """A locked, read-only, full or unreachable store is one clear error, not a traceback."""
+        if self.read_only:
+            raise StoreUnavailable(f"cannot {what}: the store {_redact(self.url)} is read-only")
         try:
             yield
         except OperationalError as exc:
@@ -205,7 +270,15 @@ class Store:
                     )
             return int(trial_id)
         except OperationalError as exc:
+            if is_store_full(exc):  # never transient: stop the run now, do not retry
+                self.release_space()
+                raise StoreUnavailable(
+                    f"store write failed: {str(exc.orig).splitlines()[0]} "
+                    f"({_redact(self.url)}); finished trials are kept"
+                ) from None
             raise StoreConflict(f"store write failed: {exc.orig}") from exc
+        except OSError as exc:
+            raise StoreUnavailable(f"store write failed: {exc}") from None
 
     def write_attempts(self, attempts: Iterable[AttemptRow | dict[str, Any]]) -> None:
         """Record attempts of a trial that has no final row (interrupted)."""
@@ -317,7 +390,45 @@ _ASSIGNED = frozenset({"id", "trial_id"})
 """Keys the database assigns; a dict row may carry them (read back from a store)."""
 
 
-def _make_engine(url: str, pool_size: int, max_overflow: int) -> Engine:
+_FULL = ("database or disk is full", "disk i/o error", "no space left")
+
+
+def is_store_full(exc: BaseException) -> bool:
+    """A write failed for want of space (or a failing disk): retrying cannot help."""
+    text = str(getattr(exc, "orig", exc)).lower()
+    return any(marker in text for marker in _FULL)
+
+
+def _sqlite_path(url: str) -> str | None:
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("///", 1)[-1].split("?", 1)[0]
+    return None if not path or path == ":memory:" or path.startswith("file:") else path
+
+
+def _read_only_sqlite(url: str) -> bool:
+    """An existing SQLite file this process cannot write (read-only mount or permissions)."""
+    path = _sqlite_path(url)
+    if path is None or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "r+b"):
+            pass
+    except OSError:
+        return True
+    return not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
+def _make_engine(url: str, pool_size: int, max_overflow: int, read_only: bool = False) -> Engine:
+    if url.startswith("sqlite") and read_only:
+        # immutable: no -wal/-shm files are created or read, so a store on a read-only
+        # mount (or a copy someone handed over) can still be reported.
+        path = os.path.abspath(_sqlite_path(url) or "")
+        # mode=ro still reads the WAL (recent writes) where its -shm file can be used; a
+        # read-only directory needs immutable (no -wal/-shm at all: a cleanly closed store).
+        mode = "ro" if os.access(os.path.dirname(path), os.W_OK) else "ro&immutable=1"
+        target = f"sqlite:///file:{path}?mode={mode}&uri=true"
+        return create_engine(target, connect_args={"check_same_thread": False})
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":

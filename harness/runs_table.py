@@ -1,0 +1,82 @@
+"""`harness runs`: the table (readable at 80 columns and when piped) and its JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.ownership import shown_status
+
+
+def resume_hint(run: Any) -> str | None:
+    """The command that finishes a run, when there is something to finish."""
+    if shown_status(run) in ("interrupted", "failed"):
+        return f"harness run --resume {run.id}"
+    return None
+
+
+def runs_json(rows: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": r.id,
+            "suite": r.suite_name,
+            "status": shown_status(r),
+            "recorded_status": r.status,
+            "started_at": r.started_at.isoformat(),
+            "finished_at": r.finished_at.isoformat() if r.finished_at else None,
+            "arms": list(r.arms),
+            "trials_planned": r.jobs_planned,
+            "config_hash": r.config_hash,
+            "host": r.host,
+            "pid": r.pid,
+            "resume": resume_hint(r),
+        }
+        for r in rows
+    ]
+
+
+def print_runs(rows: list[Any], console: Any = None) -> None:
+    """The run id never wraps; arms wrap; the config hash goes first when space runs out."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("run id", no_wrap=True)
+    table.add_column("suite", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("started", no_wrap=True)
+    table.add_column("arms", overflow="fold", ratio=1)
+    table.add_column("trials", justify="right", no_wrap=True)
+    wide = console.width >= 110
+    if wide:
+        table.add_column("config", no_wrap=True)
+    hints = []
+    for r in rows:
+        status = shown_status(r)
+        cells = [
+            r.id,
+            r.suite_name,
+            status,
+            f"{r.started_at:%m-%d %H:%M}",
+            ", ".join(r.arms),
+            str(r.jobs_planned),
+        ]
+        if wide:
+            cells.append(r.config_hash[:12])
+        table.add_row(*cells)
+        hint = resume_hint(r)
+        if hint and status == "interrupted":
+            hints.append(f"{r.id}: {_why(r)}; resume with `{hint}`")
+    if not rows:
+        console.print("no runs in this store")
+        return
+    console.print(table)
+    for line in hints:
+        console.print(line, soft_wrap=True)
+
+
+def _why(run: Any) -> str:
+    if run.status == "running":
+        return f"its process {run.pid} is gone"
+    return "interrupted"
