@@ -232,7 +232,11 @@ def _exit_interrupted(message: str) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     typer.echo(message, err=True)
-    sys.exit(exitcodes.INTERRUPTED)
+    # Not sys.exit: CPython re-kills itself with SIGINT at exit (status -2, not 4) when it saw
+    # a KeyboardInterrupt go unhandled in code it ran for an import. Cleanup has run already.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exitcodes.INTERRUPTED)
 
 
 def _raise_interrupt(signum, frame) -> None:

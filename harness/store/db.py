@@ -182,8 +182,9 @@ class Store:
             if pid.isdigit() and not pid_alive(int(pid)):  # left by a killed run
                 with contextlib.suppress(OSError):
                     old.unlink()
-        self._reserve = Path(f"{path}.reserve-{os.getpid()}")
-        with contextlib.suppress(OSError), open(self._reserve, "wb") as f:
+        reserve = Path(f"{path}.reserve-{os.getpid()}")
+        self._reserve: Path | None = reserve
+        with contextlib.suppress(OSError), open(reserve, "wb") as f:
             f.write(b"\0" * self.RESERVE_BYTES)
             f.flush()
             os.fsync(f.fileno())
@@ -201,7 +202,7 @@ class Store:
         (``owner_pid``, ``owner_host``), the owner this process found gone. Two processes
         resuming one run at once: exactly one wins."""
         with self._unavailable_as_error("claim the run"), self.engine.begin() as conn:
-            table = Run.__table__
+            table = table_of(Run)
             done = conn.execute(
                 table.update()
                 .where(table.c.id == run_id, table.c.pid == owner_pid, table.c.host == owner_host)
