@@ -135,6 +135,21 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
+def strict_same(a: Any, b: Any) -> bool:
+    """Equal values of equal types all the way down (``250 != 250.0``, ``True != 1``);
+    ABSENT equals only ABSENT, so ``null`` differs from a missing key (tau-bench's equality:
+    it hashes ``str()`` of the values)."""
+    if a is ABSENT or b is ABSENT:
+        return a is b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(strict_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(strict_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
 def _is_num(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 

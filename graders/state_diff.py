@@ -47,6 +47,7 @@ from graders._paths import (
     patch_paths,
     same,
     short,
+    strict_same,
 )
 from graders.base import Evidence, GraderParams, Verdict
 from harness.errors import GraderError
@@ -122,19 +123,6 @@ def _equal(a: Any, b: Any) -> bool:
     if a in (None, ABSENT) and b in (None, ABSENT):
         return True
     return same(a, b)
-
-
-def _strict_equal(a: Any, b: Any) -> bool:
-    """Equal values of equal types all the way down; absent equals only absent."""
-    if a is ABSENT or b is ABSENT:
-        return a is b
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def _identical(a: object, b: object) -> bool:
@@ -248,12 +236,12 @@ class StateDiff:
                     found,
                 )
             return
-        if (_strict_equal if self.params.strict_types else _equal)(expected, actual):
+        if (strict_same if self.params.strict_types else _equal)(expected, actual):
             return
         where = dotted(path) or "<root>"
         if not covered:
             found["side_effects"].append({"path": where, "before": initial, "after": actual})
-        elif (_strict_equal if self.params.strict_types else _equal)(actual, initial):
+        elif (strict_same if self.params.strict_types else _equal)(actual, initial):
             found["missing_changes"].append({"path": where, "expected": expected, "actual": actual})
         else:
             found["wrong_values"].append(

@@ -37,6 +37,7 @@ from harness.sandbox.base import (
 from harness.store import now
 from harness.store.tables import AttemptRow, TrialKey, TrialRow
 from harness.trajectory import Event
+from harness.tools.client import ToolServer
 
 HIDDEN_DIR = ".harness_hidden"
 
@@ -171,8 +172,9 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
         except BaseException:
             _remove_dir(socket_dir)
             raise
+    server: ToolServer | None = None
     try:
-        initial = await _setup(sandbox, env, task) if env else None
+        initial, server = await _setup(sandbox, env, task) if env else (None, None)
         ctx = AgentContext(
             task=task,
             arm=arm,
@@ -184,6 +186,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             seed=job.seed,
             budgets=suite.budgets.merged(task.budgets),
             variant=variant,
+            tool_server=server,
         )
         agent = agent_cls()
         failure: errors.AgentFailure | None = None
@@ -202,6 +205,12 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
         except errors.AgentFailure as exc:
             failure = exc
         latency = time.monotonic() - t0
+        served_state = server is not None and env is not None and env.spec.tool_server.state
+        if failure is None and served_state:
+            try:
+                final = await server.snapshot()
+            except errors.AgentFailure as exc:  # the agent's input brought the server down
+                failure = exc
         if failure is not None:
             verdicts: list[Verdict] = []
             status, passed, score = errors.FAILED, False, 0.0
@@ -209,7 +218,8 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             final = None
             harms: list[dict] = []
         else:
-            final = await snapshot_state(sandbox, env) if env else None
+            if not served_state:
+                final = await snapshot_state(sandbox, env) if env else None
             hidden = None
             if loaded.hidden_dir is not None:
                 await sandbox.copy_in(loaded.hidden_dir, HIDDEN_DIR)
@@ -236,6 +246,8 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             status = errors.PASSED if passed else errors.FAILED
     finally:
         with anyio.CancelScope(shield=True):
+            if server is not None:
+                await server.close()
             await sandbox.destroy()
         _remove_dir(socket_dir)
 
@@ -274,7 +286,9 @@ def _remove_dir(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-async def _setup(sandbox: Sandbox, env: Environment, task) -> dict | None:
+async def _setup(sandbox: Sandbox, env: Environment, task) -> tuple[Any, ToolServer | None]:
+    """Run the setup commands, start the tool server if any, and snapshot s0 (from the
+    server when it serves the state)."""
     for command in [*env.spec.setup, *task.setup]:
         result = await sandbox.exec(command, timeout=300)
         if not result.ok:
@@ -287,7 +301,11 @@ async def _setup(sandbox: Sandbox, env: Environment, task) -> dict | None:
                 f"setup command {command!r} of task '{task.id}' failed "
                 f"(exit {result.exit_code}): {result.stderr.strip()[-300:]}"
             )
-    return await snapshot_state(sandbox, env)
+    spec = env.spec.tool_server
+    server = await ToolServer.start(sandbox, spec) if spec else None
+    if server is not None and spec is not None and spec.state:
+        return await server.snapshot(), server
+    return await snapshot_state(sandbox, env), server
 
 
 async def _grade(graders: list[Grader], evidence: Evidence) -> list[Verdict]:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from harness.config.models import Arm, Budgets, ModelSettings, Task, ToolSpec, Variant
 from harness.errors import BudgetExceeded, EpisodeEnded
-from harness.sandbox.base import Environment, Sandbox
+from harness.sandbox.base import Environment, ExecResult, Sandbox
 from harness.trajectory import Trajectory
 
 
@@ -60,6 +60,9 @@ class AgentContext:
     started: float = field(default_factory=time.monotonic)
     ended_by: str | None = None
     """The terminating tool that ended the episode, once one has run."""
+    tool_server: Any = None
+    """The trial's ``harness.tools.client.ToolServer`` when the environment has one: tool
+    calls go to it instead of one process per call."""
 
     @property
     def params(self) -> dict[str, Any]:
@@ -148,10 +151,14 @@ class AgentContext:
             msg = "error: tool arguments must be a JSON object"
             self.trajectory.record("tool_call", tool=name, args={}, content=msg, ok=False)
             return ToolResult(False, msg, 2)
-        result = await self.sandbox.exec(
-            spec.command, stdin=json.dumps(args or {}), timeout=spec.timeout_s
-        )
-        output = result.stdout if result.ok else (result.stdout + result.stderr)
+        if self.tool_server is not None:
+            ok, output = await self.tool_server.call(name, args or {}, spec.timeout_s)
+            result = ExecResult(0 if ok else 1, output, "")
+        else:
+            result = await self.sandbox.exec(
+                spec.command or "false", stdin=json.dumps(args or {}), timeout=spec.timeout_s
+            )
+            output = result.stdout if result.ok else (result.stdout + result.stderr)
         if result.timed_out:
             output = f"error: tool '{name}' timed out after {spec.timeout_s}s"
         if self.variant and self.variant.distractor and result.ok:

@@ -32,6 +32,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -191,6 +192,24 @@ class BwrapSandbox:
             files = self._cgroup.procs_files
             args = ["/bin/sh", "-c", join, "sh", str(len(files)), *files, *args]
         return args
+
+    async def open_process(self, cmd: str, *, stderr: Any) -> Any:
+        """A long-lived ``cmd`` in the sandbox with stdin and stdout attached (a tool
+        server); killed with the sandbox's other process groups on destroy."""
+        if self._destroyed:
+            raise SandboxError(f"sandbox {self.id} was destroyed")
+        try:
+            proc = await anyio.open_process(
+                self._argv(cmd, {}),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise SandboxError(f"bwrap exec failed: {exc}") from exc
+        self._groups.add(proc.pid)
+        return proc
 
     async def exec(self, cmd, *, stdin=None, timeout=None, user=None, env=None) -> ExecResult:
         """Run ``cmd`` with ``bash -c`` in a new sandbox over the trial's directory.

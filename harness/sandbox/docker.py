@@ -151,6 +151,28 @@ class DockerSandbox:
         code = api.exec_inspect(exec_id)["ExitCode"]
         return code, out or b"", err or b""
 
+    async def open_process(self, cmd: str, *, stderr: Any) -> Any:
+        """A long-lived ``bash -c cmd`` in the container with stdin and stdout attached (a
+        tool server), through the ``docker exec -i`` command line; it ends when its stdin
+        closes or the container is removed."""
+        import os
+        import shutil
+        import subprocess
+
+        docker = shutil.which("docker")
+        if docker is None:
+            raise SandboxError("a tool server on Docker needs the docker command line client")
+        env = dict(os.environ)
+        if self._provider._base_url:
+            env["DOCKER_HOST"] = self._provider._base_url
+        argv = [docker, "exec", "-i", "-w", self.workdir, self.id, "bash", "-c", cmd]
+        try:
+            return await anyio.open_process(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
+            )
+        except OSError as exc:
+            raise self._fail(exc, "docker exec -i") from exc
+
     async def exec(
         self,
         cmd: str,
@@ -345,6 +367,7 @@ class DockerProvider:
     ):
         try:
             self._client = make_client(base_url, api_timeout, max_concurrency)
+            self._base_url = base_url
             info = self._client.info()
         except _errors() as exc:
             raise SandboxError(f"no Docker daemon answers ({exc}); {NO_DAEMON_HINT}") from exc

@@ -17,8 +17,10 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
+from anyio.abc import Process
 
 from harness.errors import SandboxError
 from harness.sandbox import trial_dirs
@@ -43,6 +45,26 @@ class LocalSandbox:
         if not target.is_relative_to(self.root.resolve()):
             raise PermissionError(f"path escapes the sandbox: {path}")
         return target
+
+    async def open_process(self, cmd: str, *, stderr: Any) -> Process:
+        """A long-lived ``bash -c cmd`` with stdin and stdout attached (a tool server);
+        killed with the sandbox's other process groups on destroy."""
+        base = {k: os.environ[k] for k in _SAFE_ENV_KEYS if k in os.environ}
+        base.update(HOME=str(self.root), HARNESS_WORKDIR=str(self.root))
+        try:
+            proc = await anyio.open_process(
+                ["bash", "-c", cmd],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=self.root,
+                env=base,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise SandboxError(f"local exec failed: {exc}") from exc
+        self._groups.add(proc.pid)
+        return proc
 
     async def exec(self, cmd, *, stdin=None, timeout=None, user=None, env=None) -> ExecResult:
         if isinstance(stdin, str):

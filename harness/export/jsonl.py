@@ -1,0 +1,179 @@
+"""``harness export RUN --format jsonl`` and ``harness import-log``: one run as JSON lines.
+
+Why: results must leave the store for other tools and come back without loss (another
+machine, another database). Every column of every row is written, so reading a file into
+any store and exporting it again gives the same bytes.
+
+Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
+
+1. ``{"type": "header", "format": "harness-run-log", "version": 1, "run": RUN}``: RUN holds
+   every column of the ``runs`` table (the resolved suite config included).
+2. One line per finished trial, in store order: ``{"type": "trial", "trial": TRIAL,
+   "attempts": [ATTEMPT...], "events": [EVENT...], "blobs": {SHA256: BASE64}}``. TRIAL is
+   every column of ``trials`` but the store's own ``id`` (status, verdict, score, reason,
+   grader evidence with each grader's reasons, answer, tokens, cost, latency, seed, image
+   id, timings); ATTEMPT every column of ``attempts`` but ``id``; EVENT every column of
+   ``trajectory_events`` but ``id`` and ``trial_id`` (in step order); ``blobs`` the full
+   tool outputs the events refer to by ``blob_ref``.
+3. ``{"type": "attempts", "attempts": [ATTEMPT...]}``: attempts of trials that have no
+   final row (interrupted), if any.
+4. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
+
+Timestamps are ISO 8601 strings as stored (UTC, naive); bytes are base64. A reader must
+refuse a ``version`` it does not know.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from sqlalchemy import DateTime, LargeBinary, select
+
+from harness.errors import ConfigError
+from harness.store import Store
+from harness.store.tables import Attempt, Blob, Run, TrajectoryEvent, Trial
+
+FORMAT = "harness-run-log"
+VERSION = 1
+_KEY = ("arm", "task_id", "trial_index", "variant")
+
+
+def _out(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+
+
+def _in(table, row: dict[str, Any]) -> dict[str, Any]:
+    """A JSON row back to column values (timestamps and bytes by the column's type)."""
+    out = dict(row)
+    for col in table.__table__.columns:
+        value = out.get(col.name)
+        if value is None:
+            continue
+        kind = getattr(col.type, "impl", col.type)  # a TypeDecorator wraps the base type
+        kind = kind if isinstance(kind, type) else type(kind)
+        if issubclass(kind, DateTime) and isinstance(value, str):
+            out[col.name] = datetime.fromisoformat(value)
+        elif issubclass(kind, LargeBinary) and isinstance(value, str):
+            out[col.name] = base64.b64decode(value)
+    return out
+
+
+def export_lines(store: Store, run_id: str) -> Iterator[str]:
+    """The run as JSON lines (without newlines), streamed from the store."""
+    run_t, trial_t = Run.__table__, Trial.__table__
+    att_t, ev_t, blob_t = Attempt.__table__, TrajectoryEvent.__table__, Blob.__table__
+    with store.engine.connect() as conn:
+        run = conn.execute(select(run_t).where(run_t.c.id == run_id)).mappings().first()
+        if run is None:
+            raise ConfigError("RUN", "run_id", f"no run '{run_id}' in the store")
+        yield json.dumps(
+            {"type": "header", "format": FORMAT, "version": VERSION, "run": _out(dict(run))}
+        )
+        attempts: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+        for a in conn.execute(
+            select(att_t).where(att_t.c.run_id == run_id).order_by(att_t.c.id)
+        ).mappings():
+            row = dict(a)
+            row.pop("id")
+            attempts[tuple(row[k] for k in _KEY)].append(_out(row))
+        events: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        trial_ids = select(trial_t.c.id).where(trial_t.c.run_id == run_id)
+        for e in conn.execute(
+            select(ev_t)
+            .where(ev_t.c.trial_id.in_(trial_ids))
+            .order_by(ev_t.c.trial_id, ev_t.c.step, ev_t.c.id)
+        ).mappings():
+            row = dict(e)
+            row.pop("id")
+            events[row.pop("trial_id")].append(_out(row))
+        n = 0
+        for t in conn.execute(
+            select(trial_t).where(trial_t.c.run_id == run_id).order_by(trial_t.c.id)
+        ).mappings():
+            row = dict(t)
+            trial_id = row.pop("id")
+            evs = events.pop(trial_id, [])
+            refs = sorted({e["blob_ref"] for e in evs if e.get("blob_ref")})
+            blobs = {}
+            if refs:
+                for b in conn.execute(select(blob_t).where(blob_t.c.sha256.in_(refs))):
+                    blobs[b.sha256] = base64.b64encode(b.data).decode()
+            yield json.dumps(
+                {
+                    "type": "trial",
+                    "trial": _out(row),
+                    "attempts": attempts.pop(tuple(row[k] for k in _KEY), []),
+                    "events": evs,
+                    "blobs": blobs,
+                }
+            )
+            n += 1
+        left = [a for rows in attempts.values() for a in rows]
+        if left:
+            yield json.dumps({"type": "attempts", "attempts": left})
+        yield json.dumps({"type": "end", "trials": n})
+
+
+def write_jsonl(store: Store, run_id: str, out: IO[str]) -> int:
+    """Write the run to ``out``; returns the number of trials."""
+    n = 0
+    for line in export_lines(store, run_id):
+        out.write(line + "\n")
+        n += line.startswith('{"type": "trial"')
+    return n
+
+
+def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
+    """Read a run log into ``store``; returns (run id, trials). Refuses a run id the store
+    already holds, an unknown format or version, and a truncated file, with one line that
+    names the file and line."""
+    where = str(path)
+    with path.open() as fh:
+        first = fh.readline()
+        try:
+            header = json.loads(first)
+        except ValueError:
+            raise ConfigError(where, "line 1", "not a JSON line") from None
+        if header.get("format") != FORMAT:
+            raise ConfigError(where, "line 1", f"not a {FORMAT} file")
+        if header.get("version") != VERSION:
+            raise ConfigError(
+                where, "line 1", f"version {header.get('version')} (this harness reads {VERSION})"
+            )
+        run = Run.model_validate(_in(Run, header["run"]))
+        run_id = run.id  # the row object expires once written
+        if store.get_run(run_id) is not None:
+            raise ConfigError(where, "run.id", f"the store already holds run '{run_id}'")
+        store.create_run(run)
+        trials, ended = 0, None
+        for number, line in enumerate(fh, start=2):
+            try:
+                item = json.loads(line)
+            except ValueError:
+                raise ConfigError(where, f"line {number}", "not a JSON line") from None
+            kind = item.get("type")
+            if kind == "trial":
+                store.write_trial(
+                    _in(Trial, item["trial"]),
+                    [_in(Attempt, a) for a in item["attempts"]],
+                    [_in(TrajectoryEvent, e) for e in item["events"]],
+                    {k: base64.b64decode(v) for k, v in item["blobs"].items()},
+                )
+                trials += 1
+            elif kind == "attempts":
+                store.write_attempts([_in(Attempt, a) for a in item["attempts"]])
+            elif kind == "end":
+                ended = item.get("trials")
+            else:
+                raise ConfigError(where, f"line {number}", f"unknown line type {kind!r}")
+        if ended != trials:
+            raise ConfigError(
+                where, "end", f"truncated: {trials} trials read, end line says {ended}"
+            )
+    return run_id, trials

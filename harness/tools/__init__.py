@@ -1,0 +1,1 @@
+"""Environment tools served by one long-lived process per trial (see ``server``)."""
