@@ -18,7 +18,10 @@ both, line by line):
   ``FAILED ... - message``) or verbose lines (``tests/test_x.py::test_a PASSED [ 50%]``).
 
 A test named in a list but absent from the output counts as failed ("not run"). When both
-lists are empty the verdict is the script's exit code. ``score`` is the fraction of listed tests
+lists are empty the verdict is the script's exit code, or, with ``reward_file`` (Harbor and
+Terminal-Bench tests), the reward the script wrote there: a number, or JSON with a
+``reward`` key; it passes at ``reward_threshold`` or above, and a missing or unreadable file
+fails. ``score`` is the fraction of listed tests
 that passed. The output is kept as evidence, head and tail, truncated to ``max_output_chars``.
 """
 
@@ -86,6 +89,25 @@ def truncate(text: str, limit: int) -> str:
     return f"{text[:head]}\n…[{cut} characters cut]…\n{text[-tail:]}"
 
 
+async def _read_reward(sandbox: Any, path: str) -> tuple[float | None, str | None]:
+    """(reward, problem): the number in ``path``, or JSON ``{"reward": x}``."""
+    import json
+
+    try:
+        text = (await sandbox.read_file(path)).decode(errors="replace").strip()
+    except (OSError, PermissionError) as exc:
+        return None, f"the tests wrote no reward to {path} ({type(exc).__name__})"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None, f"reward file {path} holds {text[:60]!r}, not a number"
+    if isinstance(value, dict):
+        value = value.get("reward")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None, f"reward file {path} holds {text[:60]!r}, not a number"
+    return float(value), None
+
+
 class TestsScriptParams(GraderParams):
     type: Literal["tests_script"] = "tests_script"
     command: str = Field(
@@ -97,6 +119,10 @@ class TestsScriptParams(GraderParams):
     format: Literal["auto", "lines", "pytest"] = "auto"
     timeout_s: float = Field(300.0, gt=0, description="seconds")
     max_output_chars: int = Field(8000, ge=200)
+    reward_file: str | None = Field(
+        None, description="file the script writes its reward to (Harbor: /logs/verifier/...)"
+    )
+    reward_threshold: float = Field(1.0, description="the least reward that passes")
 
 
 class TestsScript:
@@ -144,6 +170,14 @@ class TestsScript:
             passed_n = sum(1 for t in tests if t["status"] == "PASS")
             score = passed_n / len(tests)
             passed = not reasons
+        elif p.reward_file:
+            reward, problem = await _read_reward(evidence.sandbox, p.reward_file)
+            passed = reward is not None and reward >= p.reward_threshold
+            score = max(0.0, min(1.0, reward)) if reward is not None else 0.0
+            if problem:
+                reasons.append(problem)
+            elif not passed:
+                reasons.append(f"reward {reward:g} < {p.reward_threshold:g}")
         else:
             passed = result.ok
             score = float(passed)

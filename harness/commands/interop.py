@@ -54,6 +54,32 @@ def tau_bench(
     typer.echo(f"run a model: harness run {done.suite}")
 
 
+@importer.command("harbor")
+def harbor(
+    path: Annotated[Path, typer.Argument(help="A Harbor task directory, or a folder of them.")],
+    out: Annotated[Path, typer.Option(help="Where environments/ and tasks/ are written.")] = Path(
+        "."
+    ),
+) -> None:
+    """Write environments/harbor-NAME and tasks/harbor/{tasks,suite}.yaml; print what was
+    imported and, one line each, what was refused and why."""
+    from harness.errors import ConfigError
+    from harness.importers.harbor import import_harbor
+
+    try:
+        done = import_harbor(path, out)
+    except ConfigError as exc:
+        _config_error(exc)
+        return
+    for name in done.imported:
+        typer.echo(f"imported  {name}")
+    for name, why in done.refused.items():
+        typer.echo(f"refused   {name}: needs {why}")
+    typer.echo(f"{len(done.imported)} imported, {len(done.refused)} refused")
+    if done.suite is not None:
+        typer.echo(f"run them: harness run {done.suite}")
+
+
 def export(
     run_id: Annotated[str, typer.Argument(help="The run id (see `harness runs`).")],
     format: Annotated[str, typer.Option("--format", help="jsonl or inspect.")] = "jsonl",

@@ -1,0 +1,2 @@
+#!/bin/bash
+awk '$3 == "ERROR"' /app/logs/service.log | wc -l > /app/error_count.txt

@@ -1,0 +1,21 @@
+"""A test agent that plays a fixed trajectory per task, given in ``params.steps``:
+``{task_id: [{"name": tool | "respond", "kwargs": {...}}, ...]}``."""
+
+from __future__ import annotations
+
+from harness.agents.base import AgentContext, AgentResult
+
+
+class ReplayAgent:
+    name = "replay"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        task_id = getattr(ctx, "task_id", None) or ctx.task.id
+        said = None
+        for step in ctx.params["steps"].get(task_id, []):
+            if step["name"] == "respond":
+                said = step["kwargs"]["content"]
+                ctx.say(said)
+            else:
+                await ctx.call_tool(step["name"], step["kwargs"])
+        return AgentResult(answer=said)

@@ -1,0 +1,130 @@
+"""`harness export --format jsonl` then `harness import-log` loses nothing: exporting the
+imported run again gives the same bytes, on SQLite and on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harness.export.jsonl import import_jsonl, write_jsonl
+from harness.store import Store
+from tests.conftest import run_cli
+from tests.fixtures.sample_store import build_sample_store
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> tuple[Path, str, str]:
+    root = tmp_path_factory.mktemp("export")
+    db = root / "source.db"
+    run_id = build_sample_store(db, tasks=12, trials=3, detailed_tasks=12)
+    # an attempt of a trial that never got a final row (an interrupted one)
+    con = sqlite3.connect(db)
+    con.execute(
+        "insert into attempts (run_id, arm, task_id, variant, trial_index, attempt, outcome, "
+        "error, started_at, finished_at) values (?, 'baseline', 'shop/task-00000', '', 99, 1, "
+        "'interrupted', null, '2026-01-01 00:00:00.000000', '2026-01-01 00:00:01.000000')",
+        (run_id,),
+    )
+    con.commit()
+    con.close()
+    out = root / "run.jsonl"
+    result = run_cli(
+        "export", run_id, "--format", "jsonl", "-o", str(out), "--store", f"sqlite:///{db}"
+    )
+    assert result.returncode == 0, result.stderr
+    return out, run_id, f"sqlite:///{db}"
+
+
+def _again(url: str, run_id: str) -> str:
+    store = Store(url)
+    try:
+        buf = io.StringIO()
+        write_jsonl(store, run_id, buf)
+        return buf.getvalue()
+    finally:
+        store.close()
+
+
+def test_file_shape(exported) -> None:
+    path, run_id, _ = exported
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[0]["type"] == "header" and lines[0]["version"] == 1
+    assert lines[0]["run"]["id"] == run_id
+    trials = [x for x in lines if x["type"] == "trial"]
+    assert lines[-1] == {"type": "end", "trials": len(trials)}
+    assert any(x["type"] == "attempts" for x in lines)
+    with_events = [t for t in trials if t["events"]]
+    assert with_events and any(t["blobs"] for t in trials)
+    assert all("reasons" in g for t in with_events for g in t["trial"]["evidence"]["graders"])
+
+
+def test_roundtrip_sqlite_via_cli(exported, tmp_path) -> None:
+    path, run_id, _ = exported
+    url = f"sqlite:///{tmp_path / 'copy.db'}"
+    result = run_cli("import-log", str(path), "--store", url)
+    assert result.returncode == 0, result.stderr
+    assert _again(url, run_id) == path.read_text()
+    again = run_cli("import-log", str(path), "--store", url)  # the run is there already
+    assert again.returncode == 2 and "already holds run" in again.stderr
+    assert again.stderr.count("\n") == 1
+
+
+def test_roundtrip_postgres(exported, postgres_url) -> None:
+    path, run_id, _ = exported
+    store = Store(postgres_url)
+    try:
+        assert import_jsonl(store, path) == (run_id, path.read_text().count('"type": "trial"'))
+    finally:
+        store.close()
+    assert _again(postgres_url, run_id) == path.read_text()
+
+
+def test_truncated_or_foreign_file_is_one_line_error(exported, tmp_path) -> None:
+    path, _, _ = exported
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    result = run_cli("import-log", str(cut), "--store", f"sqlite:///{tmp_path / 'a.db'}")
+    assert result.returncode == 2 and "truncated" in result.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"format": "something-else"}\n')
+    result = run_cli("import-log", str(other), "--store", f"sqlite:///{tmp_path / 'b.db'}")
+    assert result.returncode == 2 and "not a harness-run-log file" in result.stderr
+
+
+def test_inspect_log_reads_back_with_inspects_reader(exported, tmp_path) -> None:
+    _, run_id, url = exported
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    out = tmp_path / "log.json"
+    result = run_cli("export", run_id, "--format", "inspect", "-o", str(out), "--store", url)
+    assert result.returncode == 0, result.stderr
+    store = Store(url)
+    try:
+        trials = store.trials(run_id)
+    finally:
+        store.close()
+    arms = sorted({t.arm for t in trials})
+    for arm in arms:
+        log = read_eval_log(str(tmp_path / f"log-{arm}.json"))
+        mine = [t for t in trials if t.arm == arm]
+        assert log.eval.metadata["harness_arm"] == arm
+        assert log.samples is not None and len(log.samples) == len(mine)
+        by_key = {(s.id, s.epoch): s for s in log.samples}
+        for t in mine:
+            sample = by_key[(t.task_id, t.trial_index + 1)]
+            if t.passed is None:
+                assert not sample.scores and sample.error is not None
+            else:
+                assert sample.scores["harness"].value == ("C" if t.passed else "I")
+            usage = next(iter(sample.model_usage.values()))
+            assert (usage.input_tokens, usage.output_tokens) == (t.tokens_in, t.tokens_out)
+        resolved = [t for t in mine if t.passed is not None]
+        accuracy = log.results.scores[0].metrics["accuracy"].value
+        assert accuracy == pytest.approx(sum(bool(t.passed) for t in resolved) / len(resolved))
