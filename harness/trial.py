@@ -36,8 +36,8 @@ from harness.sandbox.base import (
 )
 from harness.store import now
 from harness.store.tables import AttemptRow, TrialKey, TrialRow
-from harness.trajectory import Event
 from harness.tools.client import ToolServer
+from harness.trajectory import Event
 
 HIDDEN_DIR = ".harness_hidden"
 
