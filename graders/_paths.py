@@ -147,7 +147,7 @@ def strict_same(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(strict_same(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(strict_same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)
 
 
 def _is_num(x: Any) -> bool:

@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from harness.errors import ConfigError
 from harness.store import Store
-from harness.store.tables import Run, TrajectoryEvent, Trial
+from harness.store.tables import Run, TrajectoryEvent, Trial, table_of
 
 STATUS = {
     "finished": "success",
@@ -202,7 +202,7 @@ def write_inspect(store: Store, run_id: str, output: Path) -> int:
     """Write one Inspect eval log per arm; returns the number of trials written. The
     accuracy's stderr is the plain binomial one over trials (Inspect's own metric), not the
     harness's clustered interval: use `harness report` for that."""
-    run_t, trial_t, ev_t = Run.__table__, Trial.__table__, TrajectoryEvent.__table__
+    run_t, trial_t, ev_t = table_of(Run), table_of(Trial), table_of(TrajectoryEvent)
     with store.engine.connect() as conn:
         run = conn.execute(select(run_t).where(run_t.c.id == run_id)).mappings().first()
         if run is None:

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import DateTime, LargeBinary, select
+from sqlmodel import SQLModel
 
 from harness.errors import ConfigError
 from harness.store import Store
-from harness.store.tables import Attempt, Blob, Run, TrajectoryEvent, Trial
+from harness.store.tables import Attempt, Blob, Run, TrajectoryEvent, Trial, table_of
 
 FORMAT = "harness-run-log"
 VERSION = 1
@@ -48,10 +49,10 @@ def _out(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
 
 
-def _in(table, row: dict[str, Any]) -> dict[str, Any]:
+def _in(table: type[SQLModel], row: dict[str, Any]) -> dict[str, Any]:
     """A JSON row back to column values (timestamps and bytes by the column's type)."""
     out = dict(row)
-    for col in table.__table__.columns:
+    for col in table_of(table).columns:
         value = out.get(col.name)
         if value is None:
             continue
@@ -66,8 +67,8 @@ def _in(table, row: dict[str, Any]) -> dict[str, Any]:
 
 def export_lines(store: Store, run_id: str) -> Iterator[str]:
     """The run as JSON lines (without newlines), streamed from the store."""
-    run_t, trial_t = Run.__table__, Trial.__table__
-    att_t, ev_t, blob_t = Attempt.__table__, TrajectoryEvent.__table__, Blob.__table__
+    run_t, trial_t = table_of(Run), table_of(Trial)
+    att_t, ev_t, blob_t = table_of(Attempt), table_of(TrajectoryEvent), table_of(Blob)
     with store.engine.connect() as conn:
         run = conn.execute(select(run_t).where(run_t.c.id == run_id)).mappings().first()
         if run is None:
