@@ -4,22 +4,23 @@ Roles: the baseline and candidate come from the suite's ``report.primary``, else
 two arms; the A/A arm is another arm configured exactly like the baseline (same agent, params
 and model), whose difference from the baseline is noise: the floor a real delta must clear.
 
-Per-class deltas are means of per-task rate differences over tasks both arms ran, with a
-cluster-robust normal interval (``harness.stats.paired_difference``; docs/statistics.md).
+Per-class deltas are weighted means of per-task rate differences over tasks both arms ran,
+with the interval every view uses (``harness.stats.mean_estimate``: CR2 + t over clusters),
+so the forest plot's overall delta is the primary comparison's own interval.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
+from harness.release.floor import DEGENERATE
 from harness.report.load import ArmTrials, RunData
 from harness.report.sections import task_outcomes
 
-DELTAS_METHOD = "mean of per-task rate differences, cluster-robust normal interval"
+DELTAS_METHOD = "weighted mean of per-task rate differences; the shared interval method"
 
 
 def arm_roles(suite: dict[str, Any], arms: list[str]) -> dict[str, str | None]:
@@ -61,45 +62,63 @@ def arm_settings(suite: dict[str, Any], roles: dict[str, str | None]) -> dict[st
     return out
 
 
-def _task_rates(arm: ArmTrials, denominator: str) -> dict[str, tuple[float, str, str]]:
-    """task id -> (rate, class, cluster) over the tasks with counted trials."""
+def _task_rates(
+    arm: ArmTrials, denominator: str, cluster_key: str = "cluster"
+) -> dict[str, tuple[float, str, str, float]]:
+    """task id -> (rate, class, cluster, weight) over the tasks with counted trials."""
     o = task_outcomes(arm, denominator)
     out = {}
     for i in np.flatnonzero(o.include):
         tid = str(arm.tasks[i])
+        cluster = tid if cluster_key == "task" else (str(arm.clusters[i] or "") or tid)
         out[tid] = (
             float(o.c[i] / o.n[i]),
             str(arm.classes[i] or "") or "(none)",
-            str(arm.clusters[i] or "") or tid,
+            cluster,
+            float(arm.weights[i]) if arm.weights[i] is not None else 1.0,
         )
     return out
 
 
 def class_deltas(
-    data: RunData, candidate: str, baseline: str, denominator: str, confidence: float
+    data: RunData,
+    candidate: str,
+    baseline: str,
+    denominator: str,
+    confidence: float,
+    cluster_key: str = "cluster",
 ) -> dict[str, Any] | None:
     """Paired per-class deltas (candidate − baseline) over tasks both arms ran, or None."""
-    from harness.stats import paired_difference
+    from harness.stats import mean_estimate
 
     a, b = data.arms.get(candidate), data.arms.get(baseline)
     if a is None or b is None:
         return None
-    ra, rb = _task_rates(a, denominator), _task_rates(b, denominator)
-    groups: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    ra = _task_rates(a, denominator, cluster_key)
+    rb = _task_rates(b, denominator, cluster_key)
+    groups: dict[str, list[tuple[float, float, str, float]]] = defaultdict(list)
     for tid in sorted(ra.keys() & rb.keys()):
-        x, cls, cluster = ra[tid]
-        groups[cls].append((x, rb[tid][0], cluster))
+        x, cls, cluster, weight = rb[tid][0], ra[tid][1], rb[tid][2], rb[tid][3]
+        groups[cls].append((ra[tid][0], x, cluster, weight))
     if not groups:
         return None
 
-    def diff(items: list[tuple[float, float, str]]) -> dict[str, Any]:
-        xs, ys, cl = zip(*items, strict=True)
-        est = sum(xs) / len(xs) - sum(ys) / len(ys)
-        out: dict[str, Any] = {"estimate": est, "n": len(items), "lo": None, "hi": None}
-        if len(items) >= 2 and len(set(cl)) >= 2:
-            d = paired_difference(list(xs), list(ys), confidence, clusters=list(cl))
-            if math.isfinite(d.se):
-                out["lo"], out["hi"] = float(d.ci[0]), float(d.ci[1])
+    def diff(items: list[tuple[float, float, str, float]]) -> dict[str, Any]:
+        cand, base, cl, w = (np.array(v) for v in zip(*items, strict=True))
+        e = mean_estimate(cand - base, cl, weights=w, kind="difference", confidence=confidence)
+        out: dict[str, Any] = {
+            "estimate": e.estimate,
+            "lo": e.lo,
+            "hi": e.hi,
+            "n": e.n,
+            "unit": "task",
+            "n_clusters": len(set(cl.tolist())),
+            "method": e.method,
+            "improved": int(np.count_nonzero(cand > base)),
+            "worse": int(np.count_nonzero(cand < base)),
+        }
+        if e.warning:
+            out["warning"] = e.warning
         return out
 
     return {
@@ -120,17 +139,25 @@ def deltas_section(
     if not base or not cand:
         return None
     conf, denominator = settings["confidence"], settings["denominator"]
-    out = class_deltas(data, cand, base, denominator, conf)
+    key = settings.get("cluster_key", "cluster")
+    out = class_deltas(data, cand, base, denominator, conf, key)
     if out is None:
         return None
     out["noise_floor"] = None
     if aa:
-        floor = class_deltas(data, aa, base, denominator, conf)
-        if floor and floor["overall"].get("lo") is not None:
+        floor = class_deltas(data, aa, base, denominator, conf, key)
+        if floor:
+            o = floor["overall"]
+            exact_zero = o["improved"] == 0 and o["worse"] == 0
             out["noise_floor"] = {
                 "arm": aa,
-                "lo": floor["overall"]["lo"],
-                "hi": floor["overall"]["hi"],
+                "estimate": o["estimate"],
+                "lo": o["lo"],
+                "hi": o["hi"],
+                "n": o["n"],
+                "unit": "task",
                 "method": f"{aa} − {base}, same method",
+                "degenerate": exact_zero,
+                "degenerate_reason": DEGENERATE if exact_zero else None,
             }
     return out

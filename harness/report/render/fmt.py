@@ -85,3 +85,22 @@ def unresolved_by_class_text(infra: dict[str, Any]) -> str:
             )
         parts.append(text)
     return "unresolved share by class: " + (", ".join(parts) if parts else "no trials")
+
+
+def comparison_notes(c: dict[str, Any]) -> list[str]:
+    """The estimator behind the headline delta, each arm's rate with n and interval, the
+    fixed/broke threshold and any interval warning: shared by terminal and Markdown."""
+    out = []
+    if c.get("estimator"):
+        out.append(f"estimator: {c['estimator']}")
+    for side in ("baseline", "candidate"):
+        r = c.get(side) or {}
+        if r.get("rate") is not None:
+            out.append(
+                f"{side} {pct(r['rate'])} [{pct(r['lo'])}, {pct(r['hi'])}] (n={r.get('n')} tasks)"
+            )
+    if c.get("fixed_rule") and "trial per task per arm" not in str(c.get("design")):
+        out.append(f"fixed/broke: {c['fixed_rule']}")
+    if c.get("interval_warning"):
+        out.append(f"warning: {c['interval_warning']}")
+    return out

@@ -61,6 +61,7 @@ def forest(
     screens = ((gate or {}).get("screens") or {}).get("classes") or []
     base, cand = rr.baseline, rr.candidate
     noise = None
+    noise_row = None
     if screens:
         rows = [_delta_row(str(c.get("class")), c, c.get("n_tasks")) for c in screens]
         method = "per-class deltas as computed by the release gate"
@@ -70,6 +71,7 @@ def forest(
         floor = gate.get("noise_floor") or {}
         if floor.get("lo") is not None and floor.get("hi") is not None:
             noise = (floor["lo"], floor["hi"])
+            noise_row = floor
             method += "; A/A noise floor from the release gate"
         base, cand = gate.get("baseline") or base, gate.get("candidate") or cand
     elif report_deltas:
@@ -83,7 +85,10 @@ def forest(
     floor = (report_deltas or {}).get("noise_floor")
     if noise is None and floor:
         noise = (floor["lo"], floor["hi"])
+        noise_row = floor
         method += f"; A/A noise floor: {floor['method']}"
+    if noise_row and noise_row.get("degenerate"):
+        method += f"; {noise_row['degenerate_reason']}"
     svg = plot(
         "forest",
         lambda: plots.forest(rows, noise=noise, xlabel=f"{cand} − {base} (percentage points)"),
@@ -95,7 +100,7 @@ def forest(
             else "no A/A arm in this run, so no noise floor."
         ),
     )
-    return {"plot": svg, "rows": rows, "noise": noise, "note": method}
+    return {"plot": svg, "rows": rows, "noise": noise, "noise_row": noise_row, "note": method}
 
 
 def passk(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from harness.report.render.fmt import (
     ci,
+    comparison_notes,
     count,
     delta_text,
     denominator_text,
@@ -61,6 +62,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"{t.get('fixed')}, broke {t.get('broke')}, both fail {t.get('both_fail')}; "
             f"{c.get('test')}: p = {'—' if p is None else f'{p:.3g}'}.",
         ]
+        lines += [""] + [f"- {n}" for n in comparison_notes(c)]
     for name, a in report["arms"].items():
         lines += ["", f"### Arm `{name}`", ""]
         lines += _arm(a)

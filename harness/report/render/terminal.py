@@ -9,6 +9,7 @@ from rich.table import Table
 
 from harness.report.render.fmt import (
     ci,
+    comparison_notes,
     count,
     delta_text,
     denominator_text,
@@ -222,6 +223,8 @@ def _comparison(console: Console, c: dict[str, Any]) -> None:
         f"{table.get('broke')}, both fail {table.get('both_fail')}; {c.get('test')}: "
         f"p={_p(p)}"
     )
+    for line in comparison_notes(c):
+        console.print(f"[dim]{line}[/]")
 
 
 def _p(p: float | None) -> str:
