@@ -95,6 +95,18 @@ def run(
         bool,
         typer.Option("--locked", help="Refuse to start if an image differs from the lock file."),
     ] = False,
+    task: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--task", help="Only tasks whose id matches this glob (repeatable)."),
+    ] = None,
+    limit: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--limit", min=1, help="Only the first N tasks (after --task)."),
+    ] = None,
+    arm: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--arm", help="Only this arm (repeatable)."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run a suite (or resume a run) and print its summary."""
@@ -115,6 +127,9 @@ def run(
         "trials": trials,
         "concurrency": concurrency,
         "seed": seed,
+        "task": task or None,
+        "limit": limit,
+        "arm": arm or None,
     }
     result = start(
         str(suite) if suite else "",

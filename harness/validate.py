@@ -62,8 +62,13 @@ class ValidationReport:
 
 
 def validate_suite(
-    resolved: ResolvedSuite, sandbox: str | None = None, concurrency: int | None = None
+    resolved: ResolvedSuite,
+    sandbox: str | None = None,
+    concurrency: int | None = None,
+    progress: bool = False,
 ) -> ValidationReport:
+    """Run the oracle, the noop agent and every applicable mutant once per task; ``progress``
+    shows a bar (or a line per 10% when not on a terminal) on stderr."""
     from harness.agents.mutants import applicable_mutants
 
     suite = resolved.suite
@@ -88,15 +93,27 @@ def validate_suite(
     with tempfile.TemporaryDirectory(prefix="harness-validate-") as tmp:
         store = Store(f"sqlite:///{tmp}/validate.db")
         rows = anyio.run(
-            _execute, probe_resolved, backend, jobs, store, concurrency or suite.concurrency
+            _execute,
+            probe_resolved,
+            backend,
+            jobs,
+            store,
+            concurrency or suite.concurrency,
+            progress,
         )
         store.close()
     return _analyse(rows, resolved)
 
 
 async def _execute(
-    resolved: ResolvedSuite, backend: str, jobs: list[Job], store: Store, concurrency: int
+    resolved: ResolvedSuite,
+    backend: str,
+    jobs: list[Job],
+    store: Store,
+    concurrency: int,
+    progress: bool = False,
 ) -> list[dict[str, Any]]:
+    from harness.progress import TrialProgress
     from harness.store import Run, now
 
     provider = (
@@ -121,7 +138,11 @@ async def _execute(
     )
     rc = RunContext(run_id, resolved, provider, image_ids, backoff_s=0.1)
     try:
-        await execute(rc, jobs, store, concurrency=concurrency, handle_signals=False)
+        title = f"validate {resolved.suite.name}"
+        with TrialProgress(len(jobs), title, enabled=progress) as bar:
+            await execute(
+                rc, jobs, store, concurrency=concurrency, handle_signals=False, progress=bar
+            )
     finally:
         if provider is not None:
             await provider.close()

@@ -85,6 +85,15 @@ def validate(
         str | None, typer.Option(help="Sandbox backend: auto, local or docker.")
     ] = None,  # noqa: UP045
     concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
+    task: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--task", help="Only tasks whose id matches this glob (repeatable)."),
+    ] = None,
+    limit: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--limit", min=1, help="Only the first N tasks (after --task)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
     from rich.console import Console
@@ -95,8 +104,8 @@ def validate(
     from harness.validate import validate_suite
 
     console = Console()
-    resolved = load_suite(suite, {"sandbox": sandbox} if sandbox else None)
-    report = validate_suite(resolved, sandbox, concurrency)
+    resolved = load_suite(suite, {"sandbox": sandbox, "task": task, "limit": limit})
+    report = validate_suite(resolved, sandbox, concurrency, progress=not quiet)
     console.print(f"[bold]Validated {report.tasks} tasks[/] of suite {resolved.suite.name}")
     if report.broken:
         table = Table(

@@ -78,7 +78,18 @@ def gate(
     run_id: Annotated[str, typer.Argument(help="Run id ('latest' for the newest run).")],
     policy: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--policy", help="Gate policy YAML (default: the suite's gate:)."),
+        typer.Option(
+            "--policy",
+            help="Gate policy YAML: the gate block, with or without a top-level 'gate:' "
+            "(default: the gate: the run's suite declared when it ran).",
+        ),
+    ] = None,
+    suite_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--suite",
+            help="Apply the gate: this suite file declares now (e.g. to an older run).",
+        ),
     ] = None,
     fmt: Annotated[
         str, typer.Option("--format", help="terminal, markdown, junit or json.")
@@ -104,7 +115,10 @@ def gate(
     if fmt not in ("terminal", "markdown", "junit", "json"):
         typer.echo(f"error: unknown --format '{fmt}'", err=True)
         raise typer.Exit(exitcodes.BAD_CONFIG)
-    g = gate_run(_store(store), run_id, policy)
+    if policy and suite_file:
+        typer.echo("error: give --policy or --suite, not both", err=True)
+        raise typer.Exit(exitcodes.BAD_CONFIG)
+    g = gate_run(_store(store), run_id, policy or suite_file)
     if junit:
         junit.write_text(gate_junit(g))
     if fmt == "json":
@@ -189,7 +203,7 @@ def plan_cmd(
 
 
 def history(
-    suite: Annotated[str, typer.Argument(help="Suite name.")],
+    suite: Annotated[str, typer.Argument(help="Suite name, or the suite file.")],
     limit: Annotated[int, typer.Option(help="Most recent runs to show.")] = 30,
     sequential: Annotated[
         bool,
@@ -205,9 +219,10 @@ def history(
     """A suite's runs over time: rates with intervals, cost, image and grader versions,
     moves beyond the A/A noise floor, and which runs cannot be paired."""
     from harness.release.api import history as suite_history
+    from harness.release.api import suite_name_of
     from harness.report.render.release import print_history
 
-    h = suite_history(_store(store), suite, limit, sequential=sequential)
+    h = suite_history(_store(store), suite_name_of(suite), limit, sequential=sequential)
     if as_json:
         _dump(h)
     else:

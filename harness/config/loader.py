@@ -6,6 +6,7 @@ and, where the YAML parser knows it, the line. The CLI prints it and exits with 
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import hashlib
 import json
@@ -135,13 +136,18 @@ class ResolvedSuite:
 def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> ResolvedSuite:
     """Load a suite file, apply CLI overrides, then load and check every task and environment."""
     path = Path(path)
+    overrides = dict(overrides or {})
+    # Selections (--task, --limit, --arm) pick from the suite; they are not suite settings.
+    only_tasks, limit, only_arms = (overrides.pop(k, None) for k in SELECTIONS)
     data, lines = read_yaml(path)
     if isinstance(data, dict) and overrides:
         data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
     suite: Suite = validate(Suite, data, path, lines)
+    if only_arms:
+        suite = select_arms(suite, only_arms, path)
     _check_agents(suite, path, lines)
     suite = _expand_model_env(suite, path, lines)
-    tasks = _load_tasks(suite, path, lines)
+    tasks = select_tasks(_load_tasks(suite, path, lines), only_tasks, limit, path)
     env_root = _environments_dir(suite, path, lines)
     environments: dict[str, Environment] = {}
     for lt in tasks:
@@ -151,6 +157,45 @@ def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> Res
     resolved = ResolvedSuite(suite, path, tasks, environments)
     resolved.config_hash = config_hash(resolved)
     return resolved
+
+
+SELECTIONS = ("task", "limit", "arm")
+"""Override keys that select tasks and arms (recorded with the run, so a resume selects alike)."""
+
+
+def select_tasks(
+    tasks: list[LoadedTask], patterns: list[str] | None, limit: int | None, path: Path
+) -> list[LoadedTask]:
+    """Tasks whose id matches any glob pattern (``--task``), then the first ``limit``."""
+    if patterns:
+        chosen = [t for t in tasks if any(fnmatch.fnmatchcase(t.task.id, p) for p in patterns)]
+        if not chosen:
+            raise ConfigError(
+                str(path), "--task", f"no task id matches {', '.join(map(repr, patterns))}"
+            )
+        tasks = chosen
+    return tasks[:limit] if limit else tasks
+
+
+def select_arms(suite: Suite, names: list[str], path: Path) -> Suite:
+    """Only the named arms (``--arm``); a primary comparison naming a dropped arm is dropped."""
+    known = [a.name for a in suite.arms]
+    for name in names:
+        if name not in known:
+            raise ConfigError(
+                str(path), "--arm", f"unknown arm '{name}' (arms: {', '.join(known)})"
+            )
+    arms = [a for a in suite.arms if a.name in names]
+    kept = {a.name for a in arms}
+
+    def keep(primary):
+        return primary if primary and {primary.baseline, primary.candidate} <= kept else None
+
+    report = suite.report.model_copy(update={"primary": keep(suite.report.primary)})
+    gate = (
+        suite.gate.model_copy(update={"primary": keep(suite.gate.primary)}) if suite.gate else None
+    )
+    return suite.model_copy(update={"arms": arms, "report": report, "gate": gate})
 
 
 def _check_agents(suite: Suite, path: Path, lines: dict[Path_, int]) -> None:

@@ -90,7 +90,8 @@ def phase_one_trials(*runs) -> int | None:
 
 
 def load_policy(path: str | Path):
-    """A GatePolicy from a YAML file (the same keys as the suite's ``gate:``)."""
+    """A GatePolicy from a YAML file: the keys of a suite's ``gate:`` block, that block under
+    a top-level ``gate:``, or a whole suite file (its ``gate:``)."""
     from harness.config.loader import read_yaml, validate
     from harness.config.models import GatePolicy
 
@@ -98,7 +99,25 @@ def load_policy(path: str | Path):
     if not p.is_file():
         raise ConfigError(str(p), "", "no such policy file")
     data, lines = read_yaml(p)
-    return validate(GatePolicy, data, p, lines)
+    prefix: tuple = ()
+    if isinstance(data, dict) and ("gate" in data or "arms" in data):
+        if not data.get("gate"):
+            raise ConfigError(str(p), "gate", "the file declares no gate: block")
+        data, prefix = data["gate"], ("gate",)
+    return validate(GatePolicy, data, p, lines, prefix)
+
+
+def suite_name_of(name_or_file: str) -> str:
+    """``harness history`` takes a suite's name or its file (whose ``name:`` is read)."""
+    from harness.config.loader import read_yaml
+
+    p = Path(name_or_file)
+    if not p.is_file():
+        return name_or_file
+    data, _ = read_yaml(p)
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise ConfigError(str(p), "name", "not a suite file (no name:)")
+    return data["name"]
 
 
 def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> dict[str, Any]:
