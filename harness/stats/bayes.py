@@ -22,19 +22,18 @@ def posterior_prob_above(
     Seed 002: 194/200 under a uniform prior gives P(p > 0.95) ≈ 0.88. Assumes independent
     tasks exchangeable under one rate; the prior is stated, not hidden.
     """
-    from scipy.special import betainc
+    from scipy.stats import beta
 
     a, b = _posterior(successes, n, prior)
-    # P(p > t) = I_{1−t}(b, a), accurate in the upper tail.
-    return float(betainc(b, a, 1.0 - threshold))
+    return float(beta.sf(threshold, a, b))
 
 
 def posterior_interval(
     successes: float, n: float, confidence: float = 0.95, prior: tuple[float, float] = (1.0, 1.0)
 ) -> tuple[float, float]:
     """Equal-tailed credible interval of the Beta posterior (seed 002's Bayesian alternative)."""
-    from scipy.special import betaincinv
+    from scipy.stats import beta
 
     a, b = _posterior(successes, n, prior)
     tail = (1.0 - confidence) / 2.0
-    return float(betaincinv(a, b, tail)), float(betaincinv(a, b, 1.0 - tail))
+    return float(beta.ppf(tail, a, b)), float(beta.ppf(1.0 - tail, a, b))

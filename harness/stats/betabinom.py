@@ -59,15 +59,16 @@ def _as_counts(c: object, n: object) -> tuple[np.ndarray, np.ndarray]:
 
 
 def beta_binomial_loglik(a: float, b: float, c: object, n: object) -> float:
-    """Log-likelihood Σ_j log[C(n_j, c_j) B(c_j + a, n_j − c_j + b)/B(a, b)] (seed 003).
+    """Log-likelihood Σ_j log[C(n_j, c_j) B(c_j + a, n_j − c_j + b)/B(a, b)] of per-task
+    counts under the beta-binomial model (docs/statistics.md), by ``scipy.stats.betabinom``.
 
-    Equals the sum of ``scipy.stats.betabinom.logpmf(c, n, a, b)``.
+    The fit below maximizes the same function without its binomial constant, with its own
+    gradient and Hessian (thousands of bootstrap refits need them in closed form).
     """
-    from scipy.special import betaln, gammaln
+    from scipy.stats import betabinom
 
     cc, nn = _as_counts(c, n)
-    log_comb = gammaln(nn + 1) - gammaln(cc + 1) - gammaln(nn - cc + 1)
-    return float(np.sum(log_comb + betaln(cc + a, nn - cc + b) - betaln(a, b)))
+    return float(np.sum(betabinom.logpmf(cc, nn, a, b)))
 
 
 def _moments(cc: np.ndarray, nn: np.ndarray, w: np.ndarray) -> tuple[float, float]:
@@ -170,8 +171,8 @@ def _fit(cc: np.ndarray, nn: np.ndarray, w: np.ndarray, method: str) -> tuple[fl
 def fit_beta_binomial(c: object, n: object, method: str = "mle") -> tuple[float, float]:
     """Fit Beta(a, b) to per-task success counts c out of n trials (seed 003).
 
-    ``method="mle"`` maximizes ``beta_binomial_loglik`` over (log a, log b) with L-BFGS-B,
-    started from the moment fit. ``method="moments"`` uses m₁ = mean pass^1 and m₂ = mean
+    ``method="mle"`` maximizes ``beta_binomial_loglik`` over (log a, log b) by damped Newton
+    steps with the closed-form gradient and Hessian, started from the moment fit. ``method="moments"`` uses m₁ = mean pass^1 and m₂ = mean
     unbiased pass^2 (needs n >= 2): s = a + b = (m₁ − m₂)/(m₂ − m₁²), a = m₁ s, b = (1 − m₁) s.
     When the counts show no spread beyond binomial noise the concentration is capped at
     e^16 (every task at the same rate). Assumes independent tasks with i.i.d. trials.
