@@ -17,7 +17,7 @@ both sides lower-cased, commas removed from the message (not from the output). N
 reading, no whitespace collapsing, no ``any_of`` or ``regex``.
 
 Passes iff every output is found; ``score`` is the fraction found. A claim is not an action:
-pair this grader with a state or path grader (seed 003: a claim-reading grader passes liars).
+pair this grader with a state or path grader (agent-evaluation guide: a claim-reading grader passes liars).
 """
 
 from __future__ import annotations

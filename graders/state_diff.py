@@ -2,7 +2,7 @@
 
 The state is the JSON document the environment's state dump prints: ``{table: {key:
 {field: value}}}`` for a database, ``{"files": {path: {type, sha256, mode}}}`` for a file
-system. The task declares the goal as a patch Δ* (seed 003, "Grading the outcome"):
+system. The task declares the goal as a patch Δ* (agent-evaluation guide, "Grading the outcome"):
 
 - a nested mapping from keys to new values: ``{orders: {W1: {status: cancelled}}}``;
 - a mapping merges into what is there, so a record that did not exist is *created*;
@@ -26,7 +26,7 @@ value): ``250.0`` differs from ``250``, ``true`` from ``1``, and a key holding `
 an absent key. ``null`` in the patch still deletes.
 
 ``goal_only: true`` compares only the paths the patch names. It misses side effects and
-exists to demonstrate that (seed 003's middle grader); do not use it for real tasks.
+exists to demonstrate that (the agent-evaluation guide's middle grader); do not use it for real tasks.
 """
 
 from __future__ import annotations

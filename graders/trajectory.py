@@ -1,6 +1,6 @@
 """Path grading: required actions, a partial order among them, and forbidden actions.
 
-Seed 003 ("When the path matters"): an outcome grader cannot see how the outcome was
+Agent-evaluation guide ("When the path matters"): an outcome grader cannot see how the outcome was
 reached, so policy and safety rules are checked on the transcript. The rules have three
 parts (matchers are described in ``graders._match``):
 

@@ -152,7 +152,7 @@ class ReportSettings(Strict):
 
 
 class GatePolicy(Strict):
-    """A release rule, written before the run (seed 004: choose the rule before seeing scores).
+    """A release rule, written before the run (when-not-to-ship guide: choose the rule before seeing scores).
 
     ``harness gate RUN`` reads it from the suite's ``gate:`` or from ``--policy FILE``.
     Effects are candidate − baseline success rates (fractions: 0.02 = two points).
@@ -223,7 +223,7 @@ class GatePolicy(Strict):
 class Repeats(Strict):
     """How many trials each task gets. ``fixed``: ``trials`` for every task. ``adaptive``:
     ``trials`` per task per arm first, then up to ``max_k`` only on tasks where the arms
-    disagree or a task is unstable, the same number for every arm (seed 001: cost about
+    disagree or a task is unstable, the same number for every arm (eval-harness guide: cost about
     n + k·(b + c) instead of k·n). Selection is by discordance between arms, never by one
     arm's failure: there is no way to retry only failures."""
 
@@ -292,7 +292,7 @@ class Suite(Strict):
     aa: bool = Field(
         False,
         description="also run a copy of the baseline arm, named '<baseline>-aa', interleaved "
-        "with the others: its delta against the baseline is the noise floor (seed 001)",
+        "with the others: its delta against the baseline is the noise floor (eval-harness guide)",
     )
     repeats: Repeats = Field(default_factory=Repeats)
 

@@ -1,4 +1,4 @@
-"""Adaptive repeats: spend further trials only where the arms disagree (seed 001).
+"""Adaptive repeats: spend further trials only where the arms disagree (eval-harness guide).
 
 Phase 1 runs every task ``first_k`` times per arm. Tasks every arm passes (or every arm
 fails) on every trial tell nothing new on the next attempt; tasks where the arms disagree
@@ -7,7 +7,7 @@ trials, the same number for every arm, within a trial budget. Cost is about
 n + k·(b + c) trials per arm instead of k·n.
 
 Selection reads the *arms' disagreement*, never one arm's failure: a task every arm fails
-is never repeated, so no configuration can retry only failures (seed 001: that only ever
+is never repeated, so no configuration can retry only failures (eval-harness guide: that only ever
 inflates, and only on the unstable tasks).
 """
 

@@ -1,8 +1,8 @@
 """Paired comparison of two arms on the same tasks: the number a release decision reads.
 
-Seed 004: estimate each arm's per-task success rate from its scheduled trials, subtract
+When-not-to-ship guide: estimate each arm's per-task success rate from its scheduled trials, subtract
 baseline from candidate per task, aggregate those differences with the declared task weights,
-and resample the independent unit (cluster) carrying both arms' records together. Seed 001:
+and resample the independent unit (cluster) carrying both arms' records together. Eval-harness guide:
 only the discordant tasks carry information about which arm is better, so the test is the
 exact McNemar test (single-trial designs) or the sign test on per-task differences.
 
@@ -36,7 +36,7 @@ PAIRING_TASK = "per-task"
 def outcome(row: dict[str, Any], denominator: str = "failure") -> float | None:
     """A trial's 0/1 outcome, or None when the row leaves the denominator.
 
-    ``denominator="failure"`` (the default, seed 004's conservative reading) counts an
+    ``denominator="failure"`` (the default, the conservative reading of the when-not-to-ship guide) counts an
     unresolved trial (infra/grader/harness error) as a failure; ``"exclude"`` drops it.
     """
     status = row.get("status")
@@ -243,7 +243,7 @@ def paired_comparison(
             all-trials numbers for reading. ``estimator`` names what the headline is.
 
     Only tasks present in both arms are paired; the others are counted in ``dropped``.
-    Assumes clusters are independent (seed 004).
+    Assumes clusters are independent (when-not-to-ship guide).
     """
     if phase_one_trials is not None:
         return _phase_one(
@@ -348,7 +348,7 @@ def paired_comparison(
         p_values = {alt: float(sign_test(d, alt)) for alt in ("two-sided", "greater", "less")}
         test = TEST_SIGN
     # Trial-level pairing needs a real shared unit: every (trial index, variant, seed) block
-    # of a task in one arm appears in the other (seed 004).
+    # of a task in one arm appears in the other (when-not-to-ship guide).
     shared = _same_blocks(ta, tb, ia, ib)
     trials = sorted(set(zip(na.tolist(), nb.tolist(), strict=True)))
     if single:

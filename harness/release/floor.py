@@ -1,6 +1,6 @@
 """The A/A noise floor: the baseline against its own interleaved copy, and when it is degenerate.
 
-Seed 001: an A/A arm's true delta is zero, so what it reports is the run's noise. A floor of
+Eval-harness guide: an A/A arm's true delta is zero, so what it reports is the run's noise. A floor of
 exactly zero (the copy agreed with its baseline on every task) is not a measurement of noise:
 it comes from common random numbers, caching or a deterministic agent, and proves nothing
 about false positives. Every view flags it from the record built here.

@@ -1,6 +1,6 @@
 """The release gate: a rule written before the run, read against the run's trial rows.
 
-Order of checks (seed 001, seed 004):
+Order of checks (eval-harness guide and when-not-to-ship guide):
 1. must-never classes: any failure of the candidate there blocks the release; asserted,
    never tested; listed first.
 2. unresolved coverage: if either arm has more trials without a verdict than the policy
@@ -9,7 +9,7 @@ Order of checks (seed 001, seed 004):
    candidate − baseline from ``harness.stats.mean_estimate`` (the method every view uses),
    read by the rule:
    - ``non-inferiority``: lower bound > −margin → non-inferior; upper bound < −margin →
-     regression; otherwise inconclusive (seed 004; non-inferior is not better).
+     regression; otherwise inconclusive (when-not-to-ship guide; non-inferior is not better).
    - ``improvement``: lower bound > 0 *and* the exact McNemar / sign test in that direction
      at α → improvement; upper bound < 0 and the test the other way → regression; otherwise
      inconclusive. Both must agree: the interval carries clusters and weights, the exact
@@ -135,7 +135,7 @@ def threshold_check(
     Verdicts: lower bound > bar → "improvement" (meets the bar); upper bound < bar →
     "regression" (below the bar); otherwise "inconclusive". The posterior is Beta under a
     uniform prior on the effective sample size n_eff = p̂(1 − p̂)/SE² (clusters and repeats
-    counted through the SE; seed 002's Beta-binomial model, scaled to the design).
+    counted through the SE; the Beta-binomial model of the estimands guide, scaled to the design).
     """
     from harness.release.compare import task_rates
     from harness.stats import mean_estimate, posterior_prob_above

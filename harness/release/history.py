@@ -1,6 +1,6 @@
 """Nightly history: one suite's runs over time, with intervals, and honest pairing notes.
 
-Seed 001: a baseline from three weeks ago is a fact about a system that no longer exists, and
+Eval-harness guide: a baseline from three weeks ago is a fact about a system that no longer exists, and
 run-level variance does not shrink with more tasks. So every run's rate carries its interval,
 moves between consecutive runs are paired only when the runs can be paired (same tasks,
 graders and images), and a move is flagged only when it exceeds the A/A noise floor.
@@ -91,7 +91,7 @@ def suite_history(
     when its interval excludes 0.
 
     Read night after night, a fixed 95% interval raises a false regression in most seasons
-    (seed 004). ``sequential`` spends the error rate over the looks instead: the move into
+    (when-not-to-ship guide). ``sequential`` spends the error rate over the looks instead: the move into
     the run at look k (``first_look`` is the first listed run's place among all the suite's
     runs) gets an interval at 1 − α·6/(π²k²) (``stats.sequential``), so the chance of any
     false call in a season of looks stays at most 1 − ``confidence``."""

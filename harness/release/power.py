@@ -1,8 +1,8 @@
 """Power planning: how many tasks a comparison needs, and what a finished run could detect.
 
-Seed 001: from 85%, an unpaired comparison needs ~4,700 / 680 / 140 cases per arm for +2 /
+Eval-harness guide: from 85%, an unpaired comparison needs ~4,700 / 680 / 140 cases per arm for +2 /
 +5 / +10 points; a paired one needs far fewer, because only discordant tasks carry
-information (its real sample size is b + c). Seed 000: SD(d)² = D − δ² for 0/1 outcomes.
+information (its real sample size is b + c). Metrics guide: SD(d)² = D − δ² for 0/1 outcomes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def tasks_needed(
         win = (d + abs(lift)) / (2 * d)
         tasks = cases_needed_paired(lift, d, alpha, power)
         row = {"discordance": d, "tasks": tasks, "win_rate": win}
-        # The discordant tasks those tasks are expected to hold, D·n (seed 001: the paired
+        # The discordant tasks those tasks are expected to hold, D·n (eval-harness guide: the paired
         # test's real sample size is b + c).
         row["discordant_tasks"] = round(d * tasks)
         exact = discordant_pairs_needed(win, alpha, power) if win < 1 else None
@@ -114,7 +114,7 @@ def cluster_discordance(diffs: list[float], clusters: list[str]) -> float:
 
     The task mean of differences is the mean of T_c/m̄ over clusters, so with C clusters as
     the independent unit Var = (D − δ²)/C and the detectable effect is z·sqrt(D/(C + z²)),
-    the task-level formula with clusters in place of tasks (seed 000's SD(d)² = D − δ²).
+    the task-level formula with clusters in place of tasks (the paired SD(d)² = D − δ² of the metrics guide).
     """
     totals: dict[str, float] = {}
     for d, c in zip(diffs, clusters, strict=True):
@@ -131,7 +131,7 @@ def tasks_for_threshold(
 
         n = ((z_{1−α} sqrt(b(1 − b)) + z_power sqrt(p(1 − p))) / (p − b))²
 
-    times the design effect of clustering (1 + (m − 1)ρ, seed 000) when tasks share clusters.
+    times the design effect of clustering (1 + (m − 1)ρ, metrics guide) when tasks share clusters.
     """
     from harness.stats._util import z_quantile
 

@@ -1,6 +1,6 @@
 """Can two sides be paired at all? Same tasks, graders, images, budgets and environments.
 
-Seed 001: pairing needs identical inputs, pinned corpus, the same grader version and
+Eval-harness guide: pairing needs identical inputs, pinned corpus, the same grader version and
 interleaved runs; "a judge whose version changes between your two arms breaks pairing
 outright". Each check returns plain sentences naming what differs, so a refusal can be read.
 """

@@ -1,6 +1,6 @@
 """Slices as screens: per-class paired deltas that say "look here", never the verdict.
 
-Seed 001: with eight classes tested at 5% a third of clean runs show a false alarm
+Eval-harness guide: with eight classes tested at 5% a third of clean runs show a false alarm
 somewhere, so class comparisons get Holm-adjusted p-values and only ever trigger a look
 (a follow-up run with repeats on that class). A flat headline can hide one class collapsing
 while another improves by the same amount; that pattern is called out, not averaged away.
@@ -14,7 +14,7 @@ from typing import Any
 
 SCREEN_P = 0.2
 """Unadjusted one-sided p at or below which a class counts as "moved" for the opposite-moves
-callout (seed 001: a 3–0 swing is p = 0.125, not a result alone, but two opposite ones are
+callout (eval-harness guide: a 3–0 swing is p = 0.125, not a result alone, but two opposite ones are
 worth repeats)."""
 
 

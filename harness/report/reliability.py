@@ -26,7 +26,7 @@ def robustness_section(
     confidence: float,
 ) -> dict[str, Any] | None:
     """Paired change in success between variant trials and the original trial of the same
-    (task, trial index), hence the same seed; negative = a drop (seed 000)."""
+    (task, trial index), hence the same seed; negative = a drop (metrics guide)."""
     if pairs is None or pairs.task.size == 0:
         return None
     resolved = np.isin(pairs.status, (PASSED_CODE, FAILED_CODE)) & np.isin(
@@ -75,7 +75,7 @@ def calibration_section(
     rng: np.random.Generator,
     confidence: float,
 ) -> dict[str, Any] | None:
-    """Expected calibration error of stated confidences over resolved trials (seed 000)."""
+    """Expected calibration error of stated confidences over resolved trials (metrics guide)."""
     resolved = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
     has = resolved & ~np.isnan(arm.confidence) & include[arm.task_index]
     if not has.any():
@@ -132,7 +132,7 @@ def reliability_diagram(conf: np.ndarray, y: np.ndarray, bins: int) -> list[dict
 def harm_section(
     arm: ArmTrials, unit: Unit, include: np.ndarray, confidence: float
 ) -> dict[str, Any] | None:
-    """Share of resolved trials with harm severity > 0, and mean severity (seed 000).
+    """Share of resolved trials with harm severity > 0, and mean severity (metrics guide).
 
     Per-task shares are averaged over tasks (equal to the trial share when every task has
     the same number of trials), with the same interval method as the success rate.

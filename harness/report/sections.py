@@ -140,7 +140,7 @@ def prediction_section(
     seed: int,
     confidence: float,
 ) -> dict[str, Any]:
-    """Beta-binomial predicted pass^k beyond the trials run (seed 003), marked a prediction."""
+    """Beta-binomial predicted pass^k beyond the trials run (agent-evaluation guide), marked a prediction."""
     ks = sorted({k for k in (2 * trials, 4 * trials, 8, 16, 32) if k > trials})
     base: dict[str, Any] = {
         "prediction": True,
@@ -320,7 +320,7 @@ def stratified_section(
         share = w_h / w_h.sum()
         # Σ_h w_h p̂_h as a weighted mean of per-task rates (weight w_h / n_h per task), with
         # the shared method: residuals from stratum means, summed per cluster (CR1 + t), so
-        # within-cluster correlation widens the interval (seed 002's SE is the special case
+        # within-cluster correlation widens the interval (the stratified SE of the estimands guide is the special case
         # of independent single-trial tasks).
         e = mean_estimate(
             rates,

@@ -209,5 +209,5 @@ def unresolved_by_class(
 
 
 def effective_cluster_count(clusters: np.ndarray) -> float:
-    """Effective number of clusters J²/Σ J_r² (seed 003) for per-task cluster labels."""
+    """Effective number of clusters J²/Σ J_r² (agent-evaluation guide) for per-task cluster labels."""
     return effective_clusters(clusters.astype(str)) if clusters.size else 0.0

@@ -3,8 +3,9 @@
 Plain functions over numpy arrays; no I/O, no global state, randomness passed in as
 ``rng`` (a ``numpy.random.Generator``, an int seed or None). scipy is imported lazily
 inside the functions that need it, so importing this package costs only numpy.
-Each docstring names its estimand, the seed document its formula comes from
-(``/work/shared/seeds``) and its assumptions.
+Each docstring names its estimand, the source its formula comes from (by the short names of
+docs/statistics.md, which states every estimator, its formula and its reference once) and
+its assumptions.
 """
 
 from harness.stats.aggregate import (

@@ -50,7 +50,7 @@ def per_task_counts(task_ids: object, outcomes: object) -> TaskCounts:
 def per_task_rates(task_ids: object, outcomes: object) -> tuple[np.ndarray, np.ndarray]:
     """Per-task success rates and trial counts, in sorted task-id order.
 
-    Estimand of each entry: the task's single-trial success probability p_j (seed 003:
+    Estimand of each entry: the task's single-trial success probability p_j (agent-evaluation guide:
     "take each task's success rate over its trials, then average over tasks"). Returns
     ``(rates, counts)``; use ``per_task_counts`` to also get the task ids.
     """
@@ -86,7 +86,7 @@ def cluster_sizes(clusters: object) -> np.ndarray:
 def macro_average(rates: object, groups: object) -> float:
     """Mean of per-group means (each group counts equally), as opposed to the plain mean.
 
-    Seed 000: macro vs micro averaging when categories are unbalanced.
+    Metrics guide: macro vs micro averaging when categories are unbalanced.
     """
     r = np.asarray(rates, dtype=float)
     _, codes = encode_labels(groups)

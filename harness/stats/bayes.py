@@ -17,9 +17,9 @@ def posterior_prob_above(
 ) -> float:
     """Posterior probability that the pass rate exceeds ``threshold``.
 
-    Model (seed 002): p ~ Beta(α, β), successes | p ~ Binomial(n, p), so
+    Model (estimands guide): p ~ Beta(α, β), successes | p ~ Binomial(n, p), so
     p | data ~ Beta(α + s, β + n − s) and the answer is its upper tail at the threshold.
-    Seed 002: 194/200 under a uniform prior gives P(p > 0.95) ≈ 0.88. Assumes independent
+    Estimands guide: 194/200 under a uniform prior gives P(p > 0.95) ≈ 0.88. Assumes independent
     tasks exchangeable under one rate; the prior is stated, not hidden.
     """
     from scipy.stats import beta
@@ -31,7 +31,7 @@ def posterior_prob_above(
 def posterior_interval(
     successes: float, n: float, confidence: float = 0.95, prior: tuple[float, float] = (1.0, 1.0)
 ) -> tuple[float, float]:
-    """Equal-tailed credible interval of the Beta posterior (seed 002's Bayesian alternative)."""
+    """Equal-tailed credible interval of the Beta posterior (the Bayesian alternative of the estimands guide)."""
     from scipy.stats import beta
 
     a, b = _posterior(successes, n, prior)

@@ -1,7 +1,7 @@
 """Beta-binomial model of per-task success rates: pass^k and pass@k beyond the trials run.
 
 Each task's rate p_j ~ Beta(a, b); given p_j, its c_j successes in n_j trials are binomial
-(seed 003). Then pass^k = E[p^k] = B(a + k, b)/B(a, b) and pass@k = 1 − B(b + k, a)/B(a, b),
+(agent-evaluation guide). Then pass^k = E[p^k] = B(a + k, b)/B(a, b) and pass@k = 1 − B(b + k, a)/B(a, b),
 computed with log-Beta functions so nothing overflows.
 """
 
@@ -20,9 +20,9 @@ _MIN_LOG_PARAM = -12.0
 
 
 def beta_pass_hat_k(a: float, b: float, k: object) -> float | np.ndarray:
-    """pass^k = E[p^k] = B(a + k, b)/B(a, b) for task rates p ~ Beta(a, b) (seed 003).
+    """pass^k = E[p^k] = B(a + k, b)/B(a, b) for task rates p ~ Beta(a, b) (agent-evaluation guide).
 
-    Seed 003: mean 0.612, concentration 200 → pass^8 = 0.021; concentration 0.5 → 0.405.
+    Agent-evaluation guide: mean 0.612, concentration 200 → pass^8 = 0.021; concentration 0.5 → 0.405.
     Elementwise over k (real k >= 0 allowed).
     """
     from scipy.special import betaln
@@ -33,7 +33,7 @@ def beta_pass_hat_k(a: float, b: float, k: object) -> float | np.ndarray:
 
 
 def beta_pass_at_k(a: float, b: float, k: object) -> float | np.ndarray:
-    """pass@k = 1 − E[(1 − p)^k] = 1 − B(b + k, a)/B(a, b) for p ~ Beta(a, b) (seed 003)."""
+    """pass@k = 1 − E[(1 − p)^k] = 1 − B(b + k, a)/B(a, b) for p ~ Beta(a, b) (agent-evaluation guide)."""
     from scipy.special import betaln
 
     kk = np.asarray(k, dtype=float)
@@ -72,7 +72,7 @@ def beta_binomial_loglik(a: float, b: float, c: object, n: object) -> float:
 
 
 def _moments(cc: np.ndarray, nn: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    """Method of moments from unbiased pass^1 and pass^2 (seed 003); needs n >= 2."""
+    """Method of moments from unbiased pass^1 and pass^2 (agent-evaluation guide); needs n >= 2."""
     if np.any(nn < 2):
         raise ValueError("the moment fit needs at least two trials per task")
     total = w.sum()
@@ -169,7 +169,7 @@ def _fit(cc: np.ndarray, nn: np.ndarray, w: np.ndarray, method: str) -> tuple[fl
 
 
 def fit_beta_binomial(c: object, n: object, method: str = "mle") -> tuple[float, float]:
-    """Fit Beta(a, b) to per-task success counts c out of n trials (seed 003).
+    """Fit Beta(a, b) to per-task success counts c out of n trials (agent-evaluation guide).
 
     ``method="mle"`` maximizes ``beta_binomial_loglik`` over (log a, log b) by damped Newton
     steps with the closed-form gradient and Hessian, started from the moment fit. ``method="moments"`` uses m₁ = mean pass^1 and m₂ = mean
@@ -214,7 +214,7 @@ def predict_pass_hat_k(
     """Predict pass^k for any k (also beyond the trials run) from a beta-binomial fit.
 
     Estimand: mean over the task population of p_j^k (``metric="pass_hat"``) or of
-    1 − (1 − p_j)^k (``metric="pass_at"``), under p_j ~ Beta(a, b) (seed 003: predicting
+    1 − (1 − p_j)^k (``metric="pass_at"``), under p_j ~ Beta(a, b) (agent-evaluation guide: predicting
     pass^16 from four trials per task). The interval is a percentile bootstrap that resamples
     tasks (or whole ``clusters`` of tasks) and refits. Identical (c, n) pairs are pooled, so
     each refit costs a few unique pairs regardless of the number of tasks.

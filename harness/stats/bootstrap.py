@@ -7,8 +7,8 @@ sums, so one resample costs a dot product over clusters, never a pass over tasks
 
     mean*_b = Σ_c m_bc · S_c / Σ_c m_bc · W_c,   S_c = Σ_{i∈c} w_i x_i,  W_c = Σ_{i∈c} w_i
 
-(seed 000: "resample the independent unit ... if questions are clustered, resample clusters";
-seed 004: carry each task's baseline and candidate records together). The same seed and the
+(metrics guide: "resample the independent unit ... if questions are clustered, resample clusters";
+when-not-to-ship guide: carry each task's baseline and candidate records together). The same seed and the
 same number of clusters always give the same multiplicities, so two calls (or two arms in
 ``paired_cluster_bootstrap``) resample identical clusters.
 """
@@ -262,8 +262,8 @@ def cluster_bootstrap_ci(
 ) -> BootstrapResult:
     """Bootstrap interval for a statistic of per-task data, resampling whole clusters.
 
-    Estimand: whatever ``statistic`` estimates over the population of clusters (seed 000:
-    bootstrap for any statistic; resample the independent unit; seed 004: match the interval
+    Estimand: whatever ``statistic`` estimates over the population of clusters (metrics guide:
+    bootstrap for any statistic; resample the independent unit; when-not-to-ship guide: match the interval
     to the sampling unit). Each resample draws C clusters with replacement and carries all
     their tasks (and, through per-task values, all their trials).
 
@@ -289,7 +289,7 @@ def cluster_bootstrap_ci(
         vectorized: see ``statistic``.
 
     Assumes clusters are independent draws from their population and reasonably many; with
-    a handful of clusters bootstrap intervals are too narrow (seed 004) and should be
+    a handful of clusters bootstrap intervals are too narrow (when-not-to-ship guide) and should be
     reported as such.
     """
     arr = np.asarray(data, dtype=float)
@@ -346,8 +346,8 @@ def paired_cluster_bootstrap(
     """Paired cluster bootstrap of two arms' mean per-task scores and their difference.
 
     Estimand: mean(candidate) − mean(baseline) over the cluster population, with task weights
-    (seed 004: subtract per task, aggregate with the declared weights, resample the
-    independent unit carrying both arms' records together; seed 000: paired bootstrap).
+    (when-not-to-ship guide: subtract per task, aggregate with the declared weights, resample the
+    independent unit carrying both arms' records together; metrics guide: paired bootstrap).
     ``baseline`` and ``candidate`` are per-task values aligned on the same tasks (e.g. per-task
     success rates of each arm). Every resample applies the same cluster multiplicities to both
     arms, so task difficulty cancels. Returns intervals for each arm and for the difference.

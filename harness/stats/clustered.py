@@ -42,15 +42,15 @@ def clustered_se(
     """Cluster-robust standard error of the mean of ``scores``.
 
     Estimand: the sampling SD of the (weighted) mean when whole clusters are the independent
-    unit (Miller 2024; seed 000, seed 003):
+    unit (Miller 2024; metrics guide and agent-evaluation guide):
 
         SE = sqrt( Σ_c ( Σ_{i∈c} w_i (s_i − s̄) )² ) / Σ_i w_i
 
     which is Miller's formula for w = 1. ``small_sample=True`` multiplies by sqrt(C/(C−1)),
-    the seed 003 correction (and statsmodels' default for a cluster-robust mean). With
+    the small-sample cluster correction C/(C−1) (and statsmodels' default for a cluster-robust mean). With
     ``clusters=None`` every score is its own cluster; with ``small_sample=True`` that equals
     the usual SD(ddof=1)/sqrt(n). Assumes clusters are independent and reasonably many
-    (with few, or one dominant, cluster the estimate itself is biased low, seed 003).
+    (with few, or one dominant, cluster the estimate itself is biased low, agent-evaluation guide).
     """
     s = as_1d_float(scores, "scores")
     if s.size == 0:
@@ -93,7 +93,7 @@ def mean_ci_clustered(
     """Cluster-aware interval for the mean of per-task rates (or any per-task scores).
 
     Estimand: the mean per-task success probability over the population the clusters were
-    drawn from (seeds 000, 003, 004). Interval: estimate ± q · SE, with SE the clustered SE
+    drawn from (metrics guide, agent-evaluation guide and when-not-to-ship guide). Interval: estimate ± q · SE, with SE the clustered SE
     *with* the sqrt(C/(C−1)) correction and q the Student-t quantile on C − 1 degrees of
     freedom (``distribution="t"``, the default, which is the usual CR1 + t(C−1) recipe for
     few clusters) or the normal quantile (``distribution="normal"``). ``clusters=None`` treats
@@ -127,11 +127,11 @@ def mean_ci_clustered(
 
 
 def effective_clusters_from_sizes(sizes: object) -> float:
-    """Effective number of independent clusters J²/Σ_r J_r² (seed 003).
+    """Effective number of independent clusters J²/Σ_r J_r² (agent-evaluation guide).
 
     Estimand: under a model where every cluster r shifts all J_r of its tasks by an
     independent effect of common variance, the number m of independent effects whose mean
-    has the same variance as the task mean. Seed 003: sizes (3, 1) give 1.6; SWE-bench
+    has the same variance as the task mean. Agent-evaluation guide: sizes (3, 1) give 1.6; SWE-bench
     Verified's repository sizes give 3.9.
     """
     j = as_1d_float(sizes, "sizes")
@@ -141,7 +141,7 @@ def effective_clusters_from_sizes(sizes: object) -> float:
 
 
 def effective_clusters(clusters: object) -> float:
-    """Effective number of clusters J²/Σ_r J_r² from one cluster label per task (seed 003)."""
+    """Effective number of clusters J²/Σ_r J_r² from one cluster label per task (agent-evaluation guide)."""
     _, codes = encode_labels(clusters)
     return effective_clusters_from_sizes(np.bincount(codes))
 
@@ -149,7 +149,7 @@ def effective_clusters(clusters: object) -> float:
 def design_effect(cluster_size: float, icc: float) -> float:
     """Survey design effect 1 + (m − 1)ρ for clusters of size m and intra-cluster correlation ρ.
 
-    The factor by which clustering inflates the variance of a mean (seed 000: m = 5, ρ = 0.5
+    The factor by which clustering inflates the variance of a mean (metrics guide: m = 5, ρ = 0.5
     gives 3, so the SE grows by sqrt(3) ≈ 1.73). Assumes equal cluster sizes.
     """
     if cluster_size < 1:
@@ -160,7 +160,7 @@ def design_effect(cluster_size: float, icc: float) -> float:
 def effective_sample_size(scores: object, clusters: object) -> float:
     """Number of independent units the clustered data are worth: n · SE²_naive / SE²_clustered.
 
-    Seed 002: 50 tasks × 4 rollouts (200 trials) carry about as much information as 55
+    Estimands guide: 50 tasks × 4 rollouts (200 trials) carry about as much information as 55
     independent tasks. Naive SE treats every score as independent (SD ddof=1 / sqrt(n));
     clustered SE uses the sqrt(C/(C−1)) correction.
     """

@@ -18,7 +18,7 @@ def _points(accuracy: object, cost: object) -> tuple[np.ndarray, np.ndarray]:
 def pareto_front(accuracy: object, cost: object) -> np.ndarray:
     """Indices of agents no other agent dominates, sorted by increasing cost.
 
-    Agent j dominates i when acc_j >= acc_i and cost_j <= cost_i with one strict (seed 003:
+    Agent j dominates i when acc_j >= acc_i and cost_j <= cost_i with one strict (agent-evaluation guide:
     70% for $6 dominates 68% for $15). Identical points are all kept.
     """
     acc, cst = _points(accuracy, cost)
@@ -39,7 +39,7 @@ def upper_convex_hull(accuracy: object, cost: object, include_origin: bool = Fal
     """Indices of agents on the upper-left convex hull of (cost, accuracy), by increasing cost.
 
     Estimand: the best accuracy reachable at each budget when agents may be mixed at random
-    per task; a mixture lies on the segment between its components (seed 003; HAL draws
+    per task; a mixture lies on the segment between its components (agent-evaluation guide; HAL draws
     hulls including the origin, ``include_origin=True``: the free "do nothing" agent at cost
     0 and accuracy 0). Points on the hull are Pareto-optimal and not beaten by any mixture.
     """
@@ -72,7 +72,7 @@ def mixture(
 ) -> tuple[float, float]:
     """(accuracy, cost) of running agent b on a random share of tasks and a on the rest.
 
-    Linearity of expectation (seed 003): half of $0.03 at 55% and $1.50 at 66% gives
+    Linearity of expectation (agent-evaluation guide): half of $0.03 at 55% and $1.50 at 66% gives
     60.5% at $0.765.
     """
     if not 0 <= share_b <= 1:
@@ -86,11 +86,11 @@ def mixture(
 def retry_success(p: object, k: int) -> tuple[float, float]:
     """Success and expected tries of retrying up to k times, stopping at the first success.
 
-    For one task with per-try success p (seed 003): success 1 − (1 − p)^k and expected tries
+    For one task with per-try success p (agent-evaluation guide): success 1 − (1 − p)^k and expected tries
     Σ_{i<k} (1 − p)^i = (1 − (1 − p)^k)/p (k when p = 0). With an array of per-task rates the
     two are averaged over tasks, which is the honest baseline: 1 − mean (1 − p_j)^k, never
     1 − (1 − mean p)^k. Needs a verifier that recognizes success at deployment.
-    Seed 003: p = 0.5, k = 3 gives 0.875 and 1.75 tries.
+    Agent-evaluation guide: p = 0.5, k = 3 gives 0.875 and 1.75 tries.
     """
     if k < 0:
         raise ValueError("k must be non-negative")
@@ -105,7 +105,7 @@ def retry_success(p: object, k: int) -> tuple[float, float]:
 
 
 def budget_matched_retry(p: object, cost_per_try: float, budget: float) -> tuple[int, float, float]:
-    """The cheap agent retried at the spend of an expensive one (seed 003's retry baseline).
+    """The cheap agent retried at the spend of an expensive one (the retry baseline of the agent-evaluation guide).
 
     Returns (k, success, expected cost per task) with k = floor(budget / cost_per_try) tries
     allowed; expected cost is below the budget because retries stop at the first success.
@@ -118,9 +118,9 @@ def budget_matched_retry(p: object, cost_per_try: float, budget: float) -> tuple
 
 
 def beta_retry_success(a: float, b: float, k: int) -> tuple[float, float]:
-    """``retry_success`` averaged over task rates p ~ Beta(a, b) (seed 003's retried agent).
+    """``retry_success`` averaged over task rates p ~ Beta(a, b) (the retried agent of the agent-evaluation guide).
 
-    success = 1 − E[(1 − p)^k]; expected tries = Σ_{i<k} E[(1 − p)^i]. Seed 003: mean 0.42
+    success = 1 − E[(1 − p)^k]; expected tries = Σ_{i<k} E[(1 − p)^i]. Agent-evaluation guide: mean 0.42
     at concentration 1.5 climbs to about 82% at 10 tries and 91% at 30, spending under 4 tries
     on average at k = 10.
     """

@@ -8,7 +8,7 @@ Verdict = Literal["non-inferior", "regression", "inconclusive"]
 
 
 def noninferiority_verdict(ci: tuple[float, float], margin: float) -> Verdict:
-    """Non-inferiority reading of an interval for candidate − baseline (seed 004).
+    """Non-inferiority reading of an interval for candidate − baseline (when-not-to-ship guide).
 
     With a tolerated loss ``margin`` > 0, chosen before the run:
     lower bound > −margin → "non-inferior"; upper bound < −margin → "regression";
@@ -28,5 +28,5 @@ def noninferiority_verdict(ci: tuple[float, float], margin: float) -> Verdict:
 
 
 def improvement_verdict(ci: tuple[float, float]) -> Literal["improved", "not shown"]:
-    """Claim of improvement only when the whole interval is above zero (seed 004)."""
+    """Claim of improvement only when the whole interval is above zero (when-not-to-ship guide)."""
     return "improved" if ci[0] > 0 else "not shown"

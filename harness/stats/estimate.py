@@ -3,7 +3,7 @@
 Every view (report, compare, gate, class and cluster slices, HTML, Markdown, JSON) asks this
 module for the interval of a mean of per-task values, so the same quantity never gets two
 intervals. The choice reads only the design: how many tasks, how many independent clusters,
-and whether the values are rates, paired differences or scores (seeds 000, 003, 004: match
+and whether the values are rates, paired differences or scores (metrics guide, agent-evaluation guide and when-not-to-ship guide: match
 the interval to the sampling unit; with few clusters use a method that holds its level).
 
 - Clusters coarser than tasks: the bias-reduced cluster-robust (CR2) standard error with a
@@ -12,7 +12,7 @@ the interval to the sampling unit; with few clusters use a method that holds its
   sizes CR1 + t(C − 1) under-covers (88–90% at 24 clusters of sizes 2–18) and CR2 + BM does
   not. ``benchmarks/coverage.py`` measures it at 6 to 60 clusters.
 - Every task its own unit: a rate of per-task rates gets the Wilson interval over tasks
-  (seeds 000, 001: Wald fails near 0 and 1); a difference or a weighted mean gets CR1 + t on
+  (metrics guide and eval-harness guide: Wald fails near 0 and 1); a difference or a weighted mean gets CR1 + t on
   n − 1 df with each task its own cluster.
 - No variation between units (every unit shows the same value, e.g. an A/A arm that agreed
   on every task): no standard error can be estimated, and zero width would be false. The
@@ -226,7 +226,7 @@ def mean_estimate(
     drawn from, x_i a task's rate (mean over its trials), paired difference (candidate −
     baseline per-task rates) or score. ``clusters`` labels each task's cluster (None: tasks
     are independent). ``strata`` (optional) labels each task's stratum: residuals are then
-    taken from stratum means (a stratified estimate with fixed stratum shares, seed 002,
+    taken from stratum means (a stratified estimate with fixed stratum shares, estimands guide,
     made cluster-aware). Rate and difference intervals are clipped to their range.
     """
     x = as_1d_float(values, "values")

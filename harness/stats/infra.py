@@ -1,4 +1,4 @@
-"""Infrastructure crashes and the rerun trap (seed 003)."""
+"""Infrastructure crashes and the rerun trap (agent-evaluation guide)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class RerunTrap:
 def rerun_trap(p: object, crash_rate: float, reruns: int = 1) -> RerunTrap:
     """Rates a harness reports for tasks of per-attempt success p when a share f crash.
 
-    Seed 003: p = 0.6, f = 0.05 gives 0.57 (crash counted as failure), 0.5985 (one rerun of
+    Agent-evaluation guide: p = 0.6, f = 0.05 gives 0.57 (crash counted as failure), 0.5985 (one rerun of
     crashes) and 0.815 (rerunning every failure: pass@2). Assumes crashes independent of the
     agent and of each other. ``p`` may be an array of per-task rates (averaged).
     """

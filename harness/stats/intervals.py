@@ -19,7 +19,7 @@ def wilson_interval(
     """Wilson score interval for a binomial proportion.
 
     Estimand: the per-unit success probability p behind ``successes`` out of ``n``
-    independent units (seeds 000, 001, 002). With p̂ = successes / n and z the two-sided
+    independent units (metrics guide, eval-harness guide and estimands guide). With p̂ = successes / n and z the two-sided
     normal quantile,
 
         centre = (p̂ + z²/2n) / (1 + z²/n)
@@ -57,8 +57,8 @@ def wilson_interval(
 def wald_interval(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
     """Wald (normal-approximation) interval p̂ ± z·sqrt(p̂(1 − p̂)/n), unclipped.
 
-    Estimand as in ``wilson_interval`` (seed 000). Provided to show its failures: it has zero
-    width at 0/n and n/n and runs past [0, 1] near the edges (seed 000: 9/10 gives
+    Estimand as in ``wilson_interval`` (metrics guide). Provided to show its failures: it has zero
+    width at 0/n and n/n and runs past [0, 1] near the edges (metrics guide: 9/10 gives
     [0.714, 1.086]). Do not report it; use Wilson.
     """
     if n <= 0 or not 0 <= successes <= n:
@@ -69,7 +69,7 @@ def wald_interval(successes: float, n: float, confidence: float = 0.95) -> tuple
 
 
 def wilson_half_width(p: float, n: float, confidence: float = 0.95) -> float:
-    """Half-width of the Wilson interval at observed rate p on n units (seeds 001, 002)."""
+    """Half-width of the Wilson interval at observed rate p on n units (eval-harness guide and estimands guide)."""
     if n <= 0:
         raise ValueError("n must be positive")
     z = z_two_sided(confidence)
@@ -80,7 +80,7 @@ def wilson_half_width(p: float, n: float, confidence: float = 0.95) -> float:
 def wilson_sample_size(p: float, half_width: float, confidence: float = 0.95) -> int:
     """Smallest n whose Wilson half-width at rate p is at most ``half_width``.
 
-    Planning helper (seed 002: ±5 points at 80% needs 245 independent tasks). The half-width
+    Planning helper (estimands guide: ±5 points at 80% needs 245 independent tasks). The half-width
     decreases in n, so a doubling search followed by bisection finds the minimum.
     """
     if not 0.0 < half_width < 0.5:

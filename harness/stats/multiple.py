@@ -8,7 +8,7 @@ import numpy as np
 def familywise_error_rate(alpha: float, m: int) -> float:
     """Chance of at least one false alarm among m independent tests at level alpha: 1 − (1−α)^m.
 
-    Seeds 000, 001: 8 classes at 5% give about 34%; 20 variants give about 64%.
+    Metrics guide and eval-harness guide: 8 classes at 5% give about 34%; 20 variants give about 64%.
     """
     return 1.0 - (1.0 - alpha) ** m
 
@@ -27,7 +27,7 @@ def holm_adjust(pvalues: object) -> np.ndarray:
 
     Sorted ascending, the i-th (0-based) smallest p becomes max_{j<=i} min(1, (m − j)·p_(j)),
     returned in the input order. Reject hypothesis h at level α when adjusted[h] <= α.
-    Valid under any dependence between the tests (seed 000: multiple comparisons).
+    Valid under any dependence between the tests (metrics guide: multiple comparisons).
     """
     p = _as_pvalues(pvalues)
     m = p.size

@@ -42,10 +42,10 @@ def mcnemar_exact(broke: int, fixed: int, alternative: str = "greater") -> float
     """Exact McNemar test: a binomial(b + c, 1/2) sign test on the discordant pairs.
 
     Estimand: whether the new arm is better on the cases where the two arms disagree.
-    ``broke`` = old passed and new failed, ``fixed`` = old failed and new passed (seed 001).
+    ``broke`` = old passed and new failed, ``fixed`` = old failed and new passed (eval-harness guide).
     ``alternative="greater"`` (default) is the one-sided P(X >= fixed) that the new arm is
     better; ``"less"`` the opposite; ``"two-sided"`` twice the smaller tail, capped at 1.
-    Agreements carry no information and are ignored. Seed 001: 5 fixed / 0 broke gives
+    Agreements carry no information and are ignored. Eval-harness guide: 5 fixed / 0 broke gives
     p = 0.031, 8 fixed / 3 broke gives 0.113. Assumes independent cases (tasks).
     """
     if broke < 0 or fixed < 0 or int(broke) != broke or int(fixed) != fixed:
@@ -67,7 +67,7 @@ def sign_test(diffs: object, alternative: str = "two-sided") -> float:
 
     Estimand: whether positive differences are more (``"greater"``), fewer (``"less"``) or
     differently (``"two-sided"``) frequent than negative ones, i.e. median difference 0.
-    On 0/1 outcomes ``sign_test(new - old, "greater")`` equals ``mcnemar_exact`` (seed 001).
+    On 0/1 outcomes ``sign_test(new - old, "greater")`` equals ``mcnemar_exact`` (eval-harness guide).
     """
     d = as_1d_float(diffs, "diffs")
     pos = int(np.count_nonzero(d > 0))
@@ -97,9 +97,9 @@ def paired_difference(
 ) -> PairedDifference:
     """Mean of per-question differences a − b with a normal-approximation interval.
 
-    Estimand: mean(a) − mean(b) over questions scored by both arms (seed 000, "the right way":
+    Estimand: mean(a) − mean(b) over questions scored by both arms (metrics guide, "the right way":
     d_i = a_i − b_i, SE = SD(d)/sqrt(n), CI = d̄ ± z·SE, two-sided p = 2(1 − Φ(|d̄|/SE))).
-    Seed 000: 500 questions with 40 A-only and 22 B-only wins give 0.036, SE 0.0157,
+    Metrics guide: 500 questions with 40 A-only and 22 B-only wins give 0.036, SE 0.0157,
     CI (0.005, 0.067), p = 0.022. With ``clusters`` the SE is the clustered SE of the
     differences (with the sqrt(C/(C−1)) correction), for questions that share a cluster.
     Assumes independent pairs (or clusters) and enough of them for the normal approximation;
@@ -131,7 +131,7 @@ def unpaired_difference(
 ) -> PairedDifference:
     """Difference of two independent rates p̂_a − p̂_b with SE sqrt(SE_a² + SE_b²).
 
-    The "wrong way" of seed 000 when both arms ran the same questions (it ignores the
+    The "wrong way" of the metrics guide when both arms ran the same questions (it ignores the
     pairing): 340/500 vs 322/500 gives SE 2.99 points and CI [−2.3, +9.5]. Correct only for
     genuinely independent samples. p uses the same unpooled SE.
     """
@@ -146,7 +146,7 @@ def unpaired_difference(
 def two_proportion_z_test(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float:
     """Two-sided pooled two-proportion z-test p-value for independent samples.
 
-    Seed 001: 42/50 vs 47/50 gives p = 0.11 (the unpaired test that pairing beats).
+    Eval-harness guide: 42/50 vs 47/50 gives p = 0.11 (the unpaired test that pairing beats).
     """
     pooled = (successes_a + successes_b) / (n_a + n_b)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n_a + 1 / n_b))

@@ -94,7 +94,7 @@ def pass_at_k(n: object, c: object, k: object) -> float | np.ndarray:
     """Unbiased pass@k of one task: 1 − C(n − c, k)/C(n, k).
 
     Estimand: the probability that at least one of k independent trials of the task succeeds
-    (Chen et al. 2021; seeds 000, 002). ``n`` trials were run and ``c`` passed; needs n >= k.
+    (Chen et al. 2021; metrics guide and estimands guide). ``n`` trials were run and ``c`` passed; needs n >= k.
     Assumes the n trials are i.i.d. draws for this task. Average it over tasks for a benchmark
     score and resample tasks (or clusters) for its interval. Elementwise over arrays
     (broadcast); returns a float for scalar input.
@@ -114,8 +114,8 @@ def pass_hat_k(n: object, c: object, k: object) -> float | np.ndarray:
     """Unbiased pass^k of one task: C(c, k)/C(n, k).
 
     Estimand: the probability that all k independent trials of the task succeed (Yao et al.
-    2024, τ-bench; seeds 000, 003). ``n`` trials were run and ``c`` passed; needs n >= k.
-    Assumes i.i.d. trials within the task (fresh, recorded seeds per trial, seed 003).
+    2024, τ-bench; metrics guide and agent-evaluation guide). ``n`` trials were run and ``c`` passed; needs n >= k.
+    Assumes i.i.d. trials within the task (fresh, recorded seeds per trial, agent-evaluation guide).
     The plug-in (c/n)^k overstates reliability. Elementwise over arrays.
     """
     n_arr, c_arr, k_arr = _prepare(n, c, k)
@@ -137,10 +137,10 @@ def plugin_pass_hat_k(p: object, k: object) -> float | np.ndarray:
 
 
 def mean_pass_at_k(n: object, c: object, k: int) -> float:
-    """Benchmark pass@k: the mean over tasks of the unbiased per-task pass@k (seed 000)."""
+    """Benchmark pass@k: the mean over tasks of the unbiased per-task pass@k (metrics guide)."""
     return float(np.mean(pass_at_k(n, c, k)))
 
 
 def mean_pass_hat_k(n: object, c: object, k: int) -> float:
-    """Benchmark pass^k: the mean over tasks of the unbiased per-task pass^k (seed 000)."""
+    """Benchmark pass^k: the mean over tasks of the unbiased per-task pass^k (metrics guide)."""
     return float(np.mean(pass_hat_k(n, c, k)))

@@ -1,7 +1,7 @@
 """Design: how many tasks a comparison needs, and what an existing suite can detect.
 
 All use the normal approximation n = ((z_{1−α/2} + z_{power}) · SD(d) / δ)² for a
-two-sided test at level α (seed 000), with exact normal quantiles (1.95996, 0.84162).
+two-sided test at level α (metrics guide), with exact normal quantiles (1.95996, 0.84162).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _z_sum(alpha: float, power: float) -> float:
 def n_for_power(sd_diff: float, delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Units needed to detect a mean difference ``delta`` whose per-unit SD is ``sd_diff``.
 
-    n = ceil(((z_{1−α/2} + z_power) · sd_diff / delta)²) (seed 000, two-sided).
+    n = ceil(((z_{1−α/2} + z_power) · sd_diff / delta)²) (metrics guide, two-sided).
     """
     if delta == 0 or sd_diff < 0:
         raise ValueError("need delta != 0 and sd_diff >= 0")
@@ -32,8 +32,8 @@ def n_for_power(sd_diff: float, delta: float, alpha: float = 0.05, power: float 
 def cases_needed(base: float, lift: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Cases per arm to detect ``base`` → ``base + lift`` with two independent samples.
 
-    SD(d)² = p₁(1 − p₁) + p₂(1 − p₂) (seeds 000, 001). Seed 000: 65% → 68% needs 3,882 per
-    arm; seed 001: from 85%, +2/+5/+10 points need about 4,700 / 680 / 140 per arm.
+    SD(d)² = p₁(1 − p₁) + p₂(1 − p₂) (metrics guide and eval-harness guide). Metrics guide: 65% → 68% needs 3,882 per
+    arm; eval-harness guide: from 85%, +2/+5/+10 points need about 4,700 / 680 / 140 per arm.
     Assumes independent cases in each arm (unpaired); pairing usually needs far fewer.
     """
     new = base + lift
@@ -48,7 +48,7 @@ def cases_needed_paired(
 ) -> int:
     """Paired cases to detect a lift when the arms disagree on a share ``discordance`` of cases.
 
-    For 0/1 outcomes d ∈ {−1, 0, +1}, so SD(d)² = discordance − lift² (seed 000: a 3-point
+    For 0/1 outcomes d ∈ {−1, 0, +1}, so SD(d)² = discordance − lift² (metrics guide: a 3-point
     lift with 12% discordance needs 1,039 cases). Estimate the discordance from a pilot run.
     Assumes independent cases.
     """
@@ -66,7 +66,7 @@ def minimum_detectable_effect(
 
     Solves n = (z_sum)² · (p₁q₁ + p₂q₂) / δ² for δ > 0 (the inverse of ``cases_needed``, as a
     continuous n). Returns ``nan`` if even the largest possible lift (to 100%) is undetectable.
-    Seed 000: a 100-item eval detects only about 19 to 20 points near 50%.
+    Metrics guide: a 100-item eval detects only about 19 to 20 points near 50%.
     """
     if n <= 0:
         raise ValueError("n must be positive")
@@ -95,7 +95,7 @@ def minimum_detectable_effect_paired(
 ) -> float:
     """Smallest lift a paired comparison on n cases can detect at a given discordance.
 
-    Solves n = z_sum² (D − δ²)/δ², so δ = z_sum · sqrt(D / (n + z_sum²)) (seed 000).
+    Solves n = z_sum² (D − δ²)/δ², so δ = z_sum · sqrt(D / (n + z_sum²)) (metrics guide).
     """
     if n <= 0:
         raise ValueError("n must be positive")
@@ -122,10 +122,10 @@ def sign_test_power(n: int, win_rate: float, alpha: float = 0.05) -> float:
 def discordant_pairs_needed(
     win_rate: float, alpha: float = 0.05, power: float = 0.8, max_n: int = 100_000
 ) -> int:
-    """Discordant pairs an exact two-sided McNemar test needs at a given win rate (seed 001).
+    """Discordant pairs an exact two-sided McNemar test needs at a given win rate (eval-harness guide).
 
     The exact test's power saw-tooths in n, so this returns the smallest n from which the
-    power stays at or above the target for every larger n checked (up to 2n + 50). Seed 001:
+    power stays at or above the target for every larger n checked (up to 2n + 50). Eval-harness guide:
     about 25 at a 4-in-5 win rate and about 50 at 7-in-10.
     """
     if not 0.5 < win_rate < 1.0:

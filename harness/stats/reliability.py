@@ -1,4 +1,4 @@
-"""Reliability beyond accuracy: consistency, robustness, calibration and harm (seed 000)."""
+"""Reliability beyond accuracy: consistency, robustness, calibration and harm (metrics guide)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from harness.stats.passk import pass_hat_k
 
 
 def consistency(task_ids: object, outcomes: object, k: int) -> float:
-    """Mean over tasks of the unbiased per-task pass^k (seed 000: consistency is pass^k).
+    """Mean over tasks of the unbiased per-task pass^k (metrics guide: consistency is pass^k).
 
     Estimand: the chance that k independent runs of a random task all succeed. ``outcomes``
     are 0/1 per trial, labelled by ``task_ids``; every task needs at least k trials.
-    Seed 000's 4 tasks × 3 runs give pass^3 = 25%.
+    The metrics guide's 4 tasks × 3 runs give pass^3 = 25%.
     """
     tc = per_task_counts(task_ids, outcomes)
     succ = tc.successes
@@ -36,7 +36,7 @@ def robustness_drop(
     """Paired change in success under a meaning-preserving perturbation of each task.
 
     Estimand: mean(perturbed − original) over the same (task, run) rows; negative means the
-    agent loses success when the task is reworded (seed 000 prints this as "drop −25
+    agent loses success when the task is reworded (the metrics guide prints this as "drop −25
     points"). Interval and p-value are the paired normal approximation of
     ``paired_difference``; pass ``clusters`` (e.g. task ids) when several rows share a task,
     so the SE treats tasks, not runs, as independent.
@@ -62,10 +62,10 @@ def expected_calibration_error(
 ) -> float:
     """Expected calibration error Σ_b (n_b/n) · |mean confidence_b − success rate_b|.
 
-    Estimand: how far the agent's stated confidence is from its actual success (seed 000,
+    Estimand: how far the agent's stated confidence is from its actual success (metrics guide,
     predictability). ``bins`` is a number of equal-width bins on [0, 1] (the last one closed)
     or explicit increasing edges with half-open bins [lo, hi); confidences outside every bin
-    are ignored. Seed 000's edges (0, 0.5, 0.8, 1.01) give 0.15 on its 12 runs. Binned ECE
+    are ignored. The metrics guide's edges (0, 0.5, 0.8, 1.01) give 0.15 on its 12 runs. Binned ECE
     is biased upward at small n and depends on the binning; report the bins.
     """
     conf = as_1d_float(confidences, "confidences")
@@ -85,10 +85,10 @@ def expected_calibration_error(
 
 
 def harm_rate(severities: object) -> tuple[float, float]:
-    """(share of runs with any harm, mean severity per run) (seed 000, safety).
+    """(share of runs with any harm, mean severity per run) (metrics guide, safety).
 
-    ``severities`` is one non-negative number per run, 0 for no harm (seed 000 uses 1 for
-    minor and 3 for serious); seed 000's runs give (25%, 0.42).
+    ``severities`` is one non-negative number per run, 0 for no harm (the metrics guide uses 1 for
+    minor and 3 for serious); the metrics guide's runs give (25%, 0.42).
     """
     s = as_1d_float(severities, "severities")
     if s.size == 0 or np.any(s < 0):
@@ -97,7 +97,7 @@ def harm_rate(severities: object) -> tuple[float, float]:
 
 
 def unstable_tasks(task_ids: object, outcomes: object) -> np.ndarray:
-    """Ids of tasks with both passes and failures among their trials (seed 001: 2/5 is a
+    """Ids of tasks with both passes and failures among their trials (eval-harness guide: 2/5 is a
     finding, not a re-run). Sorted."""
     tc = per_task_counts(task_ids, outcomes)
     mask = (tc.successes > 0) & (tc.successes < tc.trials)

@@ -1,6 +1,6 @@
 """Error spending over repeated looks: a nightly gate read run after run stays at its level.
 
-Seed 004: repeatedly checking a fixed-sample interval invalidates its advertised coverage;
+When-not-to-ship guide: repeatedly checking a fixed-sample interval invalidates its advertised coverage;
 use a procedure designed for repeated inspection. Each look k here is a fresh comparison
 (tonight's trials), tested at its own level α_k with Σ_k α_k ≤ α, so by the union bound the
 chance that any look of a season raises a false alarm is at most α whatever the looks'

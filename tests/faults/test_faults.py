@@ -54,7 +54,7 @@ def _verdicts(cli, suite, url, *extra):
 
 @pytest.mark.slow
 def test_rerun_trap_crash_only_retries_recover_p(tmp_path, cli):
-    """Seed 003: with crash-only reruns the measured rate estimates p, not (1 - f) p."""
+    """Agent-evaluation guide: with crash-only reruns the measured rate estimates p, not (1 - f) p."""
     p, f, n = 0.6, 0.05, 400
     faulty = {
         "sandbox": "faulty",

@@ -74,7 +74,7 @@ async def _noop(ctx: AgentContext) -> AgentResult:
 )
 def test_do_nothing_agent_on_real_tasks(task_id: str, state_passes: bool) -> None:
     """On a task whose correct outcome is "no change" the do-nothing agent passes the state
-    grader (seed 003); the required refusal is what keeps it from passing the task."""
+    grader (agent-evaluation guide); the required refusal is what keeps it from passing the task."""
     outcome = anyio.run(run_trial, BY_ID[task_id], _noop)
     by_type = {v.grader: v for v in outcome.verdicts}
     assert by_type["state_diff"].passed is state_passes

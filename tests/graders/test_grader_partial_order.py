@@ -1,4 +1,4 @@
-"""Seed 003's partial order: verify and look up, in either order, then cancel."""
+"""The agent-evaluation guide's partial order: verify and look up, in either order, then cancel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003's toy store: two pending orders, the task "cancel W1 and refund 54.04", four
+"""The agent-evaluation guide's toy store: two pending orders, the task "cancel W1 and refund 54.04", four
 agents and three graders of increasing strictness. Only the full-state grader passes exactly
 the correct agent; on a task whose correct outcome is "no change" the do-nothing agent passes.
 """

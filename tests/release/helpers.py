@@ -28,7 +28,7 @@ def row(arm, task, passed, *, index=0, cls="default", cluster=None, status=None,
 
 
 def seed001(branch: str) -> list[dict]:
-    """Seed 001's two branches on 50 cases: A = 5 fixed / 0 broke, B = 8 fixed / 3 broke."""
+    """The eval-harness guide's two branches on 50 cases: A = 5 fixed / 0 broke, B = 8 fixed / 3 broke."""
     if branch == "A":
         pairs = [(1, 1)] * 42 + [(0, 1)] * 5 + [(0, 0)] * 3
     else:

@@ -132,7 +132,7 @@ def test_power_planning_matches_seed_001():
     assert abs(p["unpaired_per_arm"] - 680) < 10
     assert all(row["tasks"] < p["unpaired_per_arm"] for row in p["paired"])
     given = tasks_needed(0.65, 0.03, discordance=0.12)
-    assert given["paired"][0]["tasks"] == 1039  # seed 000's example
+    assert given["paired"][0]["tasks"] == 1039  # the metrics guide's example
     a = [row("base", f"t{i}", i < 40) for i in range(50)]
     b = [row("cand", f"t{i}", i < 45) for i in range(50)]
     s = run_sensitivity(a, b)

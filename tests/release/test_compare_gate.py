@@ -1,4 +1,4 @@
-"""Paired comparison and gate verdicts on seed 001's branches and planted in-memory arms."""
+"""Paired comparison and gate verdicts on the eval-harness guide's branches and planted in-memory arms."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_flagged_must_never_tasks_from_the_config():
         rows, IMPROVE, arms=["base", "cand"], config={"tasks": {"t40": {"must_never": True}}}
     )
     assert g["must_never"][0]["name"] == "must-never: tasks marked must_never"
-    assert g["must_never"][0]["status"] == "violated"  # t40 broke (seed 001 branch B)
+    assert g["must_never"][0]["status"] == "violated"  # t40 broke (eval-harness guide branch B)
 
 
 def _verdict(rows, policy):
@@ -144,7 +144,7 @@ def test_aa_arm_is_the_noise_floor_beside_the_comparison():
 
 
 def test_screens_call_out_opposite_moves_under_a_flat_headline():
-    # seed 001: stale-policy 12/12 -> 9/12, out-of-scope 7/10 -> 10/10, five others unchanged
+    # eval-harness guide: stale-policy 12/12 -> 9/12, out-of-scope 7/10 -> 10/10, five others unchanged
     rows = []
     for i in range(12):
         rows += [

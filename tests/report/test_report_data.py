@@ -291,7 +291,7 @@ def test_harm_share_and_severity(tmp_path):
 
 
 def test_stratified_estimate_with_kish(tmp_path):
-    # Seed 002 in miniature: over-sampled joins (weight 0.3) vs lookups (weight 2.4).
+    # Estimands guide in miniature: over-sampled joins (weight 0.3) vs lookups (weight 2.4).
     outcomes = {f"j{i}": [int(i < 12)] for i in range(20)}
     outcomes.update({f"l{i}": [int(i < 9)] for i in range(10)})
     rows = []
@@ -307,7 +307,7 @@ def test_stratified_estimate_with_kish(tmp_path):
     make_store(url, rows, trials=1)
     st = _report(url)["arms"]["a"]["stratified"]
     est, se = hs.stratified_estimate([0.6, 0.9], [20, 10], [0.2, 0.8])
-    # The shared method with tasks as units: seed 002's SE times the CR1 factor sqrt(n/(n − 1)).
+    # The shared method with tasks as units: the estimands guide's SE times the CR1 factor sqrt(n/(n − 1)).
     assert st["estimate"] == pytest.approx(est)
     assert st["se"] == pytest.approx(se * (30 / 29) ** 0.5)
     assert st["n_eff"] == pytest.approx(hs.kish_effective_n([0.3] * 20 + [2.4] * 10))

@@ -21,7 +21,7 @@ from harness.stats import (
 
 
 def test_seed_002_posterior_probability() -> None:
-    # seed 002: 194/200, uniform prior, posterior Beta(195, 7), P(p > 0.95) about 0.88
+    # estimands guide: 194/200, uniform prior, posterior Beta(195, 7), P(p > 0.95) about 0.88
     assert round(posterior_prob_above(194, 200, 0.95), 2) == 0.88
     from scipy.stats import beta
 
@@ -41,7 +41,7 @@ def test_seed_002_posterior_probability() -> None:
 def test_seed_003_pass8_across_concentrations(
     concentration: float, hat8: float, at8: float
 ) -> None:
-    # seed 003: mean 0.612; as concentration falls from 200 to 0.5, pass^8 climbs from 0.021
+    # agent-evaluation guide: mean 0.612; as concentration falls from 200 to 0.5, pass^8 climbs from 0.021
     # to 0.405 while pass@8 falls from 0.999 to 0.801
     a, b = beta_from_mean_concentration(0.612, concentration)
     assert round(beta_pass_hat_k(a, b, 8), 3) == hat8
@@ -53,19 +53,19 @@ def test_seed_003_spread_moves_metrics_apart() -> None:
     hats = [beta_pass_hat_k(*beta_from_mean_concentration(0.612, s), 8) for s in (200, 20, 2, 0.5)]
     ats = [beta_pass_at_k(*beta_from_mean_concentration(0.612, s), 8) for s in (200, 20, 2, 0.5)]
     assert hats == sorted(hats) and ats == sorted(ats, reverse=True)
-    # seed 003: all tasks at 0.612 -> pass^8 = 0.612^8 = 0.020
+    # agent-evaluation guide: all tasks at 0.612 -> pass^8 = 0.612^8 = 0.020
     assert round(float(plugin_pass_hat_k(0.612, 8)), 3) == 0.020
 
 
 def test_seed_003_ninety_percent_agent_at_32() -> None:
-    # seed 003: mean 0.9, concentration 2: pass^32 = 0.53; every task at 0.9: 0.034
+    # agent-evaluation guide: mean 0.9, concentration 2: pass^32 = 0.53; every task at 0.9: 0.034
     a, b = beta_from_mean_concentration(0.9, 2.0)
     assert round(beta_pass_hat_k(a, b, 32), 2) == 0.53
     assert round(float(plugin_pass_hat_k(0.9, 32)), 3) == 0.034
 
 
 def test_seed_003_planted_population_pass16() -> None:
-    # seed 003: Beta(1.224, 0.776): truth pass^16 = 0.121; the spread-blind guess
+    # agent-evaluation guide: Beta(1.224, 0.776): truth pass^16 = 0.121; the spread-blind guess
     # (pass^1)^16 says 0.0004, "off by a factor of 300"
     truth = beta_pass_hat_k(1.224, 0.776, 16)
     assert round(truth, 3) == 0.121
@@ -88,7 +88,7 @@ def test_beta_moments_match_integration() -> None:
         assert beta_pass_hat_k(a, b, k) == pytest.approx(ref, rel=1e-6)
         ref_at = 1 - quad(lambda p, k=k: (1 - p) ** k * pdf(p), 0, 1)[0]
         assert beta_pass_at_k(a, b, k) == pytest.approx(ref_at, rel=1e-6)
-    # product form of seed 003: prod (a+i)/(a+b+i)
+    # product form of agent-evaluation guide: prod (a+i)/(a+b+i)
     assert beta_pass_hat_k(a, b, 4) == pytest.approx(
         np.prod([(a + i) / (a + b + i) for i in range(4)])
     )
@@ -129,7 +129,7 @@ def test_fits_recover_planted_parameters() -> None:
 
 
 def test_moment_formula_by_hand() -> None:
-    # seed 003: m1 = pass^1, m2 = unbiased pass^2; s = (m1 - m2)/(m2 - m1^2)
+    # agent-evaluation guide: m1 = pass^1, m2 = unbiased pass^2; s = (m1 - m2)/(m2 - m1^2)
     c = np.array([0, 1, 2, 3, 4, 4, 3, 4])
     n = np.full(8, 4)
     m1 = mean_pass_hat_k(n, c, 1)
@@ -148,7 +148,7 @@ def test_no_overdispersion_gives_huge_concentration() -> None:
 
 
 def test_predict_pass16_from_four_trials() -> None:
-    # seed 003: with four trials per task, predict pass^16 (truth 0.121 for the planted Beta)
+    # agent-evaluation guide: with four trials per task, predict pass^16 (truth 0.121 for the planted Beta)
     c, p = _planted(2000, 4, 2)
     pred = predict_pass_hat_k(c, 4, [1, 2, 4, 16], n_boot=200, rng=0)
     assert pred.estimate[3] == pytest.approx(0.121, abs=0.02)

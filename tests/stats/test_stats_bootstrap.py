@@ -120,18 +120,18 @@ def test_weighted_mean() -> None:
     values = np.array([0.6] * 5 + [0.95] * 5)
     weights = np.array([0.2 / 5] * 5 + [0.8 / 5] * 5)
     res = cluster_bootstrap_ci(values, weights=weights, n_resamples=500, rng=0)
-    assert res.estimate == pytest.approx(0.88)  # seed 002's stratified 88%
+    assert res.estimate == pytest.approx(0.88)  # the estimands guide's stratified 88%
 
 
 def test_seed_000_bootstrap_ci_of_model_a() -> None:
-    # seed 000: "bootstrap CI of A: (0.64, 0.72)" (percentile, questions resampled)
+    # metrics guide: "bootstrap CI of A: (0.64, 0.72)" (percentile, questions resampled)
     a = np.array([1] * 340 + [0] * 160, dtype=float)
     res = cluster_bootstrap_ci(a, n_resamples=10_000, rng=0)
     assert (round(res.ci[0], 2), round(res.ci[1], 2)) == (0.64, 0.72)
 
 
 def test_seed_002_resampling_whole_tasks() -> None:
-    # seed 002: 50 tasks x 4 rollouts (30 all pass, 15 all fail, 5 two of four): resampling
+    # estimands guide: 50 tasks x 4 rollouts (30 all pass, 15 all fail, 5 two of four): resampling
     # whole tasks gives about 52-77% where the trials-as-tasks Wilson interval says 58-71%.
     rates = np.array([1.0] * 30 + [0.0] * 15 + [0.5] * 5)
     res = cluster_bootstrap_ci(rates, n_resamples=20_000, rng=0)

@@ -1,4 +1,4 @@
-"""Clustered standard errors, effective clusters and design effects (seeds 000, 002, 003)."""
+"""Clustered standard errors, effective clusters and design effects (metrics guide, estimands guide and agent-evaluation guide)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from harness.stats import (
 
 
 def _seed_000_passages() -> tuple[list[int], list[int]]:
-    """Seed 000's data-generating process: 100 passages x 5 questions, each passage easy or
+    """The metrics guide's data-generating process: 100 passages x 5 questions, each passage easy or
     hard, drawn with Python's Mersenne Twister seeded 1 in the seed's order of calls."""
     rng = random.Random(1)
     scores: list[int] = []
@@ -34,7 +34,7 @@ def _seed_000_passages() -> tuple[list[int], list[int]]:
 
 
 def test_seed_000_naive_vs_clustered_se() -> None:
-    # seed 000 toolkit output: "naive SE: 0.0223  clustered SE: 0.0427"
+    # metrics guide toolkit output: "naive SE: 0.0223  clustered SE: 0.0427"
     scores, clusters = _seed_000_passages()
     naive = clustered_se(scores, None, small_sample=True)  # SD(ddof=1)/sqrt(n)
     assert round(naive, 4) == 0.0223
@@ -73,9 +73,9 @@ def test_agrees_with_statsmodels_cluster_robust_mean() -> None:
 
 
 def test_seed_003_effective_clusters() -> None:
-    # seed 003: three tasks from one repository and one from another: 16/10 = 1.6
+    # agent-evaluation guide: three tasks from one repository and one from another: 16/10 = 1.6
     assert effective_clusters(["r1", "r1", "r1", "r2"]) == pytest.approx(1.6)
-    # seed 003: SWE-bench Verified, 231 Django, 75 SymPy, 194 across ten others:
+    # agent-evaluation guide: SWE-bench Verified, 231 Django, 75 SymPy, 194 across ten others:
     # sum of squares 64,600 and J_eff = 250,000/64,600 = 3.9
     sizes = np.array([231, 75, 44, 34, 32, 22, 22, 19, 10, 8, 2, 1])
     assert sizes.sum() == 500 and int(np.dot(sizes, sizes)) == 64_600
@@ -84,13 +84,13 @@ def test_seed_003_effective_clusters() -> None:
 
 
 def test_seed_000_design_effect() -> None:
-    # seed 000: 5 questions per passage with rho = 0.5: variance x3, SE x1.73
+    # metrics guide: 5 questions per passage with rho = 0.5: variance x3, SE x1.73
     assert design_effect(5, 0.5) == pytest.approx(3.0)
     assert round(math.sqrt(design_effect(5, 0.5)), 2) == 1.73
 
 
 def _seed_002_rollouts() -> tuple[np.ndarray, np.ndarray]:
-    # seed 002: 50 tasks x 4 rollouts: 30 pass all four, 15 fail all four, 5 pass two of four
+    # estimands guide: 50 tasks x 4 rollouts: 30 pass all four, 15 fail all four, 5 pass two of four
     per_task = [[1, 1, 1, 1]] * 30 + [[0, 0, 0, 0]] * 15 + [[1, 1, 0, 0]] * 5
     outcomes = np.array(per_task, dtype=float).ravel()
     tasks = np.repeat(np.arange(50), 4)
@@ -134,7 +134,7 @@ def test_mean_ci_clustered_t_vs_normal() -> None:
 
 
 def test_seed_003_repository_simulation() -> None:
-    # seed 003: SWE-bench-shaped clusters (12 repositories), repository log-odds SD 0.8, task
+    # agent-evaluation guide: SWE-bench-shaped clusters (12 repositories), repository log-odds SD 0.8, task
     # SD 1.0, base log-odds 1.4 (mean score about 75%), 2,000 draws: the independent-task SE
     # says 1.9 points, the clustered SE about 4.2, the true spread about 6.4.
     from scipy.special import expit

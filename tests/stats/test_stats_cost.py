@@ -1,4 +1,4 @@
-"""Cost frontiers, retry baselines and the rerun trap (seed 003)."""
+"""Cost frontiers, retry baselines and the rerun trap (agent-evaluation guide)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from harness.stats import (
 
 
 def test_seed_003_dominance() -> None:
-    # seed 003: an agent at 70% for $6 dominates one at 68% for $15
+    # agent-evaluation guide: an agent at 70% for $6 dominates one at 68% for $15
     assert pareto_front([0.70, 0.68], [6.0, 15.0]).tolist() == [0]
     # four agents: the ensemble is dominated
     acc = [0.55, 0.66, 0.70, 0.64]
@@ -41,7 +41,7 @@ def test_pareto_against_brute_force() -> None:
 
 
 def test_seed_003_mixture_and_hull() -> None:
-    # seed 003: half and half of $0.03 at 55% and $1.50 at 66% gives $0.765 at 60.5%
+    # agent-evaluation guide: half and half of $0.03 at 55% and $1.50 at 66% gives $0.765 at 60.5%
     acc, cst = mixture(0.55, 0.03, 0.66, 1.50, 0.5)
     assert acc == pytest.approx(0.605) and cst == pytest.approx(0.765)
     # an agent at 60% for $1.00 is Pareto-optimal but beaten by a mixture: off the hull
@@ -55,7 +55,7 @@ def test_seed_003_mixture_and_hull() -> None:
 
 
 def test_seed_003_retry_baseline() -> None:
-    # seed 003: 1 cent per try, solves half the time, 3 tries: 0.875 success, 1.75 tries
+    # agent-evaluation guide: 1 cent per try, solves half the time, 3 tries: 0.875 success, 1.75 tries
     success, tries = retry_success(0.5, 3)
     assert success == pytest.approx(0.875) and tries == pytest.approx(1.75)
     k, succ, spend = budget_matched_retry(0.5, 0.01, 0.03)
@@ -78,7 +78,7 @@ def test_retry_by_simulation() -> None:
 
 
 def test_seed_003_retried_small_agent() -> None:
-    # seed 003: the retried small agent (mean 0.42; concentration 1.5 reproduces the curve)
+    # agent-evaluation guide: the retried small agent (mean 0.42; concentration 1.5 reproduces the curve)
     # climbs from 42% to 82% at 10 tries, spending under 4 cents, and to 91% at 30
     a, b = beta_from_mean_concentration(0.42, 1.5)
     assert round(beta_retry_success(a, b, 1)[0], 2) == 0.42
@@ -92,7 +92,7 @@ def test_seed_003_retried_small_agent() -> None:
 
 
 def test_seed_003_rerun_trap_formulas() -> None:
-    # seed 003: p = 0.6, 5% crashes: 0.57 scored as failures; 0.5985 with one rerun of
+    # agent-evaluation guide: p = 0.6, 5% crashes: 0.57 scored as failures; 0.5985 with one rerun of
     # crashes; rerunning every failure gives pass@2 = 1 - (1 - 0.57)^2 = 0.815
     trap = rerun_trap(0.6, 0.05)
     assert trap.crash_as_failure == pytest.approx(0.57)

@@ -1,6 +1,6 @@
 """Coverage simulation: cluster-aware intervals hold 95%; trials-as-tasks intervals do not.
 
-Planted population (seeds 000, 002, 003, 004: trials cluster within tasks, tasks within
+Planted population (metrics guide, estimands guide, agent-evaluation guide and when-not-to-ship guide: trials cluster within tasks, tasks within
 clusters): each cluster has a mean m_c ~ Beta(3, 2); each of its tasks has a success rate
 p ~ Beta(4 m_c, 4 (1 − m_c)); each task runs 5 trials. The estimand, the mean task success
 rate over the cluster population, is exactly E[m_c] = 0.6.

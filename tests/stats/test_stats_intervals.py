@@ -22,20 +22,20 @@ def pct(x: float) -> int:
 
 
 def test_seed_000_wilson_9_of_10_and_312_of_500() -> None:
-    # seed 000 toolkit output: "Wilson 9/10: [0.596, 0.982]", "Wilson 312/500: [0.581, 0.665]"
+    # metrics guide toolkit output: "Wilson 9/10: [0.596, 0.982]", "Wilson 312/500: [0.581, 0.665]"
     assert [round(x, 3) for x in wilson_interval(9, 10)] == [0.596, 0.982]
     assert [round(x, 3) for x in wilson_interval(312, 500)] == [0.581, 0.665]
 
 
 def test_seed_000_wilson_10_of_10() -> None:
-    # seed 000: "At 10/10, it gives [72.2%, 100%]"
+    # metrics guide: "At 10/10, it gives [72.2%, 100%]"
     lo, hi = wilson_interval(10, 10)
     assert round(100 * lo, 1) == 72.2
     assert hi == 1.0
 
 
 def test_seed_000_wald_failures() -> None:
-    # seed 000: 312/500 Wald 62.4 ± 4.25 -> [58.2%, 66.6%]; 9/10 Wald [71.4%, 108.6%];
+    # metrics guide: 312/500 Wald 62.4 ± 4.25 -> [58.2%, 66.6%]; 9/10 Wald [71.4%, 108.6%];
     # 10/10 Wald has zero width.
     lo, hi = wald_interval(312, 500)
     assert (round(100 * lo, 1), round(100 * hi, 1)) == (58.2, 66.6)
@@ -43,23 +43,23 @@ def test_seed_000_wald_failures() -> None:
     lo, hi = wald_interval(9, 10)
     assert (round(100 * lo, 1), round(100 * hi, 1)) == (71.4, 108.6)
     assert wald_interval(10, 10) == (1.0, 1.0)
-    # SE of 312/500 is 2.17 points (seed 000)
+    # SE of 312/500 is 2.17 points (metrics guide)
     assert round(100 * math.sqrt(0.624 * 0.376 / 500), 2) == 2.17
 
 
 @pytest.mark.parametrize(
     ("successes", "n", "expected"),
     [
-        (80, 100, (71, 87)),  # seed 002: SQLAgent 80/100
-        (9, 12, (47, 91)),  # seed 002: business-calendar slice
-        (194, 200, (94, 99)),  # seed 002: release candidate
-        (120, 200, (53, 67)),  # seed 002: joins
-        (95, 100, (89, 98)),  # seed 002: lookups
-        (20, 20, (84, 100)),  # seed 002: clean run of 20
-        (12, 12, (76, 100)),  # seed 001: class of twelve, 12/12
-        (10, 12, (55, 95)),  # seed 001: class of twelve, 10/12
-        (42, 50, (71, 92)),  # seed 001: baseline 84% [71%, 92%]
-        (43, 50, (74, 93)),  # seed 001: branch 86% [74%, 93%]
+        (80, 100, (71, 87)),  # estimands guide: SQLAgent 80/100
+        (9, 12, (47, 91)),  # estimands guide: business-calendar slice
+        (194, 200, (94, 99)),  # estimands guide: release candidate
+        (120, 200, (53, 67)),  # estimands guide: joins
+        (95, 100, (89, 98)),  # estimands guide: lookups
+        (20, 20, (84, 100)),  # estimands guide: clean run of 20
+        (12, 12, (76, 100)),  # eval-harness guide: class of twelve, 12/12
+        (10, 12, (55, 95)),  # eval-harness guide: class of twelve, 10/12
+        (42, 50, (71, 92)),  # eval-harness guide: baseline 84% [71%, 92%]
+        (43, 50, (74, 93)),  # eval-harness guide: branch 86% [74%, 93%]
     ],
 )
 def test_seed_wilson_percentages(successes: int, n: int, expected: tuple[int, int]) -> None:
@@ -69,7 +69,7 @@ def test_seed_wilson_percentages(successes: int, n: int, expected: tuple[int, in
 
 @pytest.mark.parametrize(
     ("n", "interval", "half_width"),
-    [  # seed 001: Wilson at a realistic 85% across sizes
+    [  # eval-harness guide: Wilson at a realistic 85% across sizes
         (100, (77, 91), 7),
         (200, (79, 89), 5),
         (500, (82, 88), 3),
@@ -83,7 +83,7 @@ def test_seed_001_width_table(n: int, interval: tuple[int, int], half_width: int
 
 
 def test_seed_001_width_table_small_rows() -> None:
-    # seed 001 prints 62%-95% (±16) at n = 20 and 72%-93% (±10) at n = 50. These two rows
+    # eval-harness guide prints 62%-95% (±16) at n = 20 and 72%-93% (±10) at n = 50. These two rows
     # do not match the seed's own Wilson code at 17/20 and 42.5/50 (which gives 64%-95%,
     # ±15.4 and 73%-92%, ±9.9), so they are checked to within two points.
     for n, (lo_ref, hi_ref), half in ((20, (62, 95), 16), (50, (72, 93), 10)):
@@ -95,17 +95,17 @@ def test_seed_001_width_table_small_rows() -> None:
 
 
 def test_seed_001_standard_error_at_85_on_50() -> None:
-    # seed 001: "At 85% on 50 cases that is 5.0 percentage points."
+    # eval-harness guide: "At 85% on 50 cases that is 5.0 percentage points."
     assert round(100 * math.sqrt(0.85 * 0.15 / 50), 1) == 5.0
 
 
 def test_seed_002_half_widths_near_80() -> None:
-    # seed 002: ±11 at n = 50, ±8 at 100, ±4 (about 3.9) at 400, ±2.5 at 1,000
+    # estimands guide: ±11 at n = 50, ±8 at 100, ±4 (about 3.9) at 400, ±2.5 at 1,000
     assert round(100 * wilson_half_width(0.8, 50)) == 11
     assert round(100 * wilson_half_width(0.8, 100)) == 8
     assert round(100 * wilson_half_width(0.8, 400), 1) == 3.9
     assert round(100 * wilson_half_width(0.8, 1000), 1) == 2.5
-    # seed 002: "±5 points at 80% needs 245 independent tasks"
+    # estimands guide: "±5 points at 80% needs 245 independent tasks"
     assert wilson_sample_size(0.8, 0.05) == 245
 
 

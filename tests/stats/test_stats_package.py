@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +23,26 @@ def test_public_api_names() -> None:
     for name in hs.__all__:
         assert hasattr(hs, name), name
     for fn in (hs.wilson_interval, hs.pass_at_k, hs.cluster_bootstrap_ci, hs.rerun_trap):
-        assert "seed" in (fn.__doc__ or "").lower()
+        assert " guide" in (fn.__doc__ or ""), fn.__name__  # names its source
+
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = ("metrics", "eval-harness", "estimands", "agent-evaluation", "when-not-to-ship")
+
+
+def test_sources_are_cited_by_name_and_defined_once() -> None:
+    """Code cites the statistics sources by the short names docs/statistics.md defines, never
+    by a document number that reads like a random seed."""
+    doc = (REPO / "docs" / "statistics.md").read_text()
+    for name in SOURCES:
+        assert f"| *{name} guide* |" in doc, name
+    numbered = re.compile(r"\b[Ss]eeds? 00[0-4]\b")
+    cited = set()
+    for path in [*(REPO / "harness").rglob("*.py"), *(REPO / "graders").rglob("*.py")]:
+        text = path.read_text()
+        assert not numbered.search(text), path
+        cited |= set(re.findall(r"\b([a-z-]+) guide\b", text.lower()))
+    assert set(SOURCES) <= cited
 
 
 def test_per_task_counts_and_clusters() -> None:
@@ -37,12 +58,12 @@ def test_per_task_counts_and_clusters() -> None:
     with pytest.raises(ValueError):
         hs.task_clusters(["a", "a"], ["r1", "r2"])
     assert hs.cluster_sizes(["r1", "r2", "r2"]).tolist() == [1, 2]
-    # seed 000: macro vs micro averaging
+    # metrics guide: macro vs micro averaging
     assert hs.macro_average([1, 1, 1, 0], ["x", "x", "x", "y"]) == pytest.approx(0.5)
 
 
 def test_noninferiority_verdicts() -> None:
-    # seed 004: lower bound above -margin supports non-inferiority; upper bound below
+    # when-not-to-ship guide: lower bound above -margin supports non-inferiority; upper bound below
     # -margin is a regression; an interval crossing -margin is inconclusive
     assert hs.noninferiority_verdict((-0.01, 0.04), 0.02) == "non-inferior"
     assert hs.noninferiority_verdict((-0.09, -0.03), 0.02) == "regression"

@@ -19,23 +19,23 @@ from harness.stats import (
 
 
 def test_seed_001_mcnemar_branches() -> None:
-    # seed 001: branch A fixed 5, broke 0 -> p = 0.031; branch B fixed 8, broke 3 -> 0.113
+    # eval-harness guide: branch A fixed 5, broke 0 -> p = 0.031; branch B fixed 8, broke 3 -> 0.113
     assert round(mcnemar_exact(broke=0, fixed=5), 3) == 0.031
     assert mcnemar_exact(0, 5) == pytest.approx(1 / 32)
     assert round(mcnemar_exact(broke=3, fixed=8), 3) == 0.113
     assert mcnemar_exact(3, 8) == pytest.approx(232 / 2048)
-    # seed 001: a three-nil move in a class is p = 0.125
+    # eval-harness guide: a three-nil move in a class is p = 0.125
     assert mcnemar_exact(0, 3) == pytest.approx(0.125)
     assert mcnemar_exact(0, 0) == 1.0
 
 
 def test_seed_001_unpaired_test_misses_both_branches() -> None:
-    # seed 001: "the unpaired two-proportion test gives p = 0.11 for both branches"
+    # eval-harness guide: "the unpaired two-proportion test gives p = 0.11 for both branches"
     assert round(two_proportion_z_test(42, 50, 47, 50), 2) == 0.11
 
 
 def test_seed_001_tables_give_discordant_counts() -> None:
-    # seed 001 branch B: 39 pass/pass, 3 pass/fail, 8 fail/pass, 0 fail/fail
+    # eval-harness guide branch B: 39 pass/pass, 3 pass/fail, 8 fail/pass, 0 fail/fail
     old = np.array([1] * 39 + [1] * 3 + [0] * 8)
     new = np.array([1] * 39 + [0] * 3 + [1] * 8)
     assert discordant_counts(old, new) == (3, 8)
@@ -43,14 +43,14 @@ def test_seed_001_tables_give_discordant_counts() -> None:
 
 
 def _seed_000_pairs() -> tuple[np.ndarray, np.ndarray]:
-    # seed 000: 500 questions: both right 300, A only 40, B only 22, neither 138
+    # metrics guide: 500 questions: both right 300, A only 40, B only 22, neither 138
     a = np.array([1] * 300 + [1] * 40 + [0] * 22 + [0] * 138, dtype=float)
     b = np.array([1] * 300 + [0] * 40 + [1] * 22 + [0] * 138, dtype=float)
     return a, b
 
 
 def test_seed_000_paired_difference() -> None:
-    # seed 000: "paired: diff=0.036 se=0.0157 CI=(0.005, 0.067) p=0.022"; SD(d) = 0.351
+    # metrics guide: "paired: diff=0.036 se=0.0157 CI=(0.005, 0.067) p=0.022"; SD(d) = 0.351
     a, b = _seed_000_pairs()
     res = paired_difference(a, b)
     assert round(res.estimate, 3) == 0.036
@@ -58,12 +58,12 @@ def test_seed_000_paired_difference() -> None:
     assert (round(res.ci[0], 3), round(res.ci[1], 3)) == (0.005, 0.067)
     assert round(res.p_value, 3) == 0.022
     assert round(float(np.std(a - b, ddof=1)), 3) == 0.351
-    # seed 000: exact McNemar on the 40 vs 22 discordant pairs gives p about 0.030
+    # metrics guide: exact McNemar on the 40 vs 22 discordant pairs gives p about 0.030
     assert round(mcnemar_exact(broke=22, fixed=40, alternative="two-sided"), 3) == 0.030
 
 
 def test_seed_000_unpaired_comparison_is_wrong_way() -> None:
-    # seed 000: independent SEs: difference 3.6 points, SE 2.99, CI [-2.3, +9.5]
+    # metrics guide: independent SEs: difference 3.6 points, SE 2.99, CI [-2.3, +9.5]
     res = unpaired_difference(340, 500, 322, 500)
     assert round(100 * res.estimate, 1) == 3.6
     assert round(100 * res.se, 2) == 2.99
@@ -108,7 +108,7 @@ def test_paired_difference_with_clusters_is_wider() -> None:
 
 
 def test_seed_familywise_error() -> None:
-    # seed 001: eight classes at 5%: about 34%; seed 000: twenty variants: 64%
+    # eval-harness guide: eight classes at 5%: about 34%; metrics guide: twenty variants: 64%
     assert round(familywise_error_rate(0.05, 8), 2) == 0.34
     assert round(familywise_error_rate(0.05, 20), 2) == 0.64
 

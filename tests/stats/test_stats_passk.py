@@ -23,7 +23,7 @@ from harness.stats import (
 
 
 def test_seed_000_benchmark_table() -> None:
-    # seed 000: tasks (10, 3), (10, 10), (10, 0), (10, 7):
+    # metrics guide: tasks (10, 3), (10, 10), (10, 0), (10, 7):
     # k=1: 0.500 / 0.500; k=3: 0.675 / 0.325; k=5: 0.729 / 0.271
     n = np.full(4, 10)
     c = np.array([3, 10, 0, 7])
@@ -34,22 +34,22 @@ def test_seed_000_benchmark_table() -> None:
 
 
 def test_seed_000_and_002_single_task_numbers() -> None:
-    # seed 000: 7 passes of 10, pass^3 = 35/120 = 0.292
+    # metrics guide: 7 passes of 10, pass^3 = 35/120 = 0.292
     assert pass_hat_k(10, 7, 3) == pytest.approx(35 / 120)
     assert round(pass_hat_k(10, 7, 3), 3) == 0.292
-    # seed 002: 3 passes of 10, unbiased pass@5 = 1 - 21/252 = 91.7%, plug-in 83.2%
+    # estimands guide: 3 passes of 10, unbiased pass@5 = 1 - 21/252 = 91.7%, plug-in 83.2%
     assert pass_at_k(10, 3, 5) == pytest.approx(1 - 21 / 252)
     assert round(100 * pass_at_k(10, 3, 5), 1) == 91.7
     assert round(100 * plugin_pass_at_k(0.3, 5), 1) == 83.2
-    # seed 002: at k = 1 the unbiased and plug-in estimates agree at 30%
+    # estimands guide: at k = 1 the unbiased and plug-in estimates agree at 30%
     assert pass_at_k(10, 3, 1) == pytest.approx(0.3) == plugin_pass_at_k(0.3, 1)
-    # seed 003: 3 successes in 4 trials, k = 2: 3/6 = 0.5 against plug-in 0.5625
+    # agent-evaluation guide: 3 successes in 4 trials, k = 2: 3/6 = 0.5 against plug-in 0.5625
     assert pass_hat_k(4, 3, 2) == pytest.approx(0.5)
     assert plugin_pass_hat_k(0.75, 2) == pytest.approx(0.5625)
 
 
 def test_seed_002_plugin_bias_about_seven_points() -> None:
-    # seed 002: if the true rate were 30%, the plug-in's expected value falls about 7 points
+    # estimands guide: if the true rate were 30%, the plug-in's expected value falls about 7 points
     # short of the true pass@5 (10 samples per task).
     from scipy.stats import binom
 
@@ -63,7 +63,7 @@ def test_seed_002_plugin_bias_about_seven_points() -> None:
 
 
 def test_seed_002_heterogeneous_suite() -> None:
-    # seed 002: p = 0.75, k = 3: pass@3 about 98% (98.4%), pass^3 about 42% (42.2%)
+    # estimands guide: p = 0.75, k = 3: pass@3 about 98% (98.4%), pass^3 about 42% (42.2%)
     assert round(100 * plugin_pass_at_k(0.75, 3), 1) == 98.4
     assert round(100 * plugin_pass_hat_k(0.75, 3), 1) == 42.2
     # half the tasks always succeed, half succeed half the time: 93.8% and 56.3%
@@ -74,11 +74,11 @@ def test_seed_002_heterogeneous_suite() -> None:
 
 
 def test_seed_003_task_rate_average_and_reliability() -> None:
-    # seed 003: one task passed 1 of 3 trials, another 3 of 3: score (1/3 + 1)/2 = 0.67
+    # agent-evaluation guide: one task passed 1 of 3 trials, another 3 of 3: score (1/3 + 1)/2 = 0.67
     rates, counts = per_task_rates(["a", "a", "a", "b", "b", "b"], [1, 0, 0, 1, 1, 1])
     assert round(float(rates.mean()), 2) == 0.67
     assert counts.tolist() == [3, 3]
-    # seed 003: 0.9^8 = 0.43; 0.612^8 = 0.020
+    # agent-evaluation guide: 0.9^8 = 0.43; 0.612^8 = 0.020
     assert round(float(plugin_pass_hat_k(0.9, 8)), 2) == 0.43
     assert round(float(plugin_pass_hat_k(0.612, 8)), 3) == 0.020
 
@@ -108,7 +108,7 @@ def test_unbiased_in_expectation(n: int, k: int, p: float) -> None:
     w = binom.pmf(c, n, p)
     assert float(np.dot(w, pass_hat_k(n, c, k))) == pytest.approx(p**k, rel=1e-10)
     assert float(np.dot(w, pass_at_k(n, c, k))) == pytest.approx(1 - (1 - p) ** k, rel=1e-10)
-    # the plug-ins are biased in opposite directions (seed 003)
+    # the plug-ins are biased in opposite directions (agent-evaluation guide)
     assert float(np.dot(w, plugin_pass_hat_k(c / n, k))) > p**k
     assert float(np.dot(w, plugin_pass_at_k(c / n, k))) < 1 - (1 - p) ** k
 

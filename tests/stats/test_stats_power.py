@@ -18,26 +18,26 @@ from harness.stats import (
 
 
 def test_seed_000_unpaired_and_paired() -> None:
-    # seed 000: "unpaired n: 3882", "paired n: 1039" (65% -> 68%, 12% discordance)
+    # metrics guide: "unpaired n: 3882", "paired n: 1039" (65% -> 68%, 12% discordance)
     assert cases_needed(0.65, 0.03) == 3882
     assert cases_needed_paired(0.03, 0.12) == 1039
-    # the same through the generic formula with seed 000's SD(d) values
+    # the same through the generic formula with the metrics guide's SD(d) values
     assert n_for_power(math.sqrt(0.65 * 0.35 + 0.68 * 0.32), 0.03) == 3882
     assert n_for_power(math.sqrt(0.12 - 0.03**2), 0.03) == 1039
-    # seed 000: SD(d) = 0.667 unpaired and 0.345 paired
+    # metrics guide: SD(d) = 0.667 unpaired and 0.345 paired
     assert round(math.sqrt(0.65 * 0.35 + 0.68 * 0.32), 3) == 0.667
     assert round(math.sqrt(0.12 - 0.03**2), 3) == 0.345
 
 
 @pytest.mark.parametrize(("lift", "approx"), [(0.02, 4700), (0.05, 680), (0.10, 140)])
 def test_seed_001_cases_per_arm_from_85(lift: float, approx: int) -> None:
-    # seed 001: from 85%: +2 points ~4,700 per arm, +5 ~680, +10 ~140 (two significant digits)
+    # eval-harness guide: from 85%: +2 points ~4,700 per arm, +5 ~680, +10 ~140 (two significant digits)
     n = cases_needed(0.85, lift)
     assert float(f"{n:.2g}") == approx
 
 
 def test_seed_000_minimum_detectable_effect_on_100_items() -> None:
-    # seed 000: "a 100-item eval can only reliably detect differences of roughly 19 to 20
+    # metrics guide: "a 100-item eval can only reliably detect differences of roughly 19 to 20
     # points or more unpaired (80% power)" (the worst case, near 50%)
     mde = minimum_detectable_effect(100, 0.5)
     assert 0.19 <= mde <= 0.20
@@ -62,7 +62,7 @@ def test_paired_needs_fewer_cases() -> None:
 
 
 def test_seed_001_discordant_pairs_needed() -> None:
-    # seed 001: "need ~25 discordant at 4-in-5 win rate, ~50 discordant at 7-in-10"
+    # eval-harness guide: "need ~25 discordant at 4-in-5 win rate, ~50 discordant at 7-in-10"
     # (exact two-sided McNemar, 80% power, 5% level)
     at_80 = discordant_pairs_needed(0.8)
     at_70 = discordant_pairs_needed(0.7)

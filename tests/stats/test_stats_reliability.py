@@ -1,4 +1,4 @@
-"""Seed 000's reliability profile and the reliability helpers."""
+"""The metrics guide's reliability profile and the reliability helpers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from harness.stats import (
     unstable_tasks,
 )
 
-# seed 000: 4 tasks x 3 runs: task, ok, ok on a paraphrase, stated confidence, harm severity
+# metrics guide: 4 tasks x 3 runs: task, ok, ok on a paraphrase, stated confidence, harm severity
 RUNS = [
     ("t1", 1, 1, 0.90, 0),
     ("t1", 1, 1, 0.85, 0),
@@ -36,7 +36,7 @@ SEVERITY = np.array([r[4] for r in RUNS])
 
 
 def test_seed_000_reliability_profile() -> None:
-    # seed 000 output: accuracy 58%, consistency pass^3 25%, robustness drop -25 points,
+    # metrics guide output: accuracy 58%, consistency pass^3 25%, robustness drop -25 points,
     # ECE 0.15, harmful runs 25% (severity-weighted 0.42 per run)
     assert round(100 * OK.mean()) == 58
     assert round(100 * consistency(TASK, OK, 3)) == 25
@@ -76,7 +76,7 @@ def test_ece_equal_width_bins() -> None:
 
 
 def test_unstable_tasks_and_harm_errors() -> None:
-    # seed 001: a 2/5 task is unstable; here t2, t3 and t4 are mixed, t1 is 3/3
+    # eval-harness guide: a 2/5 task is unstable; here t2, t3 and t4 are mixed, t1 is 3/3
     assert unstable_tasks(TASK, OK).tolist() == ["t2", "t3", "t4"]
     with pytest.raises(ValueError):
         harm_rate([-1, 0])

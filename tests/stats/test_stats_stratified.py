@@ -1,4 +1,4 @@
-"""Stratified reweighting, Kish effective n, finite population correction (seeds 000, 002)."""
+"""Stratified reweighting, Kish effective n, finite population correction (metrics guide and estimands guide)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from harness.stats import (
 
 
 def test_seed_002_sqlagent_suite() -> None:
-    # seed 002: joins 120/200 (60%), lookups 95/100 (95%); production 20% joins, 80% lookups
+    # estimands guide: joins 120/200 (60%), lookups 95/100 (95%); production 20% joins, 80% lookups
     est, se = stratified_estimate([0.60, 0.95], [200, 100], [0.2, 0.8])
     assert round(100 * est) == 88
     assert se == pytest.approx(math.sqrt(0.04 * 0.24 / 200 + 0.64 * 0.0475 / 100))
@@ -30,7 +30,7 @@ def test_seed_002_sqlagent_suite() -> None:
 
 
 def test_seed_002_kish_effective_n() -> None:
-    # seed 002: each join weighs 0.3 and each lookup 2.4: n_eff about 152 of 300
+    # estimands guide: each join weighs 0.3 and each lookup 2.4: n_eff about 152 of 300
     w = np.r_[np.full(200, 0.3), np.full(100, 2.4)]
     assert round(kish_effective_n(w)) == 152
     assert kish_effective_n(np.ones(300)) == pytest.approx(300)
@@ -49,7 +49,7 @@ def test_stratified_se_by_simulation() -> None:
 
 
 def test_seed_000_finite_population() -> None:
-    # seed 000: SE = sqrt(p(1-p)/n * (N-n)/(N-1)); zero when the whole benchmark is run
+    # metrics guide: SE = sqrt(p(1-p)/n * (N-n)/(N-1)); zero when the whole benchmark is run
     assert finite_population_se(0.6, 500, 500) == 0.0
     assert finite_population_se(0.6, 100, 500) == pytest.approx(math.sqrt(0.24 / 100 * 400 / 499))
     assert finite_population_se(0.6, 100, 500) < math.sqrt(0.24 / 100)
