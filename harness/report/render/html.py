@@ -102,7 +102,7 @@ def render(
     t0 = time.perf_counter()
     rows = tk.task_rows(rr)
     colors = hs.arm_colors(rr.arms)
-    context = {
+    context: dict[str, Any] = {
         "header": header(data, rr, colors),
         "gate": gate_context(gate) if gate else None,
         "headline": headline(data, rr, colors),
@@ -211,7 +211,7 @@ def gate_context(gate: dict[str, Any]) -> dict[str, Any]:
         checks.append(
             ("unresolved coverage", cov["status"], f"worst share {hs.pct(cov.get('worst_share'))}")
         )
-    primary = gate.get("primary") if isinstance(gate.get("primary"), dict) else {}
+    primary: dict[str, Any] = gate["primary"] if isinstance(gate.get("primary"), dict) else {}
     cannot = gate.get("cannot_establish") or []
     return {
         "verdict": verdict,

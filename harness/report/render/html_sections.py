@@ -58,22 +58,23 @@ def forest(
     from harness.report.render import plots
 
     report_deltas = data.get("class_deltas") or None
-    screens = ((gate or {}).get("screens") or {}).get("classes") or []
+    g: dict[str, Any] = gate or {}
+    screens = (g.get("screens") or {}).get("classes") or []
     base, cand = rr.baseline, rr.candidate
     noise = None
     noise_row = None
     if screens:
         rows = [_delta_row(str(c.get("class")), c, c.get("n_tasks")) for c in screens]
         method = "per-class deltas as computed by the release gate"
-        primary = gate.get("primary") or {}
+        primary = g.get("primary") or {}
         if primary.get("estimate") is not None:
             rows.insert(0, _delta_row("overall", primary, primary.get("n_tasks"), True))
-        floor = gate.get("noise_floor") or {}
+        floor = g.get("noise_floor") or {}
         if floor.get("lo") is not None and floor.get("hi") is not None:
             noise = (floor["lo"], floor["hi"])
             noise_row = floor
             method += "; A/A noise floor from the release gate"
-        base, cand = gate.get("baseline") or base, gate.get("candidate") or cand
+        base, cand = g.get("baseline") or base, g.get("candidate") or cand
     elif report_deltas:
         rows = [_delta_row(c["class"], c, c["n"]) for c in report_deltas["by_class"]]
         rows.insert(
@@ -281,7 +282,7 @@ def task_table(
         unstable = any(at.unstable for at in r.arms.values())
         n_unstable += unstable
         n_disc += r.discordant > 0
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for a in rr.arms:
             at = r.arms.get(a)
             if not at:
