@@ -46,6 +46,7 @@ def load_report(
         data = load_run_data(
             store, run.id, with_variants=variants, with_pairing=comparison_available(settings)
         )
+        unresolved = store.unresolved_trials(run.id)
     finally:
         store.close()
     t1 = time.perf_counter()
@@ -73,6 +74,11 @@ def load_report(
         n_resamples=n_resamples or DEFAULT_RESAMPLES,
         suite=suite,
     )
+    from harness.report.causes import unresolved_causes
+
+    causes = unresolved_causes(unresolved)
+    for name, arm in report["arms"].items():
+        arm["unresolved_causes"] = causes.get(name, {"causes": [], "other": 0})
     t2 = time.perf_counter()
     comparison, warning = primary_comparison(data, settings, int(run.seed or 0))
     report["comparison"] = comparison

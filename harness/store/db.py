@@ -322,6 +322,17 @@ class Store:
             b = s.get(Blob, ref)
             return b.data if b else None
 
+    def unresolved_trials(self, run_id: str) -> list[tuple[str, str, str, int]]:
+        """(arm, status, reason, trial id) of every trial without a verdict, oldest first."""
+        trial = table_of(Trial)
+        q = (
+            select(trial.c.arm, trial.c.status, trial.c.reason, trial.c.id)
+            .where(trial.c.run_id == run_id, trial.c.status.not_in(("passed", "failed")))
+            .order_by(trial.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [(str(a), str(s), str(r or ""), int(i)) for a, s, r, i in conn.execute(q)]
+
     def trial_columns(self, run_id: str, columns: Sequence[str]) -> dict[str, list[Any]]:
         """Selected trial columns as lists (fast path for statistics over many rows).
 

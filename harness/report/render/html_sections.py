@@ -256,11 +256,17 @@ def infra(
         "no verdict after its retries is unresolved and "
         + ("counts as a failure." if rr.denominator == "failure" else "is excluded from rates.")
     )
+    causes = [
+        {"arm": arm, **c}
+        for arm in rr.arms
+        for c in ((_arm(data, arm).get("unresolved_causes") or {}).get("causes") or [])
+    ]
     return {
         "plot": svg,
         "statuses": statuses,
         "rows": rows,
         "kinds": error_kinds[:50],
+        "causes": causes,
         "note": note,
     }
 

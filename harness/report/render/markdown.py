@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.report.causes import causes_lines
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
@@ -90,6 +91,10 @@ def _arm(a: dict[str, Any]) -> list[str]:
         f"{a['unit']['effective_clusters']:.1f}).",
         unresolved_by_class_text(infra).capitalize() + ".",
     ]
+    causes = causes_lines(a)
+    if causes:
+        out += ["", "Why unresolved (top causes):", ""]
+        out += [f"- {_inline(line)}" for line in causes] + [""]
     if a.get("success", {}) and a["success"].get("warning"):
         out.append(f"> {a['success']['warning']}")
     if a.get("pass_hat_k"):
@@ -174,3 +179,10 @@ def _reliability_and_usage(a: dict[str, Any]) -> list[str]:
             line += f" — {lat['warning']}"
     out += ["", line + "."]
     return out
+
+
+def _inline(text: str) -> str:
+    """Untrusted text (an error message) as inert Markdown: no HTML, links, code or emphasis."""
+    for ch in "\\`*_[]<>|#":
+        text = text.replace(ch, "\\" + ch)
+    return text

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from harness.report.causes import causes_lines
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
@@ -94,6 +95,11 @@ def _arm(console: Console, name: str, a: dict[str, Any]) -> None:
         f"effective clusters {a['unit']['effective_clusters']:.1f})"
     )
     console.print(unresolved_by_class_text(infra))
+    causes = causes_lines(a)
+    if causes:
+        console.print("[yellow]why unresolved[/] (top causes; `harness view` shows each trial):")
+        for line in causes:
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     if a.get("pass_hat_k"):
         t = Table(title="pass^k (all k succeed) and pass@k (at least one)", title_justify="left")
         for col in ("k", "pass^k (CI)", "pass@k (CI)", "tasks"):

@@ -1,0 +1,62 @@
+"""Why trials have no verdict: the top causes per arm, each with a count, one example message
+and one trial id, so "46 harness errors" comes with the line that says what broke."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+TOP = 5
+"""Causes listed per arm; the rest are counted as 'other causes'."""
+EXAMPLE_CHARS = 240
+
+
+def cause_kind(status: str, reason: str) -> str:
+    """The status and the error's type: ``harness_error: ModuleNotFoundError``. Reasons are
+    written as ``Type: message`` by the trial lifecycle; a free-text reason keeps its status."""
+    head = reason.split(":", 1)[0].strip()
+    if head and " " not in head and len(head) <= 60:
+        return f"{status}: {head}"
+    return status
+
+
+def status_of(kind: str) -> str:
+    return kind.split(": ", 1)[0]
+
+
+def unresolved_causes(rows: list[tuple[str, str, str, int]]) -> dict[str, dict[str, Any]]:
+    """Per arm: ``{"causes": [{kind, count, example, trial_id}], "other": n}`` from
+    (arm, status, reason, trial id) rows of unresolved trials."""
+    counts: dict[str, Counter[str]] = {}
+    first: dict[tuple[str, str], tuple[str, int]] = {}
+    for arm, status, reason, trial_id in rows:
+        kind = cause_kind(status, reason)
+        counts.setdefault(arm, Counter())[kind] += 1
+        first.setdefault((arm, kind), (reason, trial_id))
+    out: dict[str, dict[str, Any]] = {}
+    for arm, counter in counts.items():
+        top = counter.most_common(TOP)
+        causes = []
+        for kind, n in top:
+            reason, trial_id = first[(arm, kind)]
+            example = " ".join(reason.split())
+            head = kind.split(": ", 1)[-1]
+            if kind != status_of(kind) and example.startswith(head + ":"):
+                example = example[len(head) + 1 :].strip()  # the type is in the kind already
+            if len(example) > EXAMPLE_CHARS:
+                example = example[: EXAMPLE_CHARS - 1] + "…"
+            causes.append({"kind": kind, "count": n, "example": example, "trial_id": trial_id})
+        out[arm] = {"causes": causes, "other": sum(counter.values()) - sum(n for _, n in top)}
+    return out
+
+
+def causes_lines(arm: dict[str, Any]) -> list[str]:
+    """Plain lines for terminal and Markdown: '12× harness_error: X, e.g. trial 42: "msg"'."""
+    section = arm.get("unresolved_causes") or {}
+    lines = [
+        f'{c["count"]}× {c["kind"]}, e.g. trial {c["trial_id"]}: "{c["example"]}"'
+        for c in section.get("causes") or []
+    ]
+    if section.get("other"):
+        lines.append(f"{section['other']} more in other causes")
+    return lines

@@ -1,0 +1,65 @@
+"""Unresolved trials name their cause in every output: kind, count, one example message and
+one trial id, per arm."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from harness.report.causes import cause_kind, unresolved_causes
+from tests.cli.test_usage_errors import _main
+from tests.conftest import write_suite
+
+
+def test_causes_are_grouped_by_status_and_error_type_most_common_first():
+    rows = [
+        ("a", "harness_error", "KeyError: 'x'", 3),
+        ("a", "infra_error", "SandboxError: container died", 4),
+        ("a", "infra_error", "SandboxError: daemon gone", 7),
+        ("a", "grader_error", "grader crashed while reading state", 9),
+        ("b", "infra_error", "SandboxError: daemon gone", 8),
+    ]
+    out = unresolved_causes(rows)
+    a = out["a"]["causes"]
+    assert [(c["kind"], c["count"], c["trial_id"]) for c in a] == [
+        ("infra_error: SandboxError", 2, 4),
+        ("harness_error: KeyError", 1, 3),
+        ("grader_error", 1, 9),
+    ]
+    assert a[0]["example"] == "container died"  # the type is in the kind already
+    assert out["b"]["causes"][0]["trial_id"] == 8 and out["a"]["other"] == 0
+    assert cause_kind("failed", "") == "failed"
+
+
+def test_top_causes_then_a_count_of_the_rest():
+    rows = [("a", "harness_error", f"E{i}: boom", i) for i in range(8)]
+    out = unresolved_causes(rows)["a"]
+    assert len(out["causes"]) == 5 and out["other"] == 3
+
+
+def test_every_output_names_the_cause(tmp_path):
+    suite = write_suite(tmp_path / "s", n_tasks=3)
+    doc = yaml.safe_load(suite.read_text())
+    doc["arms"][0]["agent"] = "no_such_module_xyz:Agent"
+    suite.write_text(yaml.safe_dump(doc))
+    store = f"sqlite:///{tmp_path}/h.db"
+    code, terminal, err = _main("run", str(suite), "--store", store, "-q")
+    assert code == 3, err
+    needle = "No module named 'no_such_module_xyz'"
+    assert "6× harness_error: ModuleNotFoundError" in terminal and needle in terminal
+
+    code, out, _ = _main("report", "--json", "--store", store)
+    [cause] = json.loads(out)["arms"]["base"]["unresolved_causes"]["causes"]
+    assert cause["count"] == 6 and needle in cause["example"]
+    assert isinstance(cause["trial_id"], int)
+
+    code, md, _ = _main("report", "--markdown", "--store", store)
+    assert "Why unresolved" in md and "no\\_such\\_module\\_xyz" in md
+
+    html = tmp_path / "r.html"
+    code, _, err = _main("report", "--html", str(html), "--store", store)
+    assert code == 0, err
+    page = html.read_text()
+    assert "Why trials are unresolved" in page and "no_such_module_xyz" in page
+    assert f">{cause['trial_id']}<" in page
