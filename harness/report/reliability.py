@@ -11,7 +11,7 @@ import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, VariantPairs
 from harness.report.sections import boot_name, num
-from harness.stats import expected_calibration_error, harm_rate, robustness_drop
+from harness.stats import expected_calibration_error, harm_rate, mean_estimate, robustness_drop
 from harness.stats.task_bootstrap import ece_bootstrap_interval, group_codes
 from harness.stats.task_units import Unit, mean_interval
 
@@ -52,6 +52,8 @@ def robustness_section(
         groups = tasks.astype(str)
         what = "tasks"
     d = robustness_drop(orig, pert, confidence, clusters=groups)
+    o_int = mean_estimate(orig, groups, kind="rate", confidence=confidence)
+    v_int = mean_estimate(pert, groups, kind="rate", confidence=confidence)
     return {
         **out,
         "estimate": d.estimate,
@@ -61,6 +63,8 @@ def robustness_section(
         "p_value": num(d.p_value),
         "original_rate": float(orig.mean()),
         "variant_rate": float(pert.mean()),
+        "original_interval": [o_int.lo, o_int.hi],
+        "variant_interval": [v_int.lo, v_int.hi],
         "n": int(pert.size),
         "method": f"paired difference, clustered SE over {what}, normal interval",
     }
@@ -96,8 +100,12 @@ def calibration_section(
     lo, hi = ece_bootstrap_interval(
         conf, y, codes, g, ECE_BINS, n_resamples=n_resamples, rng=rng, confidence=confidence
     )
+    succ = mean_estimate(y, codes, kind="rate", confidence=confidence)
+    mconf = mean_estimate(conf, codes, kind="rate", confidence=confidence)
     return {
         "estimand": "Σ_b (n_b/n)·|mean confidence_b − success rate_b| over stated confidences",
+        "success_interval": [succ.lo, succ.hi],
+        "mean_confidence_interval": [mconf.lo, mconf.hi],
         "diagram": reliability_diagram(conf, y, ECE_BINS),
         "ece": ece,
         "estimate": ece,

@@ -193,7 +193,11 @@ def prediction_section(
         "check": {
             "k": trials,
             "fitted": num(pred.estimate[-1]),
+            "fitted_interval": [num(pred.lo[-1]), num(pred.hi[-1])],
             "observed_unbiased": observed["estimate"] if observed else None,
+            "observed_interval": [observed.get("lo"), observed.get("hi")] if observed else None,
+            "n": int(n.size),
+            "unit": "task",
         },
     }
 

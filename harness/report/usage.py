@@ -81,8 +81,18 @@ def usage_section(
     steps = arm.steps[resolved]
     latency: dict[str, Any] = {"n": int(lat.size), "unit": "trial"}
     if lat.size:
-        p50, p95 = np.percentile(lat, [50, 95])
-        latency.update(p50_s=float(p50), p95_s=float(p95), mean_s=float(lat.mean()))
+        from harness.stats import quantile_interval
+
+        p50, p50_lo, p50_hi = quantile_interval(lat, 0.50, confidence)
+        p95, p95_lo, p95_hi = quantile_interval(lat, 0.95, confidence)
+        latency.update(
+            p50_s=p50,
+            p95_s=p95,
+            p50_interval=[p50_lo, p50_hi],
+            p95_interval=[p95_lo, p95_hi],
+            mean_s=float(lat.mean()),
+            method="order-statistic interval over trials (treats trials as independent)",
+        )
     if 0 < lat.size < LATENCY_WARN_TRIALS:
         latency["warning"] = (
             f"only {lat.size} trials (< {LATENCY_WARN_TRIALS}): percentiles, p95 above all, "

@@ -62,6 +62,7 @@ from harness.stats.estimate import (
 )
 from harness.stats.infra import RerunTrap, rerun_trap
 from harness.stats.intervals import (
+    quantile_interval,
     wald_interval,
     wilson_half_width,
     wilson_interval,
@@ -113,6 +114,7 @@ __all__ = [
     "FEW_CLUSTERS",
     "Estimate",
     "mean_estimate",
+    "quantile_interval",
     "no_variation_interval",
     "alpha_for_look",
     "schedule_name",

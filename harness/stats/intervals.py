@@ -96,3 +96,29 @@ def wilson_sample_size(p: float, half_width: float, confidence: float = 0.95) ->
         else:
             lo = mid + 1
     return lo
+
+
+def quantile_interval(
+    values: object, q: float, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """(estimate, lo, hi) for the q-quantile by order statistics (distribution-free).
+
+    The interval runs between the order statistics whose ranks bracket the Binomial(n, q)
+    count of values below the true quantile at the two-sided level (seed 000: report
+    percentiles of latency and cost, not only means). The estimate is numpy's linear
+    quantile. Assumes independent values: trials of one task share its latency profile, so
+    with strongly task-dependent latencies the interval is too narrow. Ends saturate at the
+    sample's minimum or maximum when n is too small for the level.
+    """
+    from scipy.stats import binom
+
+    x = np.sort(np.asarray(values, dtype=float))
+    n = x.size
+    if n == 0:
+        raise ValueError("no values")
+    alpha = 1.0 - confidence
+    lo_rank = int(binom.ppf(alpha / 2, n, q))  # number of values below the lower end
+    hi_rank = int(binom.ppf(1 - alpha / 2, n, q)) + 1
+    lo = x[max(0, min(n - 1, lo_rank - 1))] if lo_rank >= 1 else x[0]
+    hi = x[min(n - 1, hi_rank - 1)]
+    return float(np.quantile(x, q)), float(lo), float(hi)

@@ -127,3 +127,13 @@ def test_alpha_spending_sums_to_alpha():
     assert sum(alpha_for_look(0.05, k) for k in range(1, 100_000)) > 0.0499
     assert alpha_for_look(0.05, 3, planned_looks=60) == pytest.approx(0.05 / 60)
     assert alpha_for_look(0.05, 61, planned_looks=60) == 0.0
+
+
+def test_quantile_interval_uses_the_binomial_order_statistics():
+    from harness.stats import quantile_interval
+
+    x = np.arange(1.0, 101.0)  # values 1..100: the k-th order statistic is k
+    est, lo, hi = quantile_interval(x, 0.5)
+    assert est == pytest.approx(50.5) and (lo, hi) == (40.0, 61.0)  # the textbook ranks
+    _, lo95, hi95 = quantile_interval(x, 0.95)
+    assert lo95 < 95.5 < hi95 and hi95 == 100.0

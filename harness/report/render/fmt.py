@@ -104,3 +104,32 @@ def comparison_notes(c: dict[str, Any]) -> list[str]:
     if c.get("interval_warning"):
         out.append(f"warning: {c['interval_warning']}")
     return out
+
+
+def interval_text(x: float | None, interval: list | None) -> str:
+    """A rate with its interval, e.g. '84.0% [71.0%, 92.0%]' (just the rate when none)."""
+    if x is None:
+        return "—"
+    if not interval or interval[0] is None or interval[1] is None:
+        return pct(x)
+    return f"{pct(x)} [{pct(interval[0])}, {pct(interval[1])}]"
+
+
+def fit_check_text(chk: dict) -> str:
+    """The beta-binomial fit check: fitted vs observed pass^k, each with interval and n."""
+    return (
+        f"fitted {interval_text(chk.get('fitted'), chk.get('fitted_interval'))} vs observed "
+        f"{interval_text(chk.get('observed_unbiased'), chk.get('observed_interval'))}"
+        + (f" (n={chk['n']} tasks)" if chk.get("n") else "")
+    )
+
+
+def latency_text(lat: dict) -> str:
+    """Latency p50 and p95 with their order-statistic intervals, in seconds."""
+
+    def one(key: str) -> str:
+        iv = lat.get(f"{key}_interval")
+        ends = f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else ""
+        return f"{key} {lat[f'{key}_s']:.2f} s{ends}"
+
+    return f"{one('p50')}, {one('p95')}"

@@ -11,6 +11,9 @@ from harness.report.render.fmt import (
     count,
     delta_text,
     denominator_text,
+    fit_check_text,
+    interval_text,
+    latency_text,
     pct,
     rate_text,
     select_ks,
@@ -113,7 +116,7 @@ def _arm(a: dict[str, Any]) -> list[str]:
         out += [
             "",
             f"*Prediction (beta-binomial, not observed):* pass^k {pts}; at k={chk.get('k')} "
-            f"fitted {pct(chk.get('fitted'))} vs observed {pct(chk.get('observed_unbiased'))}.",
+            f"{fit_check_text(chk)}.",
         ]
     return out + _slices(a) + _reliability_and_usage(a)
 
@@ -150,7 +153,11 @@ def _reliability_and_usage(a: dict[str, Any]) -> list[str]:
         items.append(f"consistency pass^{rel['consistency']['k']} {rate_text(rel['consistency'])}")
     r = rel.get("robustness")
     if r and r.get("estimate") is not None:
-        items.append(f"robustness (variant − original) {delta_text(r)}, {r['n_pairs']} pairs")
+        items.append(
+            f"robustness (variant − original) {delta_text(r)}, {r['n_pairs']} pairs "
+            f"({interval_text(r.get('original_rate'), r.get('original_interval'))} → "
+            f"{interval_text(r.get('variant_rate'), r.get('variant_interval'))})"
+        )
     cal = rel.get("calibration")
     if cal:
         items.append(
@@ -172,8 +179,7 @@ def _reliability_and_usage(a: dict[str, Any]) -> list[str]:
         line += f" ({cost['note']})"
     if lat.get("n"):
         line += (
-            f"; latency p50 {lat['p50_s']:.2f} s, p95 {lat['p95_s']:.2f} s (n={lat['n']})"
-            f"; steps mean {steps['mean']:.1f}"
+            f"; latency {latency_text(lat)} (n={lat['n']} trials); steps mean {steps['mean']:.1f}"
         )
         if lat.get("warning"):
             line += f" — {lat['warning']}"

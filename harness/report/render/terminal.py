@@ -14,6 +14,9 @@ from harness.report.render.fmt import (
     count,
     delta_text,
     denominator_text,
+    fit_check_text,
+    interval_text,
+    latency_text,
     pct,
     rate_text,
     select_ks,
@@ -120,8 +123,7 @@ def _arm(console: Console, name: str, a: dict[str, Any]) -> None:
         chk = pred.get("check") or {}
         console.print(
             f"[magenta]PREDICTION[/] pass^k (beta-binomial a={pred['a']:.2f}, "
-            f"b={pred['b']:.2f}): {pts}. Check at k={chk.get('k')}: fitted "
-            f"{pct(chk.get('fitted'))} vs observed {pct(chk.get('observed_unbiased'))}."
+            f"b={pred['b']:.2f}): {pts}. Check at k={chk.get('k')}: {fit_check_text(chk)}."
         )
     elif pred.get("note"):
         console.print(f"predicted pass^k: {pred['note']}")
@@ -168,15 +170,18 @@ def _reliability(console: Console, rel: dict[str, Any]) -> None:
         else:
             lines.append(
                 f"robustness (variant − original): {delta_text(r)} over {r['n_pairs']} pairs "
-                f"on {r['n_tasks']} tasks ({pct(r['original_rate'])} → "
-                f"{pct(r['variant_rate'])}; p={_p(r['p_value'])})"
+                f"on {r['n_tasks']} tasks "
+                f"({interval_text(r['original_rate'], r.get('original_interval'))}"
+                f" → {interval_text(r['variant_rate'], r.get('variant_interval'))}; "
+                f"p={_p(r['p_value'])})"
             )
     cal = rel.get("calibration")
     if cal:
         lines.append(
             f"calibration: ECE {cal['ece']:.3f} [{cal['lo']:.3f}, {cal['hi']:.3f}] over "
             f"{cal['n']} trials with a stated confidence (mean confidence "
-            f"{pct(cal['mean_confidence'])}, success {pct(cal['success_rate'])})"
+            f"{interval_text(cal['mean_confidence'], cal.get('mean_confidence_interval'))}, "
+            f"success {interval_text(cal['success_rate'], cal.get('success_interval'))})"
         )
     h = rel.get("harm")
     if h:
@@ -207,7 +212,7 @@ def _usage(console: Console, u: dict[str, Any]) -> None:
     console.print(line)
     if lat.get("n"):
         console.print(
-            f"latency: p50 {lat['p50_s']:.2f} s, p95 {lat['p95_s']:.2f} s (n={lat['n']} trials)"
+            f"latency: {latency_text(lat)} (n={lat['n']} trials)"
             + (f" [yellow]{lat['warning']}[/]" if lat.get("warning") else "")
             + f"; steps: mean {steps['mean']:.1f}, p50 {steps['p50']:.0f}, p95 {steps['p95']:.0f}"
         )
