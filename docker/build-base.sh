@@ -2,7 +2,12 @@
 # Build harness-base without any image registry: debootstrap a minimal Debian bookworm,
 # add the same packages, user and config as docker/Dockerfile.base, then `docker import`.
 #
-# Usage: bash docker/build-base.sh [--force] [--mirror URL] [--cache-dir DIR]
+# Usage: bash docker/build-base.sh [--force] [--mirror URL] [--cache-dir DIR] [--print-mirror]
+#
+#   The Debian mirror is this machine's own: the first non-security Debian URI in its apt
+#   configuration (/etc/apt/sources.list, sources.list.d/*.list and deb822 *.sources;
+#   $APT_DIR overrides /etc/apt). $DEBIAN_MIRROR or --mirror override it. --print-mirror
+#   prints the mirror that would be used and exits.
 #
 #   Idempotent: exits at once when harness-base:$BASE_VERSION already exists (it only
 #   re-points harness-base:latest at it). --force rebuilds the rootfs from scratch.
@@ -17,7 +22,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BASE_VERSION="bookworm-1"          # bump when the recipe changes (keep Dockerfile.base in sync)
 SUITE="bookworm"
 IMAGE="${HARNESS_BASE_IMAGE:-harness-base}"  # repository name (tests override it)
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+MIRROR="${DEBIAN_MIRROR:-}"
+PRINT_MIRROR=0
 CACHE_DIR="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness}"
 FORCE=0
 
@@ -26,7 +32,8 @@ while [ $# -gt 0 ]; do
     --force) FORCE=1 ;;
     --mirror) MIRROR="$2"; shift ;;
     --cache-dir) CACHE_DIR="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --print-mirror) PRINT_MIRROR=1 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "build-base: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -34,6 +41,35 @@ done
 
 say() { echo "build-base: $*" >&2; }
 die() { echo "build-base: ERROR: $*" >&2; exit 1; }
+
+# URIs of apt entries for Debian's main $SUITE archive (suite exactly $SUITE, component
+# main: not -updates, -security or a vendor's repository), one-line or deb822.
+apt_mirror() {
+  local dir="${APT_DIR:-/etc/apt}" f
+  for f in "$dir/sources.list" "$dir"/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    awk -v suite="$SUITE" '$1 == "deb" {
+      i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+      main = 0; for (j = i + 2; j <= NF; j++) if ($j == "main") main = 1
+      if ($(i + 1) == suite && main) print $i }' "$f"
+  done
+  for f in "$dir"/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk -v suite="$SUITE" '
+      function flush() { if (s && m) for (u in uris) print uris[u]; delete uris; s = 0; m = 0 }
+      /^[ \t]*$/ { flush(); next }
+      tolower($1) == "uris:" { for (i = 2; i <= NF; i++) uris[i] = $i }
+      tolower($1) == "suites:" { for (i = 2; i <= NF; i++) if ($i == suite) s = 1 }
+      tolower($1) == "components:" { for (i = 2; i <= NF; i++) if ($i == "main") m = 1 }
+      END { flush() }' "$f"
+  done
+}
+if [ -z "$MIRROR" ]; then
+  MIRROR="$(apt_mirror | head -n 1)"
+  MIRROR="${MIRROR%/}"
+fi
+[ -n "$MIRROR" ] || die "no Debian mirror in the apt configuration (${APT_DIR:-/etc/apt}); pass --mirror URL or set DEBIAN_MIRROR"
+if [ "$PRINT_MIRROR" = 1 ]; then echo "$MIRROR"; exit 0; fi
 
 docker info >/dev/null 2>&1 || die "no Docker daemon answers (start one, or run docker/ci-setup.sh)"
 

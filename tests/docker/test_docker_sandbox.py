@@ -53,7 +53,7 @@ async def test_no_network_and_no_host_environment(provider, root_env, request_fo
             timeout=20,
         )
         assert r.exit_code != 0 and "unreachable" in r.stderr.lower(), r
-        r = await s.exec("getent hosts deb.debian.org", timeout=20)
+        r = await s.exec("getent hosts harness-dns-probe.invalid", timeout=20)  # never a host
         assert r.exit_code != 0
     finally:
         await s.destroy()
