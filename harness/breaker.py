@@ -65,6 +65,8 @@ class CircuitBreaker:
             self._recovering = None
 
     async def _healthy(self) -> bool:
+        if self.health is None:
+            return True
         try:
             return bool(await self.health())
         except Exception:

@@ -22,7 +22,7 @@ for _sig in (signal.SIGINT, signal.SIGTERM):
 
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Annotated, Optional  # noqa: E402
+from typing import Annotated, Optional, cast  # noqa: E402
 
 import typer  # noqa: E402
 
@@ -207,7 +207,7 @@ register_all(app)
 
 def main() -> None:
     """Entry point: turns known errors into one line and an exit code, never a traceback."""
-    from harness.cli_errors import aborts, click_exceptions, exits
+    from harness.cli_errors import ExitLike, ShowsItself, aborts, click_exceptions, exits
     from harness.errors import ConfigError, EnvironmentBuildError, HarnessError, Interrupted
 
     _install_signal_handlers()
@@ -229,11 +229,11 @@ def main() -> None:
     except exits() as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Exit(130)
             _exit_interrupted(str(Interrupted(None)))
-        sys.exit(exc.exit_code)
+        sys.exit(cast(ExitLike, exc).exit_code)
     except aborts():
         sys.exit(exitcodes.INTERRUPTED)
     except click_exceptions() as exc:  # usage errors: the library's own one-line message
-        exc.show()
+        cast(ShowsItself, exc).show()
         sys.exit(exitcodes.BAD_CONFIG)
     except Exception as exc:  # real bugs
         _internal_error(exc)

@@ -8,6 +8,19 @@ under both, so the classes are gathered from every copy that imports, never matc
 from __future__ import annotations
 
 import importlib
+from typing import Protocol
+
+
+class ExitLike(Protocol):
+    """What every click copy's ``Exit`` carries."""
+
+    exit_code: int
+
+
+class ShowsItself(Protocol):
+    """What every click copy's ``ClickException`` can do: print its one-line message."""
+
+    def show(self) -> None: ...
 
 
 def _classes(attr: str) -> tuple[type[BaseException], ...]:

@@ -113,7 +113,9 @@ def _start(
         ids.append((store, run.id))
         # Where trials run (executor, Ray address) is outside the config hash: a resumed
         # run may change it.
-        placement = {k: overrides[k] for k in ("executor", "ray_address") if k in overrides}
+        placement: dict[str, object] = {
+            k: overrides[k] for k in ("executor", "ray_address") if k in overrides
+        }
         resolved = load_suite(run.suite_path, {**run.overrides, **placement})
         if resolved.config_hash != run.config_hash:
             raise ConfigError(

@@ -151,7 +151,7 @@ async def _execute(
 
 def _analyse(rows: list[dict[str, Any]], resolved: ResolvedSuite) -> ValidationReport:
     report = ValidationReport(tasks=len(resolved.tasks))
-    noop = defaultdict(lambda: [0, 0])
+    noop: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     grader_fp: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         arm, task = r["arm"], r["task_id"]

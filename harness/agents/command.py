@@ -262,7 +262,7 @@ class CommandAgent:
                     "note", content=f"unparseable trajectory line: {line[:500]}", ok=False
                 )
                 continue
-            kind = obj.get("kind") if obj.get("kind") in _TRAJECTORY_KINDS else "note"
+            kind = str(obj["kind"]) if obj.get("kind") in _TRAJECTORY_KINDS else "note"
             fields: dict[str, Any] = {}
             if isinstance(obj.get("tool"), str):
                 fields["tool"] = obj["tool"]

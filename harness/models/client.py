@@ -377,7 +377,8 @@ def _parse_completion(result: HTTPResult) -> ChatResponse:
         fn = call.get("function") if isinstance(call, dict) else None
         fn = fn if isinstance(fn, dict) else {}
         call_id = (call.get("id") if isinstance(call, dict) else None) or f"call_{i}"
-        name = fn.get("name") if isinstance(fn.get("name"), str) else ""
+        raw_name = fn.get("name")
+        name = raw_name if isinstance(raw_name, str) else ""
         args = fn.get("arguments")
         if args is None:
             args = ""

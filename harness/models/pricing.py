@@ -37,9 +37,14 @@ DEFAULT_PRICES: dict[str, Price] = {
 
 
 class TokenCounts(Protocol):
-    input_tokens: int
-    cached_tokens: int
-    output_tokens: int
+    """A call's token counts (read-only: usage records are frozen)."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def cached_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
 
 
 def lookup_price(model: str, table: dict[str, Price] | None = None) -> Price | None:

@@ -37,7 +37,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +73,7 @@ class _Responder:
         self.started = False
 
     async def json(
-        self, status: int, payload: dict[str, Any], headers: list[tuple[str, str]] = ()
+        self, status: int, payload: dict[str, Any], headers: Sequence[tuple[str, str]] = ()
     ) -> None:
         data = self.redact(json.dumps(payload)).encode()
         head = [("content-type", "application/json"), ("content-length", str(len(data)))]

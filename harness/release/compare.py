@@ -11,7 +11,7 @@ Everything here is pure: rows in (plain dicts, as read from the store), a JSON-a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,9 +71,13 @@ def task_rates(
 COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index", "seed", "variant")
 
 
-def as_columns(
-    rows: Iterable[dict[str, Any]] | Mapping[str, Sequence[Any]],
-) -> dict[str, np.ndarray]:
+TrialRows = Iterable[dict[str, Any]] | Mapping[str, Any]
+"""Trial rows as dicts, or as columns (a mapping of equal-length sequences or arrays)."""
+NULL: Any = None
+"""Python None as a numpy operand: ``np.equal(column, NULL)`` marks the missing values."""
+
+
+def as_columns(rows: TrialRows) -> dict[str, np.ndarray]:
     """Trial rows as numpy columns: a mapping of equal-length sequences is taken as it is (the
     fast path the report uses for a million rows); a list of row dicts is transposed once."""
     if isinstance(rows, Mapping):
@@ -89,7 +93,7 @@ def _ints(values: np.ndarray, missing: int) -> tuple[np.ndarray, bool]:
     """(int64 array, whether every value was present)."""
     if values.dtype != object:
         return values.astype(np.int64), True
-    absent = np.equal(values, None)
+    absent = np.equal(values, NULL)
     return np.where(absent, missing, values).astype(np.int64), not bool(absent.any())
 
 
@@ -108,7 +112,7 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _strings(values: np.ndarray, default: str | None = None) -> np.ndarray:
     out = values.astype(object)
     if default is not None:
-        out = np.where(np.equal(out, None) | np.equal(out, ""), default, out)
+        out = np.where(np.equal(out, NULL) | np.equal(out, ""), default, out)
     return out
 
 
@@ -160,10 +164,10 @@ def _by_task(
         cluster = ids.astype(object)
     else:
         cluster = cols["cluster"][keep][first].astype(object)
-        cluster = np.where(np.equal(cluster, None) | np.equal(cluster, ""), ids, cluster)
+        cluster = np.where(np.equal(cluster, NULL) | np.equal(cluster, ""), ids, cluster)
     classes = _strings(cols["task_class"][keep][first], "default")
     weights = cols["weight"][keep][first]
-    weights = np.where(np.equal(weights, None), 1.0, weights).astype(float)
+    weights = np.where(np.equal(weights, NULL), 1.0, weights).astype(float)
     trial_index, _ = _ints(cols["trial_index"][keep], -1)
     seeds, seeds_known = _ints(cols["seed"][keep], 0)
     vcode = np.fromiter(
@@ -206,8 +210,8 @@ def _p_values(broke: int, fixed: int) -> dict[str, float]:
 
 
 def paired_comparison(
-    rows_a: list[dict],
-    rows_b: list[dict],
+    rows_a: TrialRows,
+    rows_b: TrialRows,
     *,
     confidence: float = 0.95,
     cluster_key: str = "cluster",
@@ -415,7 +419,7 @@ def _arm_record(e) -> dict[str, Any]:
     }
 
 
-def _phase_one(rows_a: list[dict], rows_b: list[dict], k: int, **kw: Any) -> dict[str, Any]:
+def _phase_one(rows_a: TrialRows, rows_b: TrialRows, k: int, **kw: Any) -> dict[str, Any]:
     """The adaptive-repeats comparison: the phase-one estimate as headline, all trials beside."""
     first_a = _first(rows_a, k)
     first_b = _first(rows_b, k)

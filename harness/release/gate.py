@@ -333,6 +333,7 @@ def evaluate_gate(
                 f"(posterior, {POSTERIOR_PRIOR} prior, n_eff {threshold['n_eff']:.0f})"
             )
     else:
+        assert primary is not None  # every rule but threshold compares against a baseline
         stat_verdict, why = primary_verdict(primary, policy, confidence)
     if adaptive and primary is not None:
         why += f"; estimator: {primary['estimator']}"

@@ -42,7 +42,7 @@ def tasks_needed(
             continue
         win = (d + abs(lift)) / (2 * d)
         tasks = cases_needed_paired(lift, d, alpha, power)
-        row = {"discordance": d, "tasks": tasks, "win_rate": win}
+        row: dict[str, float | int | None] = {"discordance": d, "tasks": tasks, "win_rate": win}
         # The discordant tasks those tasks are expected to hold, D·n (eval-harness guide: the paired
         # test's real sample size is b + c).
         row["discordant_tasks"] = round(d * tasks)

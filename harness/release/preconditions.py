@@ -93,8 +93,8 @@ def differences(
     if diff_tasks:
         pairs = sorted(
             {
-                f"{'/'.join(_short(x) for x in sorted(ia.get(t, {None})))} vs "
-                f"{'/'.join(_short(x) for x in sorted(ib.get(t, {None})))}"
+                f"{'/'.join(_short(x) for x in sorted(ia.get(t, {None}), key=str))} vs "
+                f"{'/'.join(_short(x) for x in sorted(ib.get(t, {None}), key=str))}"
                 for t in diff_tasks
             }
         )

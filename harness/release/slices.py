@@ -116,8 +116,10 @@ def _by_class(rows: Any) -> dict[str, Any]:
     if isinstance(rows, Mapping):
         import numpy as np
 
+        from harness.release.compare import NULL
+
         cls = np.asarray(rows["task_class"], dtype=object)
-        cls = np.where(np.equal(cls, None) | np.equal(cls, ""), "default", cls)
+        cls = np.where(np.equal(cls, NULL) | np.equal(cls, ""), "default", cls)
         return {
             str(c): {k: np.asarray(v)[cls == c] for k, v in rows.items()}
             for c in sorted(set(cls.tolist()))

@@ -89,7 +89,7 @@ def calibration_section(
     ece = expected_calibration_error(conf, y, ECE_BINS)
     # Bootstrap: per-group bin sums (count, Σ confidence, Σ outcome), resampled by unit.
     task = arm.task_index[has]
-    if unit.kind == "cluster":  # group codes per task first, then per trial by position
+    if unit.kind == "cluster" and unit.labels is not None:  # per task first, then per trial
         task_codes = np.zeros(arm.tasks.size, dtype=np.intp)
         task_codes[include], g = group_codes(unit.labels)
         codes = task_codes[task]

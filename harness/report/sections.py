@@ -97,7 +97,7 @@ def pass_k_section(
     for col in range(values.shape[1]):
         m = valid[:, col]
         sub = unit
-        if unit.kind == "cluster":
+        if unit.kind == "cluster" and unit.labels is not None:
             sub = Unit("cluster", unit.labels[m], unit.n_units, unit.reason)
         mi = mean_interval(values[m, col], sub, confidence)
         rec = {
@@ -108,7 +108,8 @@ def pass_k_section(
         if mi.get("warning"):
             rec["warning"] = mi["warning"]
         records.append(rec)
-    out_hat, out_at = [], []
+    out_hat: list[dict[str, object]] = []
+    out_at: list[dict[str, object]] = []
     for j, k in enumerate(ks):
         for out, col in ((out_hat, j), (out_at, len(ks) + j)):
             out.append(

@@ -242,6 +242,7 @@ class BwrapSandbox:
                     tg.start_soon(drain, proc.stdout, out)
                     tg.start_soon(drain, proc.stderr, err)
                     if stdin is not None:
+                        assert proc.stdin is not None  # opened with a pipe when there is input
                         with contextlib.suppress(
                             anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
                         ):
@@ -264,7 +265,7 @@ class BwrapSandbox:
         if code != 0 and stderr.startswith("bwrap:"):
             raise SandboxError(f"sandbox {self.id}: {stderr.strip()[:300]}")
         return ExecResult(
-            exit_code=code,
+            exit_code=code if code is not None else -1,
             stdout=out.decode("utf-8", errors="replace"),
             stderr=stderr,
             duration_s=time.monotonic() - start,

@@ -29,6 +29,7 @@ import posixpath
 import re
 import tarfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,7 @@ def files_digest(root: Path) -> str:
 
 
 def tar_directory(
-    src: Path, arc_prefix: str, uid: int, gid: int, dir_entries: list[str] = ()
+    src: Path, arc_prefix: str, uid: int, gid: int, dir_entries: Sequence[str] = ()
 ) -> bytes:
     """An in-memory tar of ``src``'s contents under ``arc_prefix`` (a path relative to '/'),
     every member owned by ``uid:gid``. ``dir_entries`` are extra directory members (the
@@ -147,6 +148,7 @@ def _docker_errors():
 def resolve_ref(client, env: Environment, pull: bool) -> str:
     errors, rexc = _docker_errors()
     ref = env.spec.image.ref
+    assert ref is not None  # called for environments that name an image
     try:
         return client.images.get(ref).id
     except errors.ImageNotFound:
@@ -177,6 +179,7 @@ def resolve_ref(client, env: Environment, pull: bool) -> str:
 def build_dockerfile(client, env: Environment) -> str:
     errors, rexc = _docker_errors()
     dockerfile = env.spec.image.dockerfile
+    assert dockerfile is not None  # called for environments built from a Dockerfile
     if not (env.root / dockerfile).is_file():
         raise EnvironmentBuildError(
             f"environment '{env.name}': Dockerfile '{dockerfile}' not found in {env.root}"
@@ -219,7 +222,9 @@ def base_images(client, env: Environment) -> dict[str, dict[str, Any]]:
     if env.spec.image.ref:
         refs = [env.spec.image.ref]
     else:
-        text = (env.root / env.spec.image.dockerfile).read_text(errors="replace")
+        dockerfile = env.spec.image.dockerfile
+        assert dockerfile is not None  # an image is a ref or a Dockerfile (validated)
+        text = (env.root / dockerfile).read_text(errors="replace")
         refs, stages = [], set()
         for m in _FROM.finditer(text):
             ref, alias = m.group(1), m.group(2)

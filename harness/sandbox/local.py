@@ -98,6 +98,7 @@ class LocalSandbox:
                     tg.start_soon(drain, proc.stdout, out)
                     tg.start_soon(drain, proc.stderr, err)
                     if stdin is not None:
+                        assert proc.stdin is not None  # opened with a pipe when there is input
                         # A command that never reads its input closes the pipe early: fine.
                         with contextlib.suppress(
                             anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
@@ -116,7 +117,7 @@ class LocalSandbox:
                     await proc.wait()
                     await proc.aclose()
         return ExecResult(
-            exit_code=code,
+            exit_code=code if code is not None else -1,
             stdout=out.decode("utf-8", errors="replace"),
             stderr=err.decode("utf-8", errors="replace"),
             duration_s=time.monotonic() - start,

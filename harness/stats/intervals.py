@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import math
+from typing import overload
 
 import numpy as np
 
 from harness.stats._util import z_two_sided
 
 FloatOrArray = float | np.ndarray
+
+
+@overload
+def wilson_interval(
+    successes: float, n: float, confidence: float = 0.95
+) -> tuple[float, float]: ...
+
+
+@overload
+def wilson_interval(
+    successes: np.ndarray, n: float | np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def wilson_interval(
+    successes: float | np.ndarray, n: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def wilson_interval(

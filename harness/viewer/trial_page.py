@@ -229,7 +229,7 @@ def render_trial(store, trial_id: int) -> str | None:
     run = store.get_run(t.run_id)
     evidence = t.evidence or {}
     graders = [g for g in evidence.get("graders") or [] if isinstance(g, dict)]
-    task_spec = {}
+    task_spec: dict[str, object] = {}
     if run is not None and isinstance(run.config, dict):
         task_spec = (run.config.get("tasks") or {}).get(t.task_id) or {}
     marks = violations_by_step(graders, evidence)

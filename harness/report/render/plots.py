@@ -45,8 +45,9 @@ def _svg(fig, name: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    params = {"svg.fonttype": "none", "svg.hashsalt": f"harness-{name}", "font.size": 10}
-    with matplotlib.rc_context(params):
+    with matplotlib.rc_context(
+        {"svg.fonttype": "none", "svg.hashsalt": f"harness-{name}", "font.size": 10}
+    ):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
     start = text.find("<svg")
@@ -84,11 +85,11 @@ def forest(
     ax.axvline(0, color="#495057", lw=1)
     for y, r in zip(ys, rows, strict=True):
         est = r.get("estimate")
-        if not _finite(est):
+        if est is None or not _finite(est):
             continue
         color = "#1d2330" if r.get("overall") else "#1f5fbf"
         lo, hi = r.get("lo"), r.get("hi")
-        if _finite(lo) and _finite(hi):
+        if lo is not None and hi is not None and _finite(lo) and _finite(hi):
             ax.plot([100 * lo, 100 * hi], [y, y], color=color, lw=2 if r.get("overall") else 1.4)
         ax.plot(
             [100 * est], [y], marker="D" if r.get("overall") else "o", color=color, ms=6, ls="none"
@@ -202,7 +203,8 @@ def cost_accuracy(
             label="convex hull (mixtures)",
         )
     if front:
-        xs, ys = [], []
+        xs: list[float] = []
+        ys: list[float] = []
         for i in front:  # a staircase: nothing below-right of the front is worth buying
             if xs:
                 xs.append(points[i]["cost"])
