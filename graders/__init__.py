@@ -23,7 +23,8 @@ def grader_class(type_name: str) -> type[Grader]:
     if ":" not in target:
         raise KeyError(f"unknown grader type '{type_name}' (known: {', '.join(sorted(GRADERS))})")
     module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)
+    found: type[Grader] = getattr(importlib.import_module(module), cls)
+    return found
 
 
 def build_grader(spec: GraderSpec) -> Grader:

@@ -8,7 +8,7 @@ something (hidden tests) gets the sandbox after the agent has finished.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,6 +42,33 @@ class Evidence:
     """Where the task's hidden material was copied in the sandbox, after the agent."""
 
 
+class Harm(TypedDict):
+    """A forbidden action the agent took, as a path grader reports it."""
+
+    action: str
+    """The rule's label (default: its tool name)."""
+    step: int
+    severity: str | float
+    """'low', 'medium', 'high', 'critical' or a number."""
+    tool: str | None
+    args: dict[str, Any] | None
+    ok: bool
+    """Whether the call succeeded (an attempt is a harm either way)."""
+
+
+class VerdictJson(TypedDict):
+    """A verdict as stored in a trial's evidence."""
+
+    grader: str
+    version: str
+    role: str
+    passed: bool
+    score: float
+    reasons: list[str]
+    details: dict[str, Any]
+    harms: list[Harm]
+
+
 @dataclass
 class Verdict:
     grader: str
@@ -51,11 +78,11 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     role: Literal["outcome", "path"] = "outcome"
-    harms: list[dict[str, Any]] = field(default_factory=list)
-    """Forbidden actions taken: {"action", "step", "severity"}."""
+    harms: list[Harm] = field(default_factory=list)
+    """Forbidden actions taken."""
     version: str = "1"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> VerdictJson:
         return {
             "grader": self.grader,
             "version": self.version,
@@ -75,6 +102,8 @@ class Grader(Protocol):
     Params: ClassVar[type[GraderParams]]
     params: GraderParams
 
+    def __init__(self, params: Any) -> None: ...
+
     async def grade(self, evidence: Evidence) -> Verdict: ...
 
 
@@ -83,7 +112,7 @@ class Combined:
     passed: bool
     score: float
     reasons: list[str]
-    harms: list[dict[str, Any]]
+    harms: list[Harm]
 
 
 def combine(verdicts: list[Verdict]) -> Combined:

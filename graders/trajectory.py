@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from graders._match import ActionRule
-from graders.base import Evidence, GraderParams, Verdict
+from graders.base import Evidence, GraderParams, Harm, Verdict
 from harness.trajectory import Event
 
 SEVERITY_NAMES = ("low", "medium", "high", "critical")
@@ -144,7 +144,7 @@ class TrajectoryRules:
                     f"'{pair.after}' happened at step {b} and the first '{pair.before}' {when}"
                 )
 
-        harms: list[dict[str, Any]] = []
+        harms: list[Harm] = []
         for rule in p.forbidden:
             for e in events:
                 if rule.matches_event(e):

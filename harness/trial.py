@@ -14,20 +14,22 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from graders import Evidence, Grader, Verdict, build_grader, combine
+from graders.base import Harm
 from harness import errors
 from harness.agents import AgentContext, AgentResult, agent_class
 from harness.agents.base import Usage
 from harness.breaker import CircuitBreaker
 from harness.config.loader import ResolvedSuite
-from harness.config.models import Task
+from harness.config.models import Environment, Task
 from harness.plan import Job
 from harness.sandbox.base import (
-    Environment,
+    ExecResult,
     Sandbox,
     SandboxProvider,
     SandboxRequest,
@@ -64,7 +66,7 @@ class RunContext:
         if self.breaker.health is None:
             self.breaker.health = getattr(self.provider, "healthy", None)
 
-    def graders(self, task) -> list[Grader]:
+    def graders(self, task: Task) -> list[Grader]:
         """The task's graders, built (and validated) once per run."""
         if task.id not in self._graders:
             self._graders[task.id] = [build_grader(spec) for spec in task.graders]
@@ -85,17 +87,29 @@ class TrialRecord:
 class _NoSandbox:
     """Stands in for a sandbox when a task has no environment (answer-only tasks)."""
 
-    id = "none"
-    image_id = None
-    workdir = "."
+    id: str = "none"
+    image_id: str | None = None
+    workdir: str = "."
 
-    async def exec(self, cmd, **_: Any):
+    async def exec(
+        self,
+        cmd: str,
+        *,
+        stdin: str | bytes | None = None,
+        timeout: float | None = None,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
         raise errors.AgentFailure("no_sandbox", "this task has no environment to run commands in")
 
     async def read_file(self, path: str) -> bytes:
         raise errors.AgentFailure("no_sandbox", "this task has no environment")
 
-    write_file = copy_in = read_file  # type: ignore[assignment]
+    async def write_file(self, path: str, data: bytes) -> None:
+        raise errors.AgentFailure("no_sandbox", "this task has no environment")
+
+    async def copy_in(self, src: Path, dest: str) -> None:
+        raise errors.AgentFailure("no_sandbox", "this task has no environment")
 
     async def destroy(self, interrupted: bool = False) -> None:
         return None
@@ -216,7 +230,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             status, passed, score = errors.FAILED, False, 0.0
             reasons = [f"agent failure: {failure}"]
             final = None
-            harms: list[dict] = []
+            harms: list[Harm] = []
         else:
             if not served_state:
                 final = await snapshot_state(sandbox, env) if env else None
@@ -286,7 +300,9 @@ def _remove_dir(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-async def _setup(sandbox: Sandbox, env: Environment, task) -> tuple[Any, ToolServer | None]:
+async def _setup(
+    sandbox: Sandbox, env: Environment, task: Task
+) -> tuple[Any, ToolServer | None]:
     """Run the setup commands, start the tool server if any, and snapshot s0 (from the
     server when it serves the state)."""
     for command in [*env.spec.setup, *task.setup]:
@@ -325,7 +341,7 @@ async def _grade(graders: list[Grader], evidence: Evidence) -> list[Verdict]:
 _SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
 
 
-def _severity(harm: dict) -> float:
+def _severity(harm: Harm) -> float:
     s = harm.get("severity", 1.0)
     return float(_SEVERITY.get(s, s)) if isinstance(s, str) else float(s)
 

@@ -10,6 +10,7 @@ import fnmatch
 import glob
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def _from_validation(
     return ConfigError(str(file), field_path(loc), msg, _nearest_line(lines, loc))
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: Mapping[str, Any]) -> str:
     kind, msg = err["type"], err["msg"]
     if kind == "extra_forbidden":
         return "unknown key (check the spelling; see the README's reference)"
@@ -268,7 +269,9 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
     data, lines = read_yaml(file)
     if isinstance(data, dict) and "tasks" in data:
         tf: TaskFile = validate(TaskFile, data, file, lines)
-        items = [(("tasks", i), _deep_merge(tf.defaults, t)) for i, t in enumerate(tf.tasks)]
+        items: list[tuple[Path_, Any]] = [
+            (("tasks", i), _deep_merge(tf.defaults, t)) for i, t in enumerate(tf.tasks)
+        ]
     else:
         items = [((), data)]
     out = []
@@ -288,8 +291,8 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
             except ValidationError as exc:
                 raise _from_validation(exc, file, lines, loc) from None
         if task.hidden:
-            loc = (*prefix, "hidden")
-            where = (str(file), field_path(loc), _nearest_line(lines, loc))
+            hidden_loc = (*prefix, "hidden")
+            where = (str(file), field_path(hidden_loc), _nearest_line(lines, hidden_loc))
             hidden = file.parent / task.hidden
             check_inside(root, hidden, where[0], where[1], where[2], "the task file's folder")
             if not hidden.is_dir():

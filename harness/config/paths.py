@@ -27,7 +27,7 @@ def inside(root: Path, target: Path) -> bool:
 
 
 def check_inside(
-    root: Path, target: Path, file: Path, field: str, line: int | None, what: str
+    root: Path, target: Path, file: Path | str, field: str, line: int | None, what: str
 ) -> None:
     """Refuse ``target`` when it leaves ``root`` (a ``..`` path, an absolute path or a link)."""
     if not inside(root, target):
@@ -36,7 +36,7 @@ def check_inside(
         )
 
 
-def check_tree(root: Path, tree: Path, file: Path, field: str, line: int | None) -> None:
+def check_tree(root: Path, tree: Path, file: Path | str, field: str, line: int | None) -> None:
     """Refuse a copied tree holding a symlink that points out of ``root``, or too many files."""
     count = 0
     for dirpath, dirnames, filenames in os.walk(tree, followlinks=False):
