@@ -219,8 +219,9 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
         except errors.AgentFailure as exc:
             failure = exc
         latency = time.monotonic() - t0
-        served_state = server is not None and env is not None and env.spec.tool_server.state
-        if failure is None and served_state:
+        tool_server = env.spec.tool_server if env is not None else None
+        served_state = server is not None and tool_server is not None and tool_server.state
+        if failure is None and server is not None and served_state:
             try:
                 final = await server.snapshot()
             except errors.AgentFailure as exc:  # the agent's input brought the server down
@@ -300,9 +301,7 @@ def _remove_dir(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-async def _setup(
-    sandbox: Sandbox, env: Environment, task: Task
-) -> tuple[Any, ToolServer | None]:
+async def _setup(sandbox: Sandbox, env: Environment, task: Task) -> tuple[Any, ToolServer | None]:
     """Run the setup commands, start the tool server if any, and snapshot s0 (from the
     server when it serves the state)."""
     for command in [*env.spec.setup, *task.setup]:

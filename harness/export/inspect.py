@@ -204,10 +204,10 @@ def write_inspect(store: Store, run_id: str, output: Path) -> int:
     harness's clustered interval: use `harness report` for that."""
     run_t, trial_t, ev_t = table_of(Run), table_of(Trial), table_of(TrajectoryEvent)
     with store.engine.connect() as conn:
-        run = conn.execute(select(run_t).where(run_t.c.id == run_id)).mappings().first()
-        if run is None:
+        found = conn.execute(select(run_t).where(run_t.c.id == run_id)).mappings().first()
+        if found is None:
             raise ConfigError("RUN", "run_id", f"no run '{run_id}' in the store")
-        run = dict(run)
+        run = dict(found)
         trials = [
             dict(r)
             for r in conn.execute(

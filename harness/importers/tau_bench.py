@@ -72,8 +72,12 @@ def _value(node: ast.expr, file: Path) -> Any:
     if isinstance(node, ast.List):
         return [_value(e, file) for e in node.elts]
     if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ConfigError(str(file), "", f"line {node.lineno}: a ** spread in a dict")
         return {
-            _value(k, file): _value(v, file) for k, v in zip(node.keys, node.values, strict=True)
+            _value(k, file): _value(v, file)
+            for k, v in zip(node.keys, node.values, strict=True)
+            if k is not None
         }
     try:
         return ast.literal_eval(node)
@@ -131,7 +135,7 @@ def data_tables(data_init: Path) -> list[tuple[str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.With):
             files = [
-                c.value
+                str(c.value)
                 for item in node.items
                 for c in ast.walk(item.context_expr)
                 if isinstance(c, ast.Constant) and str(c.value).endswith(".json")
