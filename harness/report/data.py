@@ -210,7 +210,7 @@ def build_report(
         "roles": roles,
         "arm_settings": arm_settings(suite, roles),
         "comparison": None,
-        "class_deltas": deltas_section(data, roles, settings),
+        "class_deltas": deltas_section(data, roles, settings, suite),
         "warnings": warnings,
     }
 
@@ -409,8 +409,10 @@ def arm_report(
     out["unstable_tasks"] = int(unstable.sum())
     out["unstable_task_ids"] = sorted(str(t) for t in arm.tasks[inc][unstable])[:50]
     out["slices"] = {
-        "class": sec.slices_section(arm.classes[inc], rates, n.astype(float), confidence),
-        "cluster": sec.slices_section(clusters, rates, n.astype(float), confidence),
+        "class": sec.slices_section(
+            arm.classes[inc], rates, n.astype(float), confidence, unit.labels
+        ),
+        "cluster": sec.slices_section(clusters, rates, n.astype(float), confidence, unit.labels),
     }
     out["stratified"] = sec.stratified_section(
         rates, arm.strata[inc], arm.weights[inc], unit, confidence

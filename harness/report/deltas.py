@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.release.floor import DEGENERATE
+from harness.release.floor import CRN, DEGENERATE, uses_common_random_numbers
 from harness.report.load import ArmTrials, RunData
 from harness.report.sections import task_outcomes
 
@@ -132,7 +132,10 @@ def class_deltas(
 
 
 def deltas_section(
-    data: RunData, roles: dict[str, str | None], settings: dict[str, Any]
+    data: RunData,
+    roles: dict[str, str | None],
+    settings: dict[str, Any],
+    suite: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Per-class deltas of the candidate, with the A/A arm's overall delta as noise floor."""
     base, cand, aa = roles.get("baseline"), roles.get("candidate"), roles.get("aa")
@@ -149,6 +152,7 @@ def deltas_section(
         if floor:
             o = floor["overall"]
             exact_zero = o["improved"] == 0 and o["worse"] == 0
+            crn = uses_common_random_numbers({"suite": suite or {}}, aa)
             out["noise_floor"] = {
                 "arm": aa,
                 "estimate": o["estimate"],
@@ -157,7 +161,7 @@ def deltas_section(
                 "n": o["n"],
                 "unit": "task",
                 "method": f"{aa} − {base}, same method",
-                "degenerate": exact_zero,
-                "degenerate_reason": DEGENERATE if exact_zero else None,
+                "degenerate": exact_zero or crn,
+                "degenerate_reason": CRN if crn else DEGENERATE if exact_zero else None,
             }
     return out

@@ -22,7 +22,6 @@ from harness.stats import (
     pass_at_k,
     pass_hat_k,
     predict_pass_hat_k,
-    wilson_interval,
 )
 from harness.stats.task_units import Unit, mean_interval
 
@@ -263,32 +262,44 @@ def slices_section(
     rates: np.ndarray,
     n_trials: np.ndarray,
     confidence: float,
+    unit_labels: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
-    """One entry per label value: tasks, trials, mean per-task rate, Wilson interval over tasks."""
+    """One entry per label value: tasks, trials, mean per-task rate and its interval.
+
+    The interval is the shared method (``mean_interval``) over the slice's own independent
+    units: its clusters when the arm's unit is the cluster (``unit_labels``), else its tasks.
+    A slice inside one cluster (every cluster slice) describes that cluster's tasks only and
+    says so; a slice with few clusters warns; none is ever zero-width.
+    """
     if labels.size == 0:
         return []
     names, codes = np.unique(labels.astype(str), return_inverse=True)
     codes = codes.reshape(-1)
-    tasks = np.bincount(codes, minlength=names.size)
-    sums = np.bincount(codes, weights=rates, minlength=names.size)
-    trials = np.bincount(codes, weights=n_trials, minlength=names.size)
-    means = sums / tasks
-    lo, hi = wilson_interval(np.clip(means, 0, 1) * tasks, tasks.astype(float), confidence)
-    return [
-        {
-            "name": str(names[i]),
-            "tasks": int(tasks[i]),
-            "trials": int(trials[i]),
-            "estimate": float(means[i]),
-            "lo": float(lo[i]),
-            "hi": float(hi[i]),
-            "n": int(tasks[i]),
-            "unit": "task",
-            "confidence": confidence,
-            "method": "Wilson score interval over the slice's tasks",
+    out = []
+    for i, name in enumerate(names.tolist()):
+        m = codes == i
+        sub_labels = unit_labels[m] if unit_labels is not None else None
+        n_cl = len(set(sub_labels.tolist())) if sub_labels is not None else 0
+        if sub_labels is not None and n_cl >= 2:
+            sub = Unit("cluster", sub_labels, n_cl, f"{n_cl} clusters")
+        else:
+            sub = Unit("task", None, int(m.sum()), "the slice's tasks")
+        mi = mean_interval(rates[m], sub, confidence)
+        rec = {
+            "name": str(name),
+            "tasks": int(m.sum()),
+            "trials": int(n_trials[m].sum()),
+            **{k: mi[k] for k in ("estimate", "lo", "hi", "n", "unit", "confidence", "method")},
         }
-        for i in range(names.size)
-    ]
+        if sub_labels is not None and n_cl == 1:
+            rec["warning"] = (
+                "one cluster: the interval treats its tasks as independent and describes "
+                "this cluster's tasks only"
+            )
+        elif mi.get("warning"):
+            rec["warning"] = mi["warning"]
+        out.append(rec)
+    return out
 
 
 def stratified_section(

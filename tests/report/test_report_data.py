@@ -448,3 +448,16 @@ def test_postgres_store_gives_the_same_report(postgres_url, tmp_path):
     a, b = _report(pg), _report(lite)
     assert a["arms"] == b["arms"]
     assert a["versions"]["grader_versions"] == {"answer_match": ["1"]}
+
+
+def test_slices_use_their_own_clusters_and_warn_on_one(tmp_path):
+    outcomes = _random_outcomes(40, 2, seed=12)
+    tasks = sorted(outcomes)
+    clusters = {t: f"c{i % 8}" for i, t in enumerate(tasks)}
+    url = f"sqlite:///{tmp_path / 'sl.db'}"
+    make_store(url, grid_rows("a", outcomes, clusters), trials=2)
+    arm = _report(url)["arms"]["a"]
+    for s in arm["slices"]["cluster"]:  # one cluster each: its tasks, with a warning
+        assert "one cluster" in s["warning"] and s["hi"] > s["lo"]
+    (cls,) = arm["slices"]["class"]  # every task in one class: 8 clusters, CR2 + t
+    assert "8 clusters" in cls["method"] and cls["lo"] == arm["success"]["lo"]

@@ -151,11 +151,15 @@ def _slices(console: Console, what: str, rows: list[dict[str, Any]], limit: int 
         f" (lowest {len(shown)} of {len(rows)}; all in --json)" if len(shown) < len(rows) else ""
     )
     t = Table(title=title, title_justify="left")
-    for col in (what, "tasks", "trials", "success (Wilson CI, n tasks)"):
+    for col in (what, "tasks", "trials", "success [interval] (n tasks)"):
         t.add_column(col)
     for r in shown:
-        t.add_row(r["name"], str(r["tasks"]), str(r["trials"]), rate_text(r))
+        mark = " ⚠" if r.get("warning") else ""
+        t.add_row(r["name"], str(r["tasks"]), str(r["trials"]), rate_text(r) + mark)
     console.print(t)
+    warned = [r for r in shown if r.get("warning")]
+    if warned:
+        console.print(f"[dim]⚠ {warned[0]['warning']} ({len(warned)} of {len(shown)} shown)[/]")
 
 
 def _reliability(console: Console, rel: dict[str, Any]) -> None:
