@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.table import Table
+
+from harness.report.render.narrow import dropped_note, fit
+
 
 def pts(x: float | None, signed: bool = True) -> str:
     """A rate difference in percentage points."""
@@ -170,6 +174,10 @@ def _print_screens(con, table_cls, screens: dict[str, Any] | None) -> None:
         t.add_column(col)
     for row in _screen_rows(screens):
         t.add_row(*row[:-1], f"[yellow]{row[-1]}[/]" if row[-1] else "")
+    if isinstance(t, Table):
+        dropped = fit(t, con.width, ["tasks ±", "p", "tasks", "new", "base"])
+        if note := dropped_note(dropped):
+            con.print(f"[dim]{note}[/]")
     con.print(t)
     for line in screen_notes(screens):
         con.print(f"[dim]{line}[/]")
@@ -470,7 +478,10 @@ def print_history(h: dict[str, Any]) -> None:
                 a["graders"],
                 move,
             )
+    dropped = fit(t, con.width, ["graders", "images", "cost $", "trials", "tasks", "started"])
     con.print(t)
+    if note := dropped_note(dropped):
+        con.print(f"[dim]{note}[/]")
     for n in notes:
         con.print(f"[yellow]{n}[/]")
     for e in h["runs"]:

@@ -24,6 +24,7 @@ from harness.report.render.fmt import (
     usd,
     usd_rec,
 )
+from harness.report.render.narrow import dropped_note, fit
 
 # Re-exported for callers of the first-cut report.
 __all__ = ["pct", "rate_text", "render"]
@@ -60,7 +61,7 @@ def _summary(console: Console, report: dict[str, Any]) -> None:
     for col in (
         "arm",
         "tasks (clusters)",
-        "trials sched/done/unresolved",
+        "trials sched / done / unresolved",
         "success (CI, n)",
         "unstable",
         "crash rate",
@@ -81,6 +82,8 @@ def _summary(console: Console, report: dict[str, Any]) -> None:
         )
         if succ:
             methods.setdefault(succ["method"], []).append(name)
+    if note := dropped_note(fit(table, console.width, ["unstable"])):
+        console.print(f"[dim]{note}[/]")
     console.print(table)
     for method, names in methods.items():
         console.print(f"[dim]success interval ({', '.join(names)}): {method}[/]")

@@ -1,0 +1,64 @@
+"""Tables readable at 80 columns and when piped: fold long words, drop columns by priority.
+
+rich's default for a cell that does not fit is to cut it ("finis…"); at 80 columns a wide
+table then shows nothing whole. ``fit`` makes every column fold instead, and removes the
+least important columns (named in ``drop_order``) while the narrowest rendering would not
+fit, so what remains is whole. ``--json`` always has every column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+
+def _plain(cell: object) -> str:
+    if isinstance(cell, Text):
+        return cell.plain
+    return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+
+
+def fit(table: Table, width: int, drop_order: Sequence[str] = ()) -> list[str]:
+    """Fold every column (keeping words whole up to MAX_WORD); drop columns named in
+    ``drop_order`` (first = least important) while the table's narrowest rendering, plus a
+    margin (rich spreads spare room unevenly), is wider than ``width``. Returns the headers
+    dropped, for a note."""
+    dropped: list[str] = []
+    for header in drop_order:
+        if _narrowest(table) + MARGIN <= width:
+            break
+        for col in table.columns:
+            if _plain(col.header) == header:
+                table.columns.remove(col)
+                dropped.append(header)
+                break
+    for col in table.columns:
+        if not col.no_wrap:
+            col.overflow = "fold"
+            col.min_width = min(MAX_WORD, _longest_word(col))
+    return dropped
+
+
+MARGIN = 14
+
+
+def _narrowest(table: Table) -> int:
+    """Per column its longest word (at most MAX_WORD) plus padding and a border."""
+    return 1 + sum(max(3, min(MAX_WORD, _longest_word(col))) + 3 for col in table.columns)
+
+
+MAX_WORD = 16
+"""Columns keep their longest word whole up to this length (longer words fold)."""
+
+
+def _longest_word(col) -> int:
+    words = [w for cell in (col.header, *col._cells) for w in _plain(cell).split()]
+    return max((len(w) for w in words), default=1)
+
+
+def dropped_note(dropped: list[str]) -> str | None:
+    if not dropped:
+        return None
+    return f"(narrow terminal: {', '.join(dropped)} not shown; widen it or use --json)"
