@@ -13,6 +13,8 @@ AGENTS: dict[str, str] = {
     "simulated": "harness.agents.simulated:SimulatedAgent",
     "llm": "harness.agents.llm:LLMAgent",
     "command": "harness.agents.command:CommandAgent",
+    "claude-code": "harness.agents.cli_agents:ClaudeCodeAgent",
+    "codex": "harness.agents.cli_agents:CodexAgent",
 }
 
 

@@ -1,0 +1,154 @@
+"""Ready-made agents: Claude Code (``claude-code``) and Codex CLI (``codex``).
+
+Each is the ``command`` agent with the program filled in: the official CLI, at a pinned
+version from the npm registry (``harness.agents.npm_stage``), run headless with the task's
+instruction as its prompt, the task's workdir as its cwd, every permission prompt off (the
+sandbox is the boundary), and its final message as the answer. The model is reached only
+through the metering proxy: Claude Code through ``ANTHROPIC_BASE_URL`` (the arm's
+``model.api: anthropic``), Codex through ``OPENAI_BASE_URL`` with the Responses API
+(``model.api: openai``). Tokens, cost, budgets, the real key and the trajectory work exactly
+as for ``command``.
+
+In a Docker sandbox the executable is linked into the trial's read-only ``/run/harness``
+mount and runs inside the network-less container; on a ``local`` sandbox it runs on the
+host in the sandbox directory.
+
+Params:
+  version    the CLI version (default: the pinned ``VERSION`` below)
+  args       extra command-line arguments (a list of strings)
+  timeout_s  wall-clock limit (default: the trial's ``budgets.timeout_s``)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from typing import Any, ClassVar
+
+import anyio
+
+from harness.agents.base import AgentContext, AgentResult
+from harness.agents.command import CommandAgent
+from harness.agents.npm_stage import CliPackage, place, stage
+from harness.config.models import Arm
+from harness.errors import ConfigError
+from harness.sandbox.base import SOCKET_MOUNT
+
+_QUIET_HOME = 'export HOME="$(mktemp -d)"; trap \'rm -rf "$HOME"\' EXIT; '
+"""A fresh, writable home for the CLI's own state (settings, sessions), per trial."""
+
+
+class _CliAgent:
+    name: ClassVar[str]
+    api: ClassVar[str]
+    """The ``model.api`` the CLI speaks."""
+    label: ClassVar[str]
+    VERSION: ClassVar[str]
+
+    @staticmethod
+    def wants_socket_dir(arm: Arm) -> bool:
+        return True  # the proxy's socket and the executable both arrive through it
+
+    def package(self, version: str) -> CliPackage:
+        raise NotImplementedError
+
+    def command(self, exe: str, args: list[str]) -> str:
+        raise NotImplementedError
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        params = ctx.params
+        where = f"arms.{ctx.arm.name}"
+        if ctx.model is None:
+            raise ConfigError("suite", f"{where}.model", f"the {self.name} agent needs a model")
+        if ctx.model.api != self.api:
+            raise ConfigError(
+                "suite",
+                f"{where}.model.api",
+                f"{self.label} speaks the {self.api} API; set model.api: {self.api}",
+            )
+        args = params.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ConfigError("suite", f"{where}.params.args", "must be a list of strings")
+        package = self.package(str(params.get("version") or self.VERSION))
+        exe = await anyio.to_thread.run_sync(stage, package)
+        socket_dir = getattr(ctx.sandbox, "socket_dir", None)
+        if socket_dir:
+            name = f"{self.name}-{package.version}"
+            await anyio.to_thread.run_sync(place, exe, socket_dir, name)
+            path, mode = f"{SOCKET_MOUNT}/{name}", "sandbox"
+        else:
+            path, mode = str(exe), "host"
+        command_params: dict[str, Any] = {
+            "command": self.command(path, args),
+            "where": mode,
+            "stdin": False,
+        }
+        if "timeout_s" in params:
+            command_params["timeout_s"] = params["timeout_s"]
+        arm = ctx.arm.model_copy(update={"params": command_params})
+        ctx.trajectory.record(
+            "note", content=f"{self.label} {package.version} ({package.spec})", ok=True
+        )
+        result = await CommandAgent().run(dataclasses.replace(ctx, arm=arm))
+        result.info["cli"] = f"{self.label}@{package.version}"
+        return result
+
+
+class ClaudeCodeAgent(_CliAgent):
+    name = "claude-code"
+    api = "anthropic"
+    label = "@anthropic-ai/claude-code"
+    VERSION = "2.1.332"
+
+    def package(self, version: str) -> CliPackage:
+        return CliPackage(
+            label=self.label,
+            spec=f"@anthropic-ai/claude-code-linux-x64@{version}",
+            executable="@anthropic-ai/claude-code-linux-x64/claude",
+            version=version,
+        )
+
+    def command(self, exe: str, args: list[str]) -> str:
+        # IS_SANDBOX: the CLI refuses to skip permissions as root unless told it is sandboxed;
+        # one key variable only (with both it warns about conflicting credentials).
+        extra = " ".join(shlex.quote(a) for a in args)
+        return (
+            _QUIET_HOME + "export IS_SANDBOX=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 "
+            "DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1; "
+            "unset ANTHROPIC_AUTH_TOKEN; "
+            f'{shlex.quote(exe)} -p "$HARNESS_INSTRUCTION" --model "$HARNESS_MODEL" '
+            f'--output-format text --dangerously-skip-permissions {extra} > "$HARNESS_ANSWER_FILE"'
+        )
+
+
+class CodexAgent(_CliAgent):
+    name = "codex"
+    api = "openai"
+    label = "@openai/codex"
+    VERSION = "0.171.0"
+
+    def package(self, version: str) -> CliPackage:
+        return CliPackage(
+            label=self.label,
+            spec=f"@openai/codex@{version}-linux-x64",
+            executable="@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex",
+            version=version,
+        )
+
+    def command(self, exe: str, args: list[str]) -> str:
+        provider = (
+            'model_providers.harness={name="harness", base_url="$OPENAI_BASE_URL", '
+            'env_key="OPENAI_API_KEY", wire_api="responses"}'
+        )
+        extra = " ".join(shlex.quote(a) for a in args)
+        return (
+            _QUIET_HOME + 'export CODEX_HOME="$HOME/.codex"; mkdir -p "$CODEX_HOME"; '
+            f"{shlex.quote(exe)} exec --skip-git-repo-check "
+            '--dangerously-bypass-approvals-and-sandbox -m "$HARNESS_MODEL" '
+            f'-c model_provider=harness -c "{provider.replace(chr(34), chr(92) + chr(34))}" '
+            f'--output-last-message "$HARNESS_ANSWER_FILE" {extra} "$HARNESS_INSTRUCTION" '
+            "< /dev/null"
+        )
+
+
+__all__ = ["ClaudeCodeAgent", "CodexAgent"]
