@@ -339,6 +339,7 @@ class MeteringProxy:
             await out.start_stream(upstream.status_code)
             try:
                 async for chunk in upstream.aiter_bytes():
+                    ready: list[bytes] = []  # events that arrived together leave together
                     for event in splitter.feed(chunk):
                         state.events += 1
                         action = api.observe(state, event, event.json(), wanted)
@@ -347,12 +348,14 @@ class MeteringProxy:
                             try:
                                 self._meter_stream(api, state, info, start)
                             except BudgetExceeded:
-                                await out.event(api.error_event(*self._budget_reason()))
+                                ready.append(api.error_event(*self._budget_reason()))
+                                await out.event(b"".join(ready))
                                 await out.end()
                                 return
-                        if action.endswith("drop"):
-                            continue
-                        await out.event(event.raw)
+                        if not action.endswith("drop"):
+                            ready.append(event.raw)
+                    if ready:
+                        await out.event(b"".join(ready))
             except httpx.HTTPError as exc:
                 cut = f"{type(exc).__name__}: {exc}"
             if not state.done:
