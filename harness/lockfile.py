@@ -26,6 +26,8 @@ def lock_path(resolved: ResolvedSuite) -> Path:
 
 async def current_entries(resolved: ResolvedSuite, provider) -> dict[str, dict[str, Any]]:
     envs = list(resolved.environments.values())
+    if provider is None:
+        return {}
     if hasattr(provider, "lock_entries"):
         return await provider.lock_entries(envs)
     ids = await provider.prepare(envs)
@@ -42,6 +44,9 @@ async def write_lock(resolved: ResolvedSuite, provider, sandbox: str) -> Path:
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "environments": entries,
     }
+    agents = agent_pins(resolved)
+    if agents:
+        doc["agents"] = agents
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -53,13 +58,30 @@ def mismatches(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
     return check_lock(locked, current)
 
 
+def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
+    """Arm name → the pinned build of a ready-made agent (e.g. ``@openai/codex@0.171.0``)."""
+    from harness.agents import agent_class
+
+    pins: dict[str, str] = {}
+    for arm in resolved.suite.arms:
+        pinned = getattr(agent_class(arm.agent), "pinned", None)
+        if pinned is not None:
+            pins[arm.name] = pinned(arm)
+    return pins
+
+
 async def check_lock_for(resolved: ResolvedSuite, provider) -> None:
     path = lock_path(resolved)
     if not path.is_file():
         raise LockMismatch(
             f"--locked: no lock file {path}; create it with `harness lock {resolved.path}`"
         )
-    locked = json.loads(path.read_text())["environments"]
+    doc = json.loads(path.read_text())
+    locked = doc["environments"]
     problems = mismatches(locked, await current_entries(resolved, provider))
+    for arm, pin in agent_pins(resolved).items():
+        was = (doc.get("agents") or {}).get(arm)
+        if was != pin:
+            problems.append(f"arm '{arm}': agent {pin}, locked {was or 'nothing'}")
     if problems:
         raise LockMismatch(f"--locked: {path} does not match: " + "; ".join(problems))

@@ -182,6 +182,10 @@ async def _run(
     from harness.progress import TrialProgress
 
     image_ids: dict[str, str | None] = {}
+    if locked and provider is None:  # no images to check; pinned agents still are
+        from harness.lockfile import check_lock_for
+
+        await check_lock_for(resolved, provider)
     if provider is not None:
         envs = list(resolved.environments.values())
         if hasattr(provider, "gc"):  # containers left behind by killed runs on this host

@@ -49,6 +49,11 @@ class _CliAgent:
     def wants_socket_dir(arm: Arm) -> bool:
         return True  # the proxy's socket and the executable both arrive through it
 
+    @classmethod
+    def pinned(cls, arm: Arm) -> str:
+        """The CLI build this arm runs, as written to the lock file."""
+        return f"{cls.label}@{arm.params.get('version') or cls.VERSION}"
+
     def package(self, version: str) -> CliPackage:
         raise NotImplementedError
 
@@ -90,7 +95,7 @@ class _CliAgent:
             "note", content=f"{self.label} {package.version} ({package.spec})", ok=True
         )
         result = await CommandAgent().run(dataclasses.replace(ctx, arm=arm))
-        result.info["cli"] = f"{self.label}@{package.version}"
+        result.info["cli"] = self.pinned(ctx.arm)
         return result
 
 
