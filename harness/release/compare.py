@@ -2,7 +2,8 @@
 
 When-not-to-ship guide: estimate each arm's per-task success rate from its scheduled trials, subtract
 baseline from candidate per task, aggregate those differences with the declared task weights,
-and resample the independent unit (cluster) carrying both arms' records together. Eval-harness guide:
+and form the interval over the independent unit (cluster), with the one method every view
+uses (``harness.stats.mean_estimate``). Eval-harness guide:
 only the discordant tasks carry information about which arm is better, so the test is the
 exact McNemar test (single-trial designs) or the sign test on per-task differences.
 
@@ -235,7 +236,7 @@ def paired_comparison(
     Args:
         rows_a, rows_b: trial-row dicts of the baseline and the candidate (keys arm, task_id,
             cluster, task_class, weight, status, passed, trial_index, seed, variant).
-        cluster_key: ``"cluster"`` resamples the rows' clusters; ``"task"`` each task alone.
+        cluster_key: ``"cluster"``: the rows' clusters are the unit; ``"task"``: each task.
         denominator: ``"failure"`` counts unresolved trials as failures; ``"exclude"`` drops
             them (a task with no resolved trial in either arm is then unpaired).
         weights: aggregate with the rows' task weights (else every task counts equally).
