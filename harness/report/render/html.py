@@ -280,6 +280,10 @@ def _comparison_extra(comp: dict[str, Any]) -> str:
     ]
     if comp.get("method"):
         bits.append(str(comp["method"]))
+    if comp.get("estimator"):
+        bits.append(f"estimator: {comp['estimator']}")
+    if comp.get("interval_warning"):
+        bits.append(f"warning: {comp['interval_warning']}")
     return "; ".join(bits)
 
 
