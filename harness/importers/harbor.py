@@ -83,7 +83,7 @@ def refusal(task_dir: Path, toml: dict[str, Any]) -> str | None:
     if env.get("docker_image") and not (edir / "Dockerfile").is_file():
         return f"a prebuilt remote image ({env['docker_image']}) instead of environment/Dockerfile"
     if not (edir / "Dockerfile").is_file():
-        return "no environment/Dockerfile (a cloud or computer-use environment)"
+        return "a cloud or computer-use environment (there is no environment/Dockerfile)"
     mode = env.get("network_mode", "no-network")
     if mode == "public":
         return "unrestricted network access (network_mode = public)"
@@ -98,9 +98,9 @@ def refusal(task_dir: Path, toml: dict[str, Any]) -> str | None:
     if _nonempty(toml.get("solution", {}).get("env")):
         return "solution environment variables ([solution.env])"
     if not (task_dir / "instruction.md").is_file():
-        return "no instruction.md"
+        return "an instruction.md (missing)"
     if not (task_dir / "tests" / "test.sh").is_file():
-        return "no tests/test.sh"
+        return "a tests/test.sh verifier (missing)"
     if "/logs/agent" in (task_dir / "tests" / "test.sh").read_text(errors="replace"):
         return "tests that read Harbor's own agent logs (/logs/agent)"
     return None

@@ -8,9 +8,9 @@ called as tau-bench's environment calls it, ``Tool.invoke(data=data, **args)``, 
 exception it raises becomes the output ``Error: <message>`` with the data as the tool left it.
 
     python3 -S tau_runner.py serve        tool server (harness/tools/server.py protocol)
-    python3 -S tau_runner.py init         write state.json from the data (per-call mode)
-    python3 -S tau_runner.py call TOOL    one call, arguments on stdin, state.json reloaded
-                                          and rewritten (the slow per-call mode)
+    python3 -S tau_runner.py call TOOL    one call, arguments on stdin; the state is read from
+                                          state.json (the data before the first call) and
+                                          written back (the slow per-call mode)
     python3 -S tau_runner.py dump         print the state
     python3 -S tau_runner.py replay       JSON lines of action lists on stdin -> one line per
                                           list: the data after running them on fresh data
@@ -84,10 +84,6 @@ def main(argv: list[str]) -> int:
             return run
 
         serve({name: make(name) for name in table}, lambda: data)
-        return 0
-    if op == "init":
-        with open(STATE, "w") as fh:
-            fh.write(fresh_data_text(spec))
         return 0
     if op == "dump":
         json.dump(load_state(spec), sys.stdout)
