@@ -22,29 +22,26 @@ def short_hash(value: Any, n: int = 8) -> str:
 
 
 def headline(rows: list[dict], confidence: float = 0.95, denominator: str = "failure") -> dict:
-    """Mean of per-task rates with a cluster-aware interval (t on C − 1 df), or Wilson on
-    tasks when there are fewer than two clusters; with n tasks and n trials."""
+    """Mean of per-task rates with the shared interval (``harness.stats.mean_estimate``, as
+    the report), with n tasks, clusters and trials. One cluster: its tasks are the unit."""
     from harness.release.compare import task_rates
-    from harness.stats import mean_ci_clustered, wilson_interval
+    from harness.stats import mean_estimate
 
     per_task, clusters = task_rates(rows, denominator)
     tasks = sorted(per_task)
     if not tasks:
         return {"rate": None, "lo": None, "hi": None, "n_tasks": 0, "n_trials": len(rows)}
-    rates = [per_task[t] for t in tasks]
     cl = [clusters[t] for t in tasks]
-    if len(set(cl)) >= 2:
-        m = mean_ci_clustered(rates, cl, confidence)
-        est, lo, hi, method = m.estimate, max(0.0, m.lo), min(1.0, m.hi), "clustered t"
-    else:
-        est = sum(rates) / len(rates)
-        lo, hi = wilson_interval(est * len(rates), len(rates), confidence)
-        method = "Wilson"
+    one = len(set(cl)) < 2
+    e = mean_estimate([per_task[t] for t in tasks], None if one else cl, confidence=confidence)
     return {
-        "rate": est,
-        "lo": float(lo),
-        "hi": float(hi),
-        "method": method,
+        "rate": e.estimate,
+        "lo": e.lo,
+        "hi": e.hi,
+        "method": e.method,
+        "warning": e.warning,
+        "n": len(tasks),
+        "unit": "task",
         "n_tasks": len(tasks),
         "n_clusters": len(set(cl)),
         "n_trials": len(rows),
