@@ -22,6 +22,7 @@ from harness.plan import build_plan
 from harness.sandbox import get_provider
 from harness.sandbox.base import Environment, network_hosts
 from harness.store import Run, Store, now, resolve_url
+from harness.suitepath import import_beside
 from harness.trial import RunContext
 
 
@@ -116,6 +117,7 @@ def _start(
         placement: dict[str, object] = {
             k: overrides[k] for k in ("executor", "ray_address") if k in overrides
         }
+        import_beside(run.suite_path)
         resolved = load_suite(run.suite_path, {**run.overrides, **placement})
         if resolved.config_hash != run.config_hash:
             raise ConfigError(
@@ -126,6 +128,7 @@ def _start(
             )
         run_id, overrides = run.id, run.overrides
     else:
+        import_beside(suite_path)
         resolved = load_suite(suite_path, overrides)
         store = Store(resolve_url(store_url, resolved.suite.store))
         run_id = new_run_id()

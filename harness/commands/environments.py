@@ -104,6 +104,9 @@ def validate(
     from harness.validate import validate_suite
 
     console = Console()
+    from harness.suitepath import import_beside
+
+    import_beside(suite)
     resolved = load_suite(suite, {"sandbox": sandbox, "task": task, "limit": limit})
     report = validate_suite(resolved, sandbox, concurrency, progress=not quiet)
     console.print(f"[bold]Validated {report.tasks} tasks[/] of suite {resolved.suite.name}")
