@@ -52,4 +52,16 @@ def meter_call(
     return dollars
 
 
-__all__ = ["meter_call"]
+CHARS_PER_TOKEN = 4
+"""The stated estimate for calls whose upstream reports no usage: characters / 4."""
+
+
+def estimate_usage(request_chars: int, output_chars: int) -> ModelUsage:
+    """Tokens estimated from text length, for budgets only (never reported as measured)."""
+    return ModelUsage(
+        input_tokens=-(-request_chars // CHARS_PER_TOKEN),
+        output_tokens=-(-output_chars // CHARS_PER_TOKEN),
+    )
+
+
+__all__ = ["CHARS_PER_TOKEN", "estimate_usage", "meter_call"]

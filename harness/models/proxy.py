@@ -49,8 +49,8 @@ from anyio.abc import SocketAttribute, SocketStream
 from harness.config.models import ModelSettings
 from harness.errors import BudgetExceeded, ConfigError, ModelUnavailable
 from harness.models.client import ChatClient, ModelUsage
-from harness.models.metering import meter_call
-from harness.models.pricing import price_for
+from harness.models.metering import CHARS_PER_TOKEN, estimate_usage, meter_call
+from harness.models.pricing import cost, price_for
 from harness.models.sse import SSESplitter
 from harness.models.upstream import UpstreamExhausted, send
 from harness.models.wire import APIS, PROVIDER_APIS, StreamState, WireAPI, api_for_path
@@ -128,6 +128,10 @@ class MeteringProxy:
         self.calls = 0
         self.unmetered_calls = 0
         """Calls whose upstream reported no usage: their tokens and cost are unknown."""
+        self.estimated_tokens = 0
+        self.estimated_cost = 0.0
+        """Budget estimates for those calls (never reported as measured usage)."""
+        self.known_cost = 0.0
         self.served = PROVIDER_APIS[self.settings.api]
 
     def __repr__(self) -> str:
@@ -284,6 +288,7 @@ class MeteringProxy:
             "api": api.name,
             "stream": streaming,
         }
+        chars = len(json.dumps(payload))  # for the estimate when no usage is reported
         try:
             reply = await send(self.client, api, payload, headers, stream=streaming)
         except UpstreamExhausted as exc:
@@ -291,7 +296,7 @@ class MeteringProxy:
             return
         info["attempts"] = reply.attempts
         if reply.stream is not None:
-            await self._relay(api, reply.stream, wanted, info, start, out)
+            await self._relay(api, reply.stream, wanted, info, start, out, chars)
             return
         data = reply.data or {}
         info["model"] = data.get("model") or payload["model"]
@@ -315,7 +320,7 @@ class MeteringProxy:
         content, tools = api.summary(data)
         usage = api.usage(data)
         try:
-            self._meter(usage, content, {**info, "tool_calls": tools}, reply.latency_s)
+            self._meter(usage, content, {**info, "tool_calls": tools}, reply.latency_s, chars)
         except BudgetExceeded:
             await out.json(402, self._budget_error(api), [NO_RETRY])
             return
@@ -329,6 +334,7 @@ class MeteringProxy:
         info: dict[str, Any],
         start: float,
         out: _Responder,
+        chars: int,
     ) -> None:
         """Pass a stream on event by event; meter the usage; end it early on a budget."""
         state = StreamState()
@@ -343,10 +349,12 @@ class MeteringProxy:
                     for event in splitter.feed(chunk):
                         state.events += 1
                         action = api.observe(state, event, event.json(), wanted)
-                        if action.startswith("meter") and not metered:
+                        # usage arrived, or the stream ends without any: meter before
+                        # passing the event on, so a budget can still end this call
+                        if (action.startswith("meter") or state.done) and not metered:
                             metered = True
                             try:
-                                self._meter_stream(api, state, info, start)
+                                self._meter_stream(state, info, start, chars)
                             except BudgetExceeded:
                                 ready.append(api.error_event(*self._budget_reason()))
                                 await out.event(b"".join(ready))
@@ -364,7 +372,7 @@ class MeteringProxy:
                 metered = True
                 # nothing left to cut when this breaks a budget: the next call gets the 402
                 with suppress(BudgetExceeded):
-                    self._meter_stream(api, state, info, start)
+                    self._meter_stream(state, info, start, chars)
             if cut is not None:
                 message = self.client.redact(
                     f"model '{self.settings.name}' at {self.client.base_url} ({api.name}): "
@@ -384,27 +392,57 @@ class MeteringProxy:
         finally:
             await upstream.aclose()
 
-    def _meter_stream(
-        self, api: WireAPI, state: StreamState, info: dict[str, Any], start: float
-    ) -> None:
+    def _meter_stream(self, state: StreamState, info: dict[str, Any], start: float, chars: int):
         usage = state.usage or ModelUsage(reported=False)
         text = "".join(state.text) or None
         extra = {"tool_calls": state.tools, "events": state.events}
         if state.upstream_error:
             extra["upstream_error"] = state.upstream_error
-        self._meter(usage, text, {**info, **extra}, time.monotonic() - start)
+        self._meter(usage, text, {**info, **extra}, time.monotonic() - start, chars)
 
-    def _meter(self, usage: ModelUsage, content: str | None, info: dict[str, Any], latency: float):
+    def _meter(
+        self,
+        usage: ModelUsage,
+        content: str | None,
+        info: dict[str, Any],
+        latency: float,
+        request_chars: int,
+    ) -> None:
         if not usage.reported:
             self.unmetered_calls += 1
+            info = {**info, "usage_estimate": "characters / 4, for budgets only"}
         try:
-            meter_call(
+            dollars = meter_call(
                 self.ctx, usage, self.price, latency_s=latency, content=content, info=info, steps=1
             )
+            if usage.reported:
+                self.known_cost += dollars or 0.0
+            else:
+                self._check_estimate(estimate_usage(request_chars, len(content or "")))
         except BudgetExceeded as exc:
             self.exceeded = exc
             self.stop_event.set()
             raise
+
+    def _check_estimate(self, estimate: ModelUsage) -> None:
+        """Token and cost budgets over calls without reported usage: enforced on the stated
+        estimate (``CHARS_PER_TOKEN``), added to what the other calls reported."""
+        self.estimated_tokens += estimate.input_tokens + estimate.output_tokens
+        self.estimated_cost += cost(estimate, self.price) or 0.0
+        b, u = self.ctx.budgets, self.ctx.usage
+        note = (
+            f"of which {self.estimated_tokens} estimated at {CHARS_PER_TOKEN} characters per "
+            "token: the upstream reported no usage"
+        )
+        tokens = u.tokens_total + self.estimated_tokens
+        if b.max_tokens is not None and tokens > b.max_tokens:
+            raise BudgetExceeded("max_tokens", f"{tokens} tokens ({note}) > {b.max_tokens}")
+        dollars = self.known_cost + self.estimated_cost
+        if b.max_cost_usd is not None and self.price is not None and dollars > b.max_cost_usd:
+            raise BudgetExceeded(
+                "max_cost_usd",
+                f"${dollars:.6g} (estimated cost included: {note}) > ${b.max_cost_usd}",
+            )
 
     async def _exhausted(
         self,

@@ -117,6 +117,13 @@ async def openai_async(base: str, token: str, api: str, stream: bool) -> tuple[s
 
 
 async def _openai_async(client: Any, api: str, stream: bool) -> tuple[str, dict]:
+    if api == "chat-text":  # no tools: just the text
+        msgs = [{"role": "user", "content": "hi"}]
+        if not stream:
+            r = await client.chat.completions.create(model="m", messages=msgs)
+            return r.choices[0].message.content or "", {}
+        chunks = await client.chat.completions.create(model="m", messages=msgs, stream=True)
+        return "".join([c.choices[0].delta.content or "" async for c in chunks if c.choices]), {}
     msgs = [{"role": "user", "content": "hi"}]
     if api == "chat":
         if not stream:
@@ -397,3 +404,27 @@ async def test_unserved_api_is_a_config_error(api_key, sandbox) -> None:
         assert server.model_requests() == []
     assert isinstance(proxy.config_error, ConfigError)
     assert "messages API" in str(proxy.config_error) and "api: openai" in str(proxy.config_error)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_no_usage_is_unknown_and_budgets_use_a_stated_estimate(
+    api_key, sandbox, stream
+) -> None:
+    from harness.config.models import Budgets
+
+    quiet = Turn("x" * 400, usage=None)  # ~100 output tokens by the estimate, none reported
+    with FakeOpenAI() as server:
+        server.default = quiet
+        settings = model_settings(server)
+        ctx = make_ctx(sandbox, agent="command", model=settings, budgets=Budgets(max_tokens=200))
+        async with metering_proxy(ctx, settings) as proxy:
+            await call_client("openai-async", proxy.origin, proxy.token, "chat-text", stream)
+            with pytest.raises(openai.APIError) as info:
+                await call_client("openai-async", proxy.origin, proxy.token, "chat-text", stream)
+    assert "estimated at 4 characters per token" in str(info.value)
+    assert isinstance(proxy.exceeded, BudgetExceeded) and proxy.exceeded.reason == "max_tokens"
+    assert proxy.unmetered_calls == 2
+    assert ctx.usage.cost_usd is None  # unknown, never 0
+    events = [e for e in ctx.trajectory.events if e.kind == "model_call"]
+    assert len(events) == 2
+    assert all(e.args["usage_reported"] is False and e.cost_usd is None for e in events)
