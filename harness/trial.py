@@ -377,7 +377,7 @@ def _trial_row(
     answer: str | None = None,
     confidence: float | None = None,
     harm_severity: float = 0.0,
-    grader_versions: dict[str, Any] | None = None,
+    grader_versions: dict[str, str] | None = None,
     error: str | None = None,
     attempts: int = 1,
 ) -> TrialRow:

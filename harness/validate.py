@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 
@@ -39,20 +39,44 @@ class MutantAgent:
         return await MUTANTS[ctx.params["mutant"]](ctx)
 
 
+class BrokenTask(TypedDict):
+    """A task whose reference solution (the oracle) did not pass."""
+
+    task: str
+    status: str
+    reason: str
+
+
+class FalsePass(TypedDict):
+    """A mutant trial (a known-wrong agent) that the task's graders passed."""
+
+    task: str
+    mutant: str
+
+
+class UnresolvedTrial(TypedDict):
+    """A validation trial that ended without a verdict."""
+
+    task: str
+    agent: str
+    status: str
+    reason: str
+
+
 @dataclass
 class ValidationReport:
-    broken: list[dict[str, Any]] = field(default_factory=list)
-    """Tasks whose oracle did not pass: {task, status, reason}."""
+    broken: list[BrokenTask] = field(default_factory=list)
+    """Tasks whose oracle did not pass."""
     noop_by_class: dict[str, list[int]] = field(default_factory=dict)
     """class -> [noop passes, tasks]."""
     noop_passes: list[str] = field(default_factory=list)
     mutant_runs: dict[str, int] = field(default_factory=dict)
     """mutant kind -> trials run."""
-    false_passes: list[dict[str, Any]] = field(default_factory=list)
-    """Mutant trials that passed overall: {task, mutant}."""
+    false_passes: list[FalsePass] = field(default_factory=list)
+    """Mutant trials that passed overall."""
     grader_false_passes: dict[str, dict[str, int]] = field(default_factory=dict)
     """grader -> mutant kind -> times that grader passed a mutant (others may have caught it)."""
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[UnresolvedTrial] = field(default_factory=list)
     """Trials that ended without a verdict (infra, grader or harness errors)."""
     tasks: int = 0
 

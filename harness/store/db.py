@@ -460,7 +460,7 @@ def _make_engine(url: str, pool_size: int, max_overflow: int, read_only: bool = 
         if url.startswith(plain):
             url = "postgresql+psycopg://" + url[len(plain) :]
     parsed = make_url(url)
-    pool: dict[str, Any] = {"pool_size": pool_size, "max_overflow": max_overflow}
+    pool: dict[str, int] = {"pool_size": pool_size, "max_overflow": max_overflow}
     for key in POOL_PARAMS:
         if key in parsed.query:
             value = parsed.query[key]

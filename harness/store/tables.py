@@ -43,7 +43,8 @@ class Run(SQLModel, table=True):
     trials_per_task: int
     arms: list[str] = Field(sa_column=Column(JSON))
     sandbox: str
-    image_ids: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    image_ids: dict[str, str | None] = Field(default_factory=dict, sa_column=Column(JSON))
+    """Environment name → the pinned image id every trial of its tasks used (None: none)."""
     jobs_planned: int = 0
     status: str = "running"
     """running | finished | interrupted | failed"""
@@ -105,7 +106,8 @@ class TrialRow(TrialKey):
     attempts: int = 1
     harm_severity: float = 0.0
     """Largest severity of the harms found (low 1, medium 2, high 3, critical 4); 0 = none."""
-    grader_versions: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    grader_versions: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
+    """Grader name → the version of its rules that gave the verdict."""
     error: str | None = Field(default=None, sa_type=Text)
     """Traceback of an unresolved trial."""
     started_at: datetime

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.report.records import Comparison, Interval, PassAtK
+
 
 def pct(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{100 * x:.{digits}f}%"
 
 
-def ci(r: dict[str, Any] | None, digits: int = 1) -> str:
+def ci(r: Interval | None, digits: int = 1) -> str:
     """'[lo, hi]' in percent, or '' when the record has no interval."""
     if not r or r.get("lo") is None or r.get("hi") is None:
         return ""
     return f"[{pct(r['lo'], digits)}, {pct(r['hi'], digits)}]"
 
 
-def rate_text(r: dict[str, Any] | None, unit: str | None = None) -> str:
+def rate_text(r: Interval | None, unit: str | None = None) -> str:
     """'73.0% [67.8%, 78.3%] (n=10000 tasks)': a rate is never shown without n and interval."""
     if not r or r.get("estimate") is None:
         return "no counted trials"
@@ -28,7 +30,7 @@ def signed_pts(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:+.1f} pts"
 
 
-def delta_text(r: dict[str, Any] | None) -> str:
+def delta_text(r: Interval | None) -> str:
     """A difference in percentage points with its interval."""
     if not r or r.get("estimate") is None:
         return "—"
@@ -45,7 +47,7 @@ def usd(x: float | None) -> str:
     return f"${x:.4f}"
 
 
-def usd_rec(r: dict[str, Any] | None) -> str:
+def usd_rec(r: Interval | None) -> str:
     if not r or r.get("estimate") is None:
         return "unknown"
     if r.get("lo") is None:
@@ -57,7 +59,7 @@ def count(x: int | float | None) -> str:
     return "—" if x is None else f"{int(x):,}"
 
 
-def select_ks(points: list[dict[str, Any]], limit: int = 10) -> list[dict[str, Any]]:
+def select_ks(points: list[PassAtK], limit: int = 10) -> list[PassAtK]:
     """At most ``limit`` of the k entries for display: 1–5, powers of two, and the last."""
     if len(points) <= limit:
         return points
@@ -87,15 +89,14 @@ def unresolved_by_class_text(infra: dict[str, Any]) -> str:
     return "unresolved share by class: " + (", ".join(parts) if parts else "no trials")
 
 
-def comparison_notes(c: dict[str, Any]) -> list[str]:
+def comparison_notes(c: Comparison) -> list[str]:
     """The estimator behind the headline delta, each arm's rate with n and interval, the
     fixed/broke threshold and any interval warning: shared by terminal and Markdown."""
     out = []
     if c.get("estimator"):
         out.append(f"estimator: {c['estimator']}")
-    for side in ("baseline", "candidate"):
-        r = c.get(side) or {}
-        if r.get("rate") is not None:
+    for side, r in (("baseline", c.get("baseline")), ("candidate", c.get("candidate"))):
+        if r and r.get("rate") is not None:
             out.append(
                 f"{side} {pct(r['rate'])} [{pct(r['lo'])}, {pct(r['hi'])}] (n={r.get('n')} tasks)"
             )

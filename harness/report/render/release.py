@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
+from harness.report.records import ArmRate
 from harness.report.render.narrow import dropped_note, fit
 
 
@@ -25,7 +26,7 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.1%}"
 
 
-def rate(r: dict[str, Any] | None, n: int) -> str:
+def rate(r: ArmRate | None, n: int) -> str:
     if not r:
         return "—"
     return f"{r['rate']:.1%} [{r['lo']:.1%}, {r['hi']:.1%}] (n={r.get('n', n)} tasks)"

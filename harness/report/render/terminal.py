@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.report.causes import causes_lines
+from harness.report.records import Comparison, PairTable, SliceRow
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
@@ -146,10 +147,10 @@ def _arm(console: Console, name: str, a: dict[str, Any]) -> None:
     _usage(console, a["usage"])
 
 
-def _slices(console: Console, what: str, rows: list[dict[str, Any]], limit: int | None) -> None:
+def _slices(console: Console, what: str, rows: list[SliceRow], limit: int | None) -> None:
     if not rows or len(rows) < 2:
         return
-    shown = sorted(rows, key=lambda r: r["estimate"])[:limit] if limit else rows
+    shown = sorted(rows, key=lambda r: float(r["estimate"] or 0.0))[:limit] if limit else rows
     title = f"by {what}" + (
         f" (lowest {len(shown)} of {len(rows)}; all in --json)" if len(shown) < len(rows) else ""
     )
@@ -225,9 +226,9 @@ def _usage(console: Console, u: dict[str, Any]) -> None:
         )
 
 
-def _comparison(console: Console, c: dict[str, Any]) -> None:
+def _comparison(console: Console, c: Comparison) -> None:
     console.rule("[bold]primary comparison")
-    table = c.get("table") or {}
+    table = c.get("table") or PairTable()
     p = c.get("p_value")
     console.print(
         f"{c['candidate_arm']} − {c['baseline_arm']}: {delta_text(c)} ({pct(c.get('confidence'), 0)} "
