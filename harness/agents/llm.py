@@ -34,6 +34,7 @@ from harness.agents.base import AgentContext, AgentResult
 from harness.agents.user import STOP, make_user
 from harness.config.models import Price, ToolSpec
 from harness.errors import BudgetExceeded, ConfigError
+from harness.models.chat import ChatMessage, ToolSchema
 
 PREAMBLE = (
     "You are an agent being evaluated on a task. Act only through the provided tools; "
@@ -70,7 +71,7 @@ def split_confidence(text: str | None) -> tuple[str | None, float | None]:
     return answer or None, confidence
 
 
-def tool_schema(spec: ToolSpec) -> dict[str, Any]:
+def tool_schema(spec: ToolSpec) -> ToolSchema:
     """An environment tool as an OpenAI function definition."""
     return {
         "type": "function",
@@ -116,7 +117,7 @@ class LLMAgent:
         if user is not None and script is not None and script.goal is not None:
             first = await user.opening()
             opening, info = first.text, {**first.info, "turn": 0, "opening": True}
-        messages: list[dict[str, Any]] = [
+        messages: list[ChatMessage] = [
             {"role": "system", "content": system_prompt(ctx)},
             {"role": "user", "content": opening},
         ]
@@ -156,8 +157,8 @@ class LLMAgent:
         self,
         ctx: AgentContext,
         client: Any,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: list[ChatMessage],
+        tools: list[ToolSchema],
         price: Price | None,
     ) -> str | None:
         """Call the model and run its tool calls until it replies without one."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.config.models import ModelSettings, UserScript
+from harness.models.chat import ChatMessage
 
 STOP = "###STOP###"
 DEFAULT_MAX_TURNS = 10
@@ -104,7 +105,7 @@ class ModelUser:
             persona=persona or "", instruction=instruction, stop=STOP
         ).replace("\n\n\n", "\n\n")
         # The user's own view: the agent speaks as "user", the simulated user as "assistant".
-        self._messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        self._messages: list[ChatMessage] = [{"role": "system", "content": system}]
         if not opens:  # the task's instruction was the opening
             self._messages.append({"role": "assistant", "content": instruction})
 

@@ -24,13 +24,14 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
 
 from harness.config.models import ModelSettings
 from harness.errors import AgentFailure, ConfigError, ModelUnavailable
+from harness.models.chat import ChatMessage, ToolCall, ToolSchema
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class HTTPResult:
 class ChatResponse:
     """One chat completion: the assistant message, its tool calls and the call's usage."""
 
-    message: dict[str, Any]
+    message: ChatMessage
     """The assistant message as returned (role, content, tool_calls), for the history."""
     content: str | None
     tool_calls: list[ToolCallRequest]
@@ -192,9 +193,9 @@ class ChatClient:
     # -- high level ---------------------------------------------------------------------
     async def chat(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[ChatMessage],
         *,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolSchema] | None = None,
         seed: int | None = None,
         temperature: float | None = None,
         **params: Any,
@@ -372,7 +373,7 @@ def _parse_completion(result: HTTPResult) -> ChatResponse:
         content = json.dumps(content)
     calls: list[ToolCallRequest] = []
     raw_calls = message.get("tool_calls") or []
-    normalised: list[dict[str, Any]] = []
+    normalised: list[ToolCall] = []
     for i, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
         fn = call.get("function") if isinstance(call, dict) else None
         fn = fn if isinstance(fn, dict) else {}
@@ -397,7 +398,7 @@ def _parse_completion(result: HTTPResult) -> ChatResponse:
     else:
         message.pop("tool_calls", None)
     return ChatResponse(
-        message=message,
+        message=cast(ChatMessage, message),  # the provider's message, tool calls normalised
         content=content,
         tool_calls=calls,
         usage=ModelUsage.from_response(data),

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from harness.report.load import RunData, comparison_rows, empty_arm
+from harness.report.records import ReportSettings
 
 
-def comparison_available(settings: dict[str, Any]) -> bool:
+def comparison_available(settings: ReportSettings) -> bool:
     """True when the suite declares report.primary and harness.release can compare."""
     if not settings.get("primary"):
         return False
@@ -25,7 +26,7 @@ def comparison_available(settings: dict[str, Any]) -> bool:
 
 
 def primary_comparison(
-    data: RunData, settings: dict[str, Any], seed: int = 0
+    data: RunData, settings: ReportSettings, seed: int = 0
 ) -> tuple[dict[str, Any] | None, str | None]:
     """(comparison dict or None, warning or None) for the suite's ``report.primary`` arms.
 

@@ -98,6 +98,7 @@ from harness.report import sections as sec
 from harness.report import usage as use
 from harness.report.deltas import arm_roles, arm_settings, deltas_section
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
+from harness.report.records import ReportSettings, Versions
 from harness.stats.task_units import Unit, choose_unit, mean_interval
 
 FEW_EFFECTIVE_CLUSTERS = 5
@@ -129,7 +130,7 @@ DEFAULT_RESAMPLES = 10_000
 DEFAULT_PREDICTION_RESAMPLES = 200
 
 
-def report_settings(suite: dict[str, Any]) -> dict[str, Any]:
+def report_settings(suite: dict[str, Any]) -> ReportSettings:
     """The report settings a run's stored suite declares, with defaults."""
     rep = suite.get("report") or {}
     denominator = suite.get("denominator", "failure")
@@ -165,7 +166,7 @@ def build_report(
     run: dict[str, Any],
     data: RunData,
     *,
-    settings: dict[str, Any],
+    settings: ReportSettings,
     scheduled: tuple[int, int],
     n_resamples: int = DEFAULT_RESAMPLES,
     prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
@@ -174,12 +175,12 @@ def build_report(
     """The whole report for one run (pure: arrays in, JSON-able dict out). ``suite`` is the
     run's stored suite: arm roles and settings, and the description, come from it."""
     seed = int(run.get("seed") or 0)
-    settings = {
+    settings = ReportSettings(
         **settings,
-        "n_resamples": n_resamples,
-        "prediction_resamples": prediction_resamples,
-        "bootstrap_seed": seed,
-    }
+        n_resamples=n_resamples,
+        prediction_resamples=prediction_resamples,
+        bootstrap_seed=seed,
+    )
     arm_names = list(run.get("arms") or [])
     arm_names += [a for a in data.arms if a not in arm_names]
     arms: dict[str, Any] = {}
@@ -242,7 +243,7 @@ def _sampling_unit(arms: dict[str, Any]) -> str:
     return "per arm (see arms.*.unit)"
 
 
-def _versions(run: dict[str, Any], data: RunData) -> dict[str, Any]:
+def _versions(run: dict[str, Any], data: RunData) -> Versions:
     import json
 
     images: set[str] = set()
@@ -367,7 +368,7 @@ def arm_report(
     variants,
     trials_per_task: int,
     scheduled: tuple[int, int],
-    settings: dict[str, Any],
+    settings: ReportSettings,
     n_resamples: int,
     prediction_resamples: int,
     seed: int,
@@ -389,10 +390,11 @@ def arm_report(
         "reason": unit.reason,
         "effective_clusters": use.effective_cluster_count(clusters),
     }
-    usage = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
     if n.size == 0:
         out.update(_empty_sections())
-        out["usage"] = use.usage_section(arm, unit, inc, **usage)
+        out["usage"] = use.usage_section(
+            arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
+        )
         return out
 
     rates = c / n
@@ -402,9 +404,25 @@ def arm_report(
     ks = settings.get("k") or list(range(1, trials_per_task + 1))
     hat, at = sec.pass_k_section(n, c, unit, sorted(set(ks)), confidence=confidence)
     out["pass_hat_k"], out["pass_at_k"] = hat, at
-    pred = {"n_resamples": prediction_resamples, "seed": seed, "confidence": confidence}
-    out["pass_hat_k_predicted"] = sec.prediction_section(n, c, unit, trials_per_task, hat, **pred)
-    out["pass_at_k_predicted"] = sec.pass_at_prediction_section(n, c, unit, trials_per_task, **pred)
+    out["pass_hat_k_predicted"] = sec.prediction_section(
+        n,
+        c,
+        unit,
+        trials_per_task,
+        hat,
+        n_resamples=prediction_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+    out["pass_at_k_predicted"] = sec.pass_at_prediction_section(
+        n,
+        c,
+        unit,
+        trials_per_task,
+        n_resamples=prediction_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
     unstable = (c > 0) & (c < n)
     out["unstable_tasks"] = int(unstable.sum())
     out["unstable_task_ids"] = sorted(str(t) for t in arm.tasks[inc][unstable])[:50]
@@ -426,5 +444,7 @@ def arm_report(
         ),
         "harm": rel.harm_section(arm, unit, inc, confidence),
     }
-    out["usage"] = use.usage_section(arm, unit, inc, **usage)
+    out["usage"] = use.usage_section(
+        arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
+    )
     return out

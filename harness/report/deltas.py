@@ -18,6 +18,7 @@ import numpy as np
 
 from harness.release.floor import CRN, DEGENERATE, uses_common_random_numbers
 from harness.report.load import ArmTrials, RunData
+from harness.report.records import ReportSettings
 from harness.report.sections import task_outcomes
 
 DELTAS_METHOD = "weighted mean of per-task rate differences; the shared interval method"
@@ -134,7 +135,7 @@ def class_deltas(
 def deltas_section(
     data: RunData,
     roles: dict[str, str | None],
-    settings: dict[str, Any],
+    settings: ReportSettings,
     suite: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Per-class deltas of the candidate, with the A/A arm's overall delta as noise floor."""

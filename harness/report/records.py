@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class Interval(TypedDict, total=False):
@@ -75,3 +75,97 @@ class Comparison(Interval, total=False):
     candidate: ArmRate
     fixed_rule: str
     interval_warning: str | None
+
+
+PerTrialTokens = TypedDict(
+    "PerTrialTokens", {"in": float | None, "cached": float | None, "out": float | None}
+)
+Tokens = TypedDict(
+    "Tokens",
+    {"in": int, "cached": int, "out": int, "per_trial": PerTrialTokens, "trials": int},
+)
+"""Token sums over an arm's trials (``cached`` is part of ``in``), and per trial."""
+
+
+class CostSummary(TypedDict):
+    """Cost over resolved trials with a known price (unknown is never counted as zero)."""
+
+    scope: str
+    trials: int
+    known_trials: int
+    unknown_trials: int
+    total_usd: float | None
+    per_trial_usd: Interval | None
+    per_success_usd: Interval | None
+    note: str | None
+
+
+class Latency(TypedDict, total=False):
+    """Seconds per resolved trial: median and 95th percentile with order-statistic intervals."""
+
+    n: int
+    unit: str
+    p50_s: float
+    p95_s: float
+    p50_interval: list[float]
+    p95_interval: list[float]
+    mean_s: float
+    method: str
+    warning: str
+
+
+class Steps(TypedDict, total=False):
+    n: int
+    mean: float
+    p50: float
+    p95: float
+
+
+class UsageSection(TypedDict):
+    tokens: Tokens
+    cost: CostSummary
+    latency: Latency
+    steps: Steps
+
+
+class InfraSection(TypedDict):
+    """Crash accounting: unresolved trials by kind and the per-attempt crash rate."""
+
+    infra_error_trials: int
+    grader_error_trials: int
+    harness_error_trials: int
+    attempts: int
+    attempts_by_outcome: dict[str, int]
+    infra_error_attempts: int
+    crash_rate: Interval | None
+
+
+class ReportSettings(TypedDict):
+    """How the report counts and intervals, as the run's suite declares them."""
+
+    confidence: float
+    denominator: str
+    """'failure' (unresolved trials count as failures) or 'exclude'."""
+    denominator_text: str
+    cluster_key: str
+    k: Any
+    """The suite's ``report.k`` (pass^k values to show), as written."""
+    primary: dict[str, str] | None
+    """The suite's ``report.primary``: baseline and candidate arm names."""
+    phase_one_trials: int | None
+    n_resamples: NotRequired[int]
+    """Bootstrap resamples of the report's intervals (set when the report is built)."""
+    prediction_resamples: NotRequired[int]
+    bootstrap_seed: NotRequired[int]
+
+
+class Versions(TypedDict):
+    """What the numbers came from: versions, seed, sandbox and the pinned images."""
+
+    harness_version: str | None
+    config_hash: str | None
+    seed: int | None
+    sandbox: str | None
+    image_ids: dict[str, str | None]
+    trial_image_ids: list[str]
+    grader_versions: dict[str, list[str]]

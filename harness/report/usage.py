@@ -9,6 +9,15 @@ from typing import Any
 import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
+from harness.report.records import (
+    CostSummary,
+    InfraSection,
+    Interval,
+    Latency,
+    Steps,
+    Tokens,
+    UsageSection,
+)
 from harness.report.sections import boot_name, num
 from harness.stats import cluster_bootstrap_ci, effective_clusters, wilson_interval
 from harness.stats.task_units import Unit
@@ -24,12 +33,12 @@ def usage_section(
     n_resamples: int,
     seed: int,
     confidence: float,
-) -> dict[str, Any]:
+) -> UsageSection:
     """Tokens, cost per trial and per success, latency and steps over resolved trials."""
     resolved = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
     n_completed = int(arm.status.size)
     tok = arm.tokens.sum(axis=0) if arm.tokens.size else np.zeros(3)
-    tokens = {
+    tokens: Tokens = {
         "in": int(tok[0]),
         "cached": int(tok[1]),
         "out": int(tok[2]),
@@ -45,7 +54,7 @@ def usage_section(
     known = ~np.isnan(cost)
     n_known = int(known.sum())
     n_unknown = int(cost.size - n_known)
-    cost_out: dict[str, Any] = {
+    cost_out: CostSummary = {
         "scope": "resolved trials",
         "trials": int(cost.size),
         "known_trials": n_known,
@@ -79,29 +88,26 @@ def usage_section(
 
     lat = arm.latency[resolved]
     steps = arm.steps[resolved]
-    latency: dict[str, Any] = {"n": int(lat.size), "unit": "trial"}
+    latency: Latency = {"n": int(lat.size), "unit": "trial"}
     if lat.size:
         from harness.stats import quantile_interval
 
         p50, p50_lo, p50_hi = quantile_interval(lat, 0.50, confidence)
         p95, p95_lo, p95_hi = quantile_interval(lat, 0.95, confidence)
-        latency.update(
-            p50_s=p50,
-            p95_s=p95,
-            p50_interval=[p50_lo, p50_hi],
-            p95_interval=[p95_lo, p95_hi],
-            mean_s=float(lat.mean()),
-            method="order-statistic interval over trials (treats trials as independent)",
-        )
+        latency["p50_s"], latency["p95_s"] = p50, p95
+        latency["p50_interval"], latency["p95_interval"] = [p50_lo, p50_hi], [p95_lo, p95_hi]
+        latency["mean_s"] = float(lat.mean())
+        latency["method"] = "order-statistic interval over trials (treats trials as independent)"
     if 0 < lat.size < LATENCY_WARN_TRIALS:
         latency["warning"] = (
             f"only {lat.size} trials (< {LATENCY_WARN_TRIALS}): percentiles, p95 above all, "
             "are unstable"
         )
-    steps_out: dict[str, Any] = {"n": int(steps.size)}
+    steps_out: Steps = {"n": int(steps.size)}
     if steps.size:
         s50, s95 = np.percentile(steps, [50, 95])
-        steps_out.update(mean=float(steps.mean()), p50=float(s50), p95=float(s95))
+        steps_out["mean"], steps_out["p50"] = float(steps.mean()), float(s50)
+        steps_out["p95"] = float(s95)
     return {"tokens": tokens, "cost": cost_out, "latency": latency, "steps": steps_out}
 
 
@@ -115,7 +121,7 @@ def _cost_ratio(
     n_resamples: int,
     seed: int,
     confidence: float,
-) -> dict[str, Any]:
+) -> Interval:
     """Σ cost / Σ trials (or successes) over known-cost trials, cluster-bootstrap interval."""
     t = arm.tasks.size
     task = arm.task_index[resolved][known]
@@ -135,7 +141,7 @@ def _cost_ratio(
         clusters = labels_all[has].astype(str)
     est = float(num_t.sum() / den_t.sum())
     resamples = min(n_resamples, 2000)
-    out = {"estimate": est, "lo": None, "hi": None, "n": int(cost.size), "unit": "trial"}
+    out: Interval = {"estimate": est, "lo": None, "hi": None, "n": int(cost.size), "unit": "trial"}
     try:
         res = cluster_bootstrap_ci(
             np.column_stack([num_t[has], den_t[has]]),
@@ -145,10 +151,9 @@ def _cost_ratio(
             n_resamples=resamples,
             rng=seed,
         )
-        out.update(
-            lo=res.ci[0],
-            hi=res.ci[1],
-            method=f"ratio of sums; percentile {boot_name(unit)} bootstrap, {resamples} resamples",
+        out["lo"], out["hi"] = res.ci[0], res.ci[1]
+        out["method"] = (
+            f"ratio of sums; percentile {boot_name(unit)} bootstrap, {resamples} resamples"
         )
     except ValueError:  # a resample with no successes: no interval
         out["method"] = "ratio of sums; no bootstrap interval (some resamples have no successes)"
@@ -157,17 +162,18 @@ def _cost_ratio(
 
 def infra_section(
     by_status: dict[str, int], attempts: dict[str, int], confidence: float
-) -> dict[str, Any]:
+) -> InfraSection:
     """Crash accounting: unresolved trials by kind and the per-attempt crash rate."""
     total = int(sum(attempts.values()))
     crashed = int(attempts.get("infra_error", 0))
-    out: dict[str, Any] = {
+    out: InfraSection = {
         "infra_error_trials": int(by_status.get("infra_error", 0)),
         "grader_error_trials": int(by_status.get("grader_error", 0)),
         "harness_error_trials": int(by_status.get("harness_error", 0)),
         "attempts": total,
         "attempts_by_outcome": dict(sorted(attempts.items())),
         "infra_error_attempts": crashed,
+        "crash_rate": None,
     }
     if total:
         lo, hi = wilson_interval(crashed, total, confidence)
@@ -181,8 +187,6 @@ def infra_section(
             "method": "Wilson score interval over attempts (attempts of one trial may be "
             "correlated)",
         }
-    else:
-        out["crash_rate"] = None
     return out
 
 
