@@ -169,3 +169,12 @@ class Versions(TypedDict):
     image_ids: dict[str, str | None]
     trial_image_ids: list[str]
     grader_versions: dict[str, list[str]]
+
+
+class DiagramBin(TypedDict):
+    """One non-empty bin of the reliability diagram."""
+
+    confidence: float
+    """Mean stated confidence of the bin's trials."""
+    success: float
+    n: int

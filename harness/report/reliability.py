@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, VariantPairs
+from harness.report.records import DiagramBin
 from harness.report.sections import boot_name, num
 from harness.stats import expected_calibration_error, harm_rate, mean_estimate, robustness_drop
 from harness.stats.task_bootstrap import ece_bootstrap_interval, group_codes
@@ -124,7 +125,7 @@ def calibration_section(
     }
 
 
-def reliability_diagram(conf: np.ndarray, y: np.ndarray, bins: int) -> list[dict[str, Any]]:
+def reliability_diagram(conf: np.ndarray, y: np.ndarray, bins: int) -> list[DiagramBin]:
     """Per non-empty equal-width bin: mean stated confidence, success rate, trials."""
     b = np.minimum((conf * bins).astype(int), bins - 1)
     cnt = np.bincount(b, minlength=bins)
