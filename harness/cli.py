@@ -150,6 +150,8 @@ def run(
         f"session, {o.unresolved} unresolved)",
         err=True,
     )
+    for cause, n in o.harness_errors.most_common(5):
+        typer.echo(f"harness error ({n} trial(s)): {cause}", err=True)
     if o.interrupted:
         typer.echo(f"interrupted: resume with `harness run --resume {result.run_id}`", err=True)
     raise typer.Exit(result.exit_code)

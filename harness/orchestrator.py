@@ -46,6 +46,8 @@ class RunOutcome:
     planned: int
     counts: Counter = field(default_factory=Counter)
     interrupted: bool = False
+    harness_errors: Counter = field(default_factory=Counter)
+    """First line of each harness error's reason → trials (printed once in the summary)."""
 
     @property
     def finished(self) -> int:
@@ -87,6 +89,9 @@ async def execute(
             record = await run_one(job)
             writer.put(record)
             outcome.counts[record.trial.status] += 1
+            if record.trial.status == errors.HARNESS_ERROR:
+                cause = (record.trial.reason or "unknown").splitlines()[0][:300]
+                outcome.harness_errors[cause] += 1
             sink.trial_done(record.trial.status)
 
     async with anyio.create_task_group() as outer:

@@ -262,3 +262,36 @@ async def test_unserved_api_is_a_harness_error(fake_openai, settings, sandbox) -
         await CommandAgent().run(ctx)
     assert classify(info.value) == "harness_error"
     assert fake_openai.model_requests() == []
+
+
+def test_unserved_api_is_named_in_the_run_summary(fake_openai, tmp_path) -> None:
+    import yaml
+
+    from tests.conftest import run_cli
+
+    task = {
+        "id": "q",
+        "instruction": "2+2?",
+        "graders": [{"type": "answer_match", "expected": "4"}],
+    }
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [task]}))
+    model = {"name": "m", "base_url": fake_openai.base_url, "api_key_env": KEY_ENV}
+    arm = {
+        "name": "wrong-api",
+        "agent": "command",
+        "params": {"command": sdk_program("urllib", ANTHROPIC_CALL)},
+        "model": model,
+    }
+    suite = {"name": "s", "seed": 1, "trials": 2, "tasks": ["tasks.yaml"], "arms": [arm]}
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
+    result = run_cli(
+        "run",
+        str(tmp_path / "suite.yaml"),
+        "--store",
+        f"sqlite:///{tmp_path}/s.db",
+        "-q",
+        env={KEY_ENV: API_KEY},
+    )
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "harness error (2 trial(s)): ConfigError" in result.stderr
+    assert "messages API" in result.stderr and "model.api" in result.stderr
