@@ -295,3 +295,11 @@ def test_unserved_api_is_named_in_the_run_summary(fake_openai, tmp_path) -> None
     assert result.returncode == 3, result.stdout + result.stderr
     assert "harness error (2 trial(s)): ConfigError" in result.stderr
     assert "messages API" in result.stderr and "model.api" in result.stderr
+
+
+async def test_cost_budget_reason_shows_the_excess(sandbox) -> None:
+    ctx = make_ctx(sandbox, budgets=Budgets(max_cost_usd=0.0003))
+    ctx.charge(cost_usd=0.0003)
+    with pytest.raises(BudgetExceeded) as info:
+        ctx.charge(cost_usd=0.00000001)
+    assert info.value.detail == "$0.00030001 > $0.0003"
