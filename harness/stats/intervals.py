@@ -123,7 +123,7 @@ def quantile_interval(
     """(estimate, lo, hi) for the q-quantile by order statistics (distribution-free).
 
     The interval runs between the order statistics whose ranks bracket the Binomial(n, q)
-    count of values below the true quantile at the two-sided level (seed 000: report
+    count of values below the true quantile at the two-sided level (metrics guide: report
     percentiles of latency and cost, not only means). The estimate is numpy's linear
     quantile. Assumes independent values: trials of one task share its latency profile, so
     with strongly task-dependent latencies the interval is too narrow. Ends saturate at the

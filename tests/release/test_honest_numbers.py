@@ -89,7 +89,7 @@ def test_threshold_gate_verdicts_exit_codes_and_posterior():
     assert g["exit_code"] == 0 and g["threshold"]["lo"] > 0.8
     th = g["threshold"]
     s = round(th["estimate"] * 200)
-    # tasks as units: n_eff = n − 1 from the CR2 SE, so the posterior is seed 002's at n ≈ 200
+    # tasks as units: n_eff = n − 1 from the CR2 SE, so the posterior is the estimands guide's at n ≈ 200
     assert th["p_above_bar"] == pytest.approx(posterior_prob_above(s, 200, 0.8), abs=0.02)
     bad = evaluate_gate(_binary_rows(rng, 0.6, 200), policy, arms=["cand"])
     assert bad["verdict"] == "regression" and bad["verdict_label"] == "below the bar"

@@ -106,13 +106,13 @@ def test_one_cluster_shows_the_whole_range_with_a_warning():
 def test_few_clusters_warn_and_tasks_get_wilson():
     e = mean_estimate(np.r_[np.ones(10), np.zeros(8)], np.repeat(np.arange(6), 3))
     assert "only 6 clusters" in e.warning
-    x = np.r_[np.ones(42), np.zeros(8)]  # seed 001: 42/50
+    x = np.r_[np.ones(42), np.zeros(8)]  # eval-harness guide: 42/50
     w = mean_estimate(x)
     assert (w.lo, w.hi) == pytest.approx(wilson_interval(42, 50)) and w.method_key == "wilson"
 
 
 def test_stratified_reduces_to_seed_002_with_independent_tasks():
-    # seed 002: joins 120/200, lookups 95/100, production shares 20% / 80% → 88%
+    # estimands guide: joins 120/200, lookups 95/100, production shares 20% / 80% → 88%
     rates = np.r_[np.ones(120), np.zeros(80), np.ones(95), np.zeros(5)]
     strata = np.r_[np.full(200, "join"), np.full(100, "lookup")]
     weights = np.r_[np.full(200, 0.2 / 200), np.full(100, 0.8 / 100)]
