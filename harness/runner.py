@@ -19,6 +19,7 @@ from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.orchestrator import RunOutcome, execute
 from harness.ownership import check_resumable
 from harness.plan import build_plan
+from harness.preflight import preflight
 from harness.sandbox import get_provider
 from harness.sandbox.base import Environment, network_hosts
 from harness.store import Run, Store, now, resolve_url
@@ -119,6 +120,7 @@ def _start(
         }
         import_beside(run.suite_path)
         resolved = load_suite(run.suite_path, {**run.overrides, **placement})
+        preflight(resolved)
         if resolved.config_hash != run.config_hash:
             raise ConfigError(
                 run.suite_path,
@@ -130,6 +132,7 @@ def _start(
     else:
         import_beside(suite_path)
         resolved = load_suite(suite_path, overrides)
+        preflight(resolved)
         store = Store(resolve_url(store_url, resolved.suite.store))
         run_id = new_run_id()
         owner = None

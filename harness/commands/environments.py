@@ -108,6 +108,9 @@ def validate(
 
     import_beside(suite)
     resolved = load_suite(suite, {"sandbox": sandbox, "task": task, "limit": limit})
+    from harness.preflight import preflight
+
+    preflight(resolved)
     report = validate_suite(resolved, sandbox, concurrency, progress=not quiet)
     console.print(f"[bold]Validated {report.tasks} tasks[/] of suite {resolved.suite.name}")
     if report.broken:

@@ -1,0 +1,55 @@
+"""Preflight: agents, sandboxes and API keys that cannot work are one line naming file, field
+and line, exit 2, before any run row is written (not a run of harness_error trials)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import yaml
+
+from tests.cli.test_usage_errors import _main
+from tests.conftest import write_suite
+
+NOT_AGENT = "class NotAgent:\n    name = 'x'\n\n    def run(self, ctx):\n        return None\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "text"),
+    [
+        ({"arms.0.agent": "no_such_module_xyz:Agent"}, "arms[0].agent", "cannot import"),
+        ({"arms.0.agent": "helper:Missing"}, "arms[0].agent", "has no 'Missing'"),
+        ({"arms.0.agent": "os:getcwd"}, "arms[0].agent", "not a class"),
+        ({"arms.0.agent": "helper:NotAgent"}, "arms[0].agent", "async def run"),
+        ({"arms.0.agent": "nocolon"}, "arms[0].agent", "unknown agent"),
+        (
+            {"arms.0.model": {"name": "m", "api_key_env": "HARNESS_TEST_UNSET_KEY"}},
+            "arms[0].model.api_key_env",
+            "HARNESS_TEST_UNSET_KEY",
+        ),
+        ({"sandbox": "os:getcwd"}, "sandbox", "not a class"),
+        ({"sandbox": "no_such_module_xyz:Box"}, "sandbox", "cannot import"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_preflight_refuses_before_any_run_row(change, field, text, tmp_path, monkeypatch):
+    monkeypatch.delenv("HARNESS_TEST_UNSET_KEY", raising=False)
+    suite = write_suite(tmp_path / "s", n_tasks=2)
+    (suite.parent / "helper.py").write_text(NOT_AGENT)
+    doc = yaml.safe_load(suite.read_text())
+    for path, value in change.items():
+        node = doc
+        *parts, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for p in parts:
+            node = node[p]
+        node[last] = value
+    suite.write_text(yaml.safe_dump(doc))
+    db = tmp_path / "h.db"
+    code, _, err = _main("run", str(suite), "--store", f"sqlite:///{db}", "-q")
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"field '{field}'" in lines[0] and text in lines[0], err
+    assert "suite.yaml:" in lines[0]  # file and line
+    if db.exists():
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
