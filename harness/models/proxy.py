@@ -389,6 +389,12 @@ class MeteringProxy:
                     )
                 await out.event(api.error_event(message, "upstream_stream_cut"))
             await out.end()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            if not metered:  # the program hung up: still one event, with what was reported
+                with suppress(BudgetExceeded):
+                    hung_up = {**info, "error": "program_hung_up"}
+                    self._meter_stream(state, hung_up, start, chars)
+            raise
         finally:
             await upstream.aclose()
 

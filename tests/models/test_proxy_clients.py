@@ -428,3 +428,29 @@ async def test_no_usage_is_unknown_and_budgets_use_a_stated_estimate(
     events = [e for e in ctx.trajectory.events if e.kind == "model_call"]
     assert len(events) == 2
     assert all(e.args["usage_reported"] is False and e.cost_usd is None for e in events)
+
+
+async def test_a_program_that_hangs_up_mid_stream_still_gets_one_event(api_key, sandbox) -> None:
+    import httpx
+
+    from tests.fakes.openai_server import slow_stream
+
+    with FakeOpenAI() as server:
+        server.push(slow_stream(Turn("a b c d e f g h", usage=(50, 8), cached=0), 0.05))
+        settings = model_settings(server, "anthropic")
+        ctx = make_ctx(sandbox, agent="command", model=settings)
+        async with metering_proxy(ctx, settings) as proxy:
+            async with httpx.AsyncClient() as http:
+                body = {"model": "m", "max_tokens": 5, "messages": [], "stream": True}
+                headers = {"x-api-key": proxy.token}
+                url = f"{proxy.origin}/v1/messages"
+                async with http.stream("POST", url, json=body, headers=headers) as r:
+                    async for _ in r.aiter_raw():
+                        break  # the first bytes, then gone
+            for _ in range(100):
+                if ctx.trajectory.events:
+                    break
+                await anyio.sleep(0.05)
+    (event,) = [e for e in ctx.trajectory.events if e.kind == "model_call"]
+    assert event.args["error"] == "program_hung_up"
+    assert event.tokens_in == 50  # message_start had reported the input side
