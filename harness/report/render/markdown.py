@@ -134,10 +134,18 @@ def _slices(a: dict[str, Any]) -> list[str]:
             "",
             f"By {what}{note}:",
             "",
-            f"| {what} | tasks | trials | success (Wilson CI, n tasks) |",
+            f"| {what} | tasks | trials | success with interval (n tasks) |",
             "| --- | ---: | ---: | --- |",
         ]
-        out += [f"| {r['name']} | {r['tasks']} | {r['trials']} | {rate_text(r)} |" for r in shown]
+        out += [
+            f"| {r['name']} | {r['tasks']} | {r['trials']} | {rate_text(r)}"
+            + (" ⚠" if r.get("warning") else "")
+            + " |"
+            for r in shown
+        ]
+        warned = [r for r in shown if r.get("warning")]
+        if warned:
+            out += ["", f"⚠ {warned[0]['warning']} ({len(warned)} of {len(shown)} shown)."]
     st = a.get("stratified")
     if st:
         out += ["", f"Stratified: {rate_text(st)}, n_eff {st['n_eff']:.1f} (Kish); {st['method']}."]

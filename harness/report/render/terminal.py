@@ -155,7 +155,7 @@ def _slices(console: Console, what: str, rows: list[SliceRow], limit: int | None
         f" (lowest {len(shown)} of {len(rows)}; all in --json)" if len(shown) < len(rows) else ""
     )
     t = Table(title=title, title_justify="left")
-    for col in (what, "tasks", "trials", "success [interval] (n tasks)"):
+    for col in (what, "tasks", "trials", "success with interval (n tasks)"):
         t.add_column(col)
     for r in shown:
         mark = " ⚠" if r.get("warning") else ""
