@@ -60,7 +60,14 @@ def harness(args: list[str], cwd: Path) -> tuple[int, str, float]:
 
 def summarise(title: str, results: list[tuple[str, int, str, float]]) -> None:
     codes = collections.Counter(r[1] for r in results)
-    one_line = sum(1 for r in results if len(r[2].strip().splitlines()) == 1)
+    # one line: the config error itself; a usage error is the library's one "Error:" line
+    # after its usage line and its pointer to --help
+    one_line = sum(
+        1
+        for r in results
+        if len(r[2].strip().splitlines()) == 1
+        or (sum(ln.startswith("Error:") for ln in r[2].splitlines()) == 1 and "help" in r[2])
+    )
     slowest = max(results, key=lambda r: r[3])
     print(
         f"{title}: {len(results)} cases; exit codes {dict(codes)}; "

@@ -113,12 +113,6 @@ def run(
     """Run a suite (or resume a run) and print its summary."""
     from harness.errors import Interrupted
 
-    try:
-        from harness.report.cli import print_report
-        from harness.runner import start
-    except KeyboardInterrupt:
-        raise Interrupted(resume) from None
-
     if suite is None and resume is None:
         _fail("give a suite file, or --resume RUN_ID", exitcodes.BAD_CONFIG)
     overrides = {
@@ -132,6 +126,18 @@ def run(
         "limit": limit,
         "arm": arm or None,
     }
+    try:
+        loaded = None
+        if resume is None:  # config mistakes surface before the store and runner import
+            from harness.config import load_suite
+            from harness.suitepath import import_beside
+
+            import_beside(str(suite))
+            loaded = load_suite(str(suite), {k: v for k, v in overrides.items() if v is not None})
+        from harness.report.cli import print_report
+        from harness.runner import start
+    except KeyboardInterrupt:
+        raise Interrupted(resume) from None
     result = start(
         str(suite) if suite else "",
         overrides,
@@ -139,6 +145,7 @@ def run(
         resume,
         progress_enabled=not quiet,
         locked=locked,
+        loaded=loaded,
     )
     try:
         print_report(result.run_id, result.store_url)

@@ -78,12 +78,16 @@ def start(
     resume: str | None = None,
     progress_enabled: bool = True,
     locked: bool = False,
+    loaded: ResolvedSuite | None = None,
 ) -> RunResult:
     """Start (or resume) a run. A signal at any moment before the trials run ends it as
-    ``Interrupted``, naming the run when its row was written (so it can be resumed)."""
+    ``Interrupted``, naming the run when its row was written (so it can be resumed).
+    ``loaded``: the suite already loaded with these overrides (the CLI loads it first)."""
     ids: list[tuple[Store, str]] = []
     try:
-        return _start(suite_path, overrides, store_url, resume, progress_enabled, locked, ids)
+        return _start(
+            suite_path, overrides, store_url, resume, progress_enabled, locked, ids, loaded
+        )
     except KeyboardInterrupt:
         for sig in (signal.SIGINT, signal.SIGTERM):  # already stopping: a second one waits
             signal.signal(sig, signal.SIG_IGN)
@@ -102,6 +106,7 @@ def _start(
     progress_enabled: bool = True,
     locked: bool = False,
     ids: list | None = None,
+    loaded: ResolvedSuite | None = None,
 ) -> RunResult:
     ids = [] if ids is None else ids
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -131,7 +136,7 @@ def _start(
         run_id, overrides = run.id, run.overrides
     else:
         import_beside(suite_path)
-        resolved = load_suite(suite_path, overrides)
+        resolved = loaded if loaded is not None else load_suite(suite_path, overrides)
         preflight(resolved)
         store = Store(resolve_url(store_url, resolved.suite.store))
         run_id = new_run_id()
