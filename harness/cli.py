@@ -148,7 +148,7 @@ def run(
         loaded=loaded,
     )
     try:
-        print_report(result.run_id, result.store_url)
+        print_report(result.run_id, result.store_url, quiet=quiet)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: run {result.run_id} is stored; `harness report` shows it")
         raise typer.Exit(exitcodes.INTERRUPTED) from None
@@ -177,11 +177,17 @@ def report(
         typer.Option("--html", help="Also write a self-contained HTML report to this file."),
     ] = None,  # noqa: UP045
     store: StoreOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress spinner.")] = False,
 ) -> None:
     """Print a run's report: rates with n and intervals, pass^k, unresolved trials."""
     from harness.report.cli import print_report
 
-    print_report(run_id, store, fmt="json" if as_json else "markdown" if markdown else "terminal")
+    print_report(
+        run_id,
+        store,
+        fmt="json" if as_json else "markdown" if markdown else "terminal",
+        quiet=quiet,
+    )
     if html:
         from harness.report.render.html import write_html
 

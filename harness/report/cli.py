@@ -118,9 +118,19 @@ def clean(value: Any) -> Any:
     return str(value)
 
 
-def print_report(run_id: str | None, store_url: str | None, fmt: str = "terminal") -> None:
-    """Print a run's report as 'terminal' (rich), 'json' or 'markdown'."""
-    data = load_report(run_id, store_url)
+def print_report(
+    run_id: str | None, store_url: str | None, fmt: str = "terminal", quiet: bool = False
+) -> None:
+    """Print a run's report as 'terminal' (rich), 'json' or 'markdown'. On a terminal, a
+    spinner on stderr says what is being computed (large stores take seconds)."""
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    if quiet or not err.is_terminal:
+        data = load_report(run_id, store_url)
+    else:
+        with err.status(f"loading and analysing run {run_id or '(latest)'} ..."):
+            data = load_report(run_id, store_url)
     if fmt == "json":
         print(json.dumps(data, indent=2, allow_nan=False))
     elif fmt == "markdown":
