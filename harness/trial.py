@@ -381,6 +381,7 @@ def _trial_row(
     error: str | None = None,
     attempts: int = 1,
 ) -> TrialRow:
+    tokens_in, tokens_cached, tokens_out = usage.recorded_tokens()
     return TrialRow(
         **_key(job, rc).model_dump(),
         seed=job.seed,
@@ -395,9 +396,9 @@ def _trial_row(
         evidence=evidence or {},
         answer=answer,
         confidence=confidence,
-        tokens_in=usage.tokens_in,
-        tokens_cached=usage.tokens_cached,
-        tokens_out=usage.tokens_out,
+        tokens_in=tokens_in,
+        tokens_cached=tokens_cached,
+        tokens_out=tokens_out,
         cost_usd=usage.cost_usd,
         latency_s=latency,
         steps=usage.steps,

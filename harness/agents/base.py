@@ -22,13 +22,16 @@ from harness.trajectory import Trajectory
 @dataclass
 class Usage:
     """Token and cost accounting of one trial. ``cost_usd`` is None when a price is unknown:
-    unknown is never reported as zero."""
+    unknown is never reported as zero. The token counts sum what the model calls reported
+    (budgets are enforced on them); ``tokens_known`` turns False once a call reported no
+    usage, and the trial's tokens are then recorded as unknown (``recorded_tokens``)."""
 
     tokens_in: int = 0
     tokens_cached: int = 0
     tokens_out: int = 0
     cost_usd: float | None = 0.0
     cost_known: bool = True
+    tokens_known: bool = True
     steps: int = 0
     model_calls: int = 0
     malformed_tool_calls: int = 0
@@ -36,6 +39,13 @@ class Usage:
     @property
     def tokens_total(self) -> int:
         return self.tokens_in + self.tokens_out
+
+    def recorded_tokens(self) -> tuple[int | None, int | None, int | None]:
+        """(in, cached, out) as the trial row stores them: all None when any call's usage
+        was unknown, since a partial sum is not the trial's usage."""
+        if not self.tokens_known:
+            return None, None, None
+        return self.tokens_in, self.tokens_cached, self.tokens_out
 
 
 @dataclass
@@ -105,9 +115,12 @@ class AgentContext:
         tokens_cached: int = 0,
         cost_usd: float | None = 0.0,
         steps: int = 0,
+        tokens_known: bool = True,
     ) -> None:
-        """Account usage, then raise BudgetExceeded if a limit is now passed."""
+        """Account usage, then raise BudgetExceeded if a limit is now passed.
+        ``tokens_known=False``: the call reported no usage (its tokens are unknown)."""
         u = self.usage
+        u.tokens_known = u.tokens_known and tokens_known
         u.tokens_in += tokens_in
         u.tokens_out += tokens_out
         u.tokens_cached += tokens_cached

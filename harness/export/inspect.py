@@ -82,7 +82,11 @@ def _messages(events: list[dict[str, Any]], instruction: str) -> list[dict[str, 
     return out
 
 
-def _usage(row: dict[str, Any]) -> dict[str, Any]:
+def _usage(row: dict[str, Any]) -> dict[str, Any] | None:
+    """Inspect's usage record of one trial; None when the trial's tokens are unknown (the
+    model endpoint reported no usage): left out, never exported as 0."""
+    if row["tokens_in"] is None or row["tokens_out"] is None:
+        return None
     return {
         "input_tokens": row["tokens_in"],
         "output_tokens": row["tokens_out"],
@@ -103,7 +107,7 @@ def _log(run: dict[str, Any], arm: dict[str, Any], trials: list[dict], events: d
         instruction = str(tasks.get(t["task_id"], {}).get("instruction", ""))
         usage = _usage(t)
         for k in usage_total:
-            usage_total[k] += usage[k]
+            usage_total[k] += usage[k] if usage is not None else 0
         if t["cost_usd"] is None:
             cost_known = False
         else:
@@ -127,7 +131,7 @@ def _log(run: dict[str, Any], arm: dict[str, Any], trials: list[dict], events: d
                     "steps",
                 )
             },
-            "model_usage": {model: usage},
+            "model_usage": {model: usage} if usage is not None else {},
             "started_at": _iso(t["started_at"]),
             "completed_at": _iso(t["finished_at"]),
             "total_time": t["latency_s"],

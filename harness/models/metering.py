@@ -48,6 +48,7 @@ def meter_call(
         tokens_cached=usage.cached_tokens,
         cost_usd=dollars,
         steps=steps,
+        tokens_known=usage.reported,
     )
     return dollars
 

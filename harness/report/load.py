@@ -37,7 +37,7 @@ class ArmTrials:
     """Stratum label per task; None where undeclared (object array)."""
     weights: np.ndarray
     tokens: np.ndarray
-    """Per-task sums, shape (n_tasks, 3): tokens in, cached, out."""
+    """Per-task sums over trials with known usage, shape (n_tasks, 3): in, cached, out."""
     task_index: np.ndarray
     status: np.ndarray
     """Status code per trial (``STATUS_CODES``)."""
@@ -46,8 +46,10 @@ class ArmTrials:
     latency: np.ndarray
     steps: np.ndarray
     cost: np.ndarray
-    """US dollars per trial; NaN when the price was unknown."""
+    """US dollars per trial; NaN when the price or the usage was unknown."""
     harm: np.ndarray
+    usage_known: np.ndarray
+    """Per trial: True when its model calls reported their usage (tokens known)."""
     trial_index: np.ndarray
     seed: np.ndarray
     image_ids: set[str] = field(default_factory=set)
@@ -100,6 +102,7 @@ def _empty_arm() -> ArmTrials:
         steps=f,
         cost=f,
         harm=f,
+        usage_known=np.empty(0, dtype=bool),
         trial_index=i,
         seed=i,
     )
@@ -180,6 +183,7 @@ def load_run_data(
             steps=per_trial["steps"][sl].astype(float),
             cost=np.where(cost < 0, np.nan, cost),
             harm=harm,
+            usage_known=per_trial["usage_known"][sl] == 1,
             trial_index=trial_index[sl],
             seed=seeds[sl],
             image_ids=images,

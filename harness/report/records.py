@@ -82,9 +82,20 @@ PerTrialTokens = TypedDict(
 )
 Tokens = TypedDict(
     "Tokens",
-    {"in": int, "cached": int, "out": int, "per_trial": PerTrialTokens, "trials": int},
+    {
+        "in": int | None,
+        "cached": int | None,
+        "out": int | None,
+        "per_trial": PerTrialTokens,
+        "trials": int,
+        "known_trials": int,
+        "unknown_trials": int,
+        "note": str | None,
+    },
 )
-"""Token sums over an arm's trials (``cached`` is part of ``in``), and per trial."""
+"""Token sums over an arm's trials with known usage (``cached`` is part of ``in``) and the
+mean per such trial; None when no trial's usage is known. ``unknown_trials``: trials whose
+model endpoint reported no usage (never counted as zero tokens)."""
 
 
 class CostSummary(TypedDict):

@@ -36,19 +36,7 @@ def usage_section(
 ) -> UsageSection:
     """Tokens, cost per trial and per success, latency and steps over resolved trials."""
     resolved = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
-    n_completed = int(arm.status.size)
-    tok = arm.tokens.sum(axis=0) if arm.tokens.size else np.zeros(3)
-    tokens: Tokens = {
-        "in": int(tok[0]),
-        "cached": int(tok[1]),
-        "out": int(tok[2]),
-        "per_trial": {
-            "in": num(tok[0] / n_completed) if n_completed else None,
-            "cached": num(tok[1] / n_completed) if n_completed else None,
-            "out": num(tok[2] / n_completed) if n_completed else None,
-        },
-        "trials": n_completed,
-    }
+    tokens = _tokens(arm)
     cost = arm.cost[resolved]
     passed = arm.status[resolved] == PASSED_CODE
     known = ~np.isnan(cost)
@@ -80,11 +68,11 @@ def usage_section(
         )
         if n_unknown:
             cost_out["note"] = (
-                f"{n_unknown} of {cost.size} trials have an unknown price; figures cover the "
-                f"{n_known} trials with a known cost"
+                f"{n_unknown} of {cost.size} trials have an unknown cost ({_why_unknown(arm, resolved)}); "
+                f"figures cover the {n_known} trials with a known cost"
             )
     elif cost.size:
-        cost_out["note"] = "unknown: no trial has a known price"
+        cost_out["note"] = f"unknown: no trial has a known cost ({_why_unknown(arm, resolved)})"
 
     lat = arm.latency[resolved]
     steps = arm.steps[resolved]
@@ -109,6 +97,43 @@ def usage_section(
         steps_out["mean"], steps_out["p50"] = float(steps.mean()), float(s50)
         steps_out["p95"] = float(s95)
     return {"tokens": tokens, "cost": cost_out, "latency": latency, "steps": steps_out}
+
+
+def _tokens(arm: ArmTrials) -> Tokens:
+    """Token sums and means per trial over the completed trials whose usage is known."""
+    n_completed = int(arm.status.size)
+    n_known = int(arm.usage_known.sum())
+    tok = arm.tokens.sum(axis=0) if arm.tokens.size else np.zeros(3)
+    sums = [int(t) if n_known else None for t in tok]
+    means = [num(t / n_known) if n_known else None for t in tok]
+    unknown = n_completed - n_known
+    note = None
+    if unknown:
+        note = f"{unknown} of {n_completed} trials had no usage reported by the model endpoint " + (
+            f"(tokens unknown); token figures cover the {n_known} trials with known usage"
+            if n_known
+            else "(tokens unknown): no trial's tokens are known"
+        )
+    return {
+        "in": sums[0],
+        "cached": sums[1],
+        "out": sums[2],
+        "per_trial": {"in": means[0], "cached": means[1], "out": means[2]},
+        "trials": n_completed,
+        "known_trials": n_known,
+        "unknown_trials": unknown,
+        "note": note,
+    }
+
+
+def _why_unknown(arm: ArmTrials, resolved: np.ndarray) -> str:
+    """Why resolved trials have no cost: no usage reported, or no price for the model."""
+    unknown = np.isnan(arm.cost[resolved])
+    no_usage = int((unknown & ~arm.usage_known[resolved]).sum())
+    no_price = int(unknown.sum()) - no_usage
+    parts = [f"{no_usage} with no usage reported"] if no_usage else []
+    parts += [f"{no_price} with an unknown price"] if no_price else []
+    return ", ".join(parts)
 
 
 def _cost_ratio(

@@ -69,7 +69,40 @@ def _v2(conn: Connection) -> None:
         )
 
 
-MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(1, _v1), (2, _v2)]
+_TOKEN_COLUMNS = ("tokens_in", "tokens_cached", "tokens_out")
+
+
+def _v3(conn: Connection) -> None:
+    """trials.tokens_* become nullable (None: the model endpoint reported no usage).
+
+    SQLite cannot drop a NOT NULL constraint in place: the table is rebuilt from today's
+    declaration. ``trajectory_events`` references it, so it is rebuilt too (renaming
+    ``trials`` first re-points that reference at the old copy; the copies are dropped child
+    first), all inside the migration's transaction with foreign keys still enforced."""
+    columns = {c["name"]: c for c in inspect(conn).get_columns("trials")}
+    if all(columns[c]["nullable"] for c in _TOKEN_COLUMNS):
+        return  # made by v1 of today's tables
+    if conn.dialect.name != "sqlite":
+        for name in _TOKEN_COLUMNS:
+            conn.execute(text(f"ALTER TABLE trials ALTER COLUMN {name} DROP NOT NULL"))
+        return
+    tables = [table_of(Trial), table_of(TrajectoryEvent)]  # parent first
+    for table in tables:
+        for index in inspect(conn).get_indexes(table.name):
+            conn.execute(text(f'DROP INDEX "{index["name"]}"'))
+        conn.execute(text(f'ALTER TABLE "{table.name}" RENAME TO "_v3_old_{table.name}"'))
+    for table in tables:
+        table.create(conn)
+        old = {c["name"] for c in inspect(conn).get_columns(f"_v3_old_{table.name}")}
+        names = ", ".join(f'"{c.name}"' for c in table.columns if c.name in old)
+        conn.execute(
+            text(f'INSERT INTO "{table.name}" ({names}) SELECT {names} FROM "_v3_old_{table.name}"')
+        )
+    for table in reversed(tables):
+        conn.execute(text(f'DROP TABLE "_v3_old_{table.name}"'))
+
+
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(1, _v1), (2, _v2), (3, _v3)]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 # pg_advisory_xact_lock key that serialises migrations across processes ("harness" in ASCII).

@@ -12,6 +12,8 @@ per-trial numbers leave the database *packed*, one row per (arm, task):
   packed column belongs to the same trial. Floats travel as scaled integers: latency to the
   microsecond, cost to 1e-12 USD, confidence and harm severity to 1e-6 (rounded; far below
   any reported digit). Unknown confidence and cost travel as -1 and come back as NaN.
+  Unknown tokens (no usage reported) are left out of the token sums, which therefore cover
+  the trials with known usage; ``usage_known`` (1/0 per trial) says which those are.
 * one *attempt* query counts attempts per (arm, outcome), for the crash rate;
 * variant trials are fetched (paired with their original trial) only when the run has any.
 
@@ -52,6 +54,7 @@ class Packed(NamedTuple):
 def _packed_columns() -> tuple[list[Packed], list[Packed]]:
     status, steps, confidence = _c(Trial.status), _c(Trial.steps), _c(Trial.confidence)
     latency, cost, harm = _c(Trial.latency_s), _c(Trial.cost_usd), _c(Trial.harm_severity)
+    tokens_in = _c(Trial.tokens_in)
     harness_error = STATUS_CODES[errors.HARNESS_ERROR]
     cases = " ".join(f"WHEN '{name}' THEN {code}" for name, code in STATUS_CODES.items())
     # Every expression is non-NULL: the aggregates skip NULLs, which would shift the columns.
@@ -62,6 +65,7 @@ def _packed_columns() -> tuple[list[Packed], list[Packed]]:
         Packed("latency", f"ROUND(COALESCE({latency}, 0.0) * 1e6)", 1e6),
         Packed("cost", f"ROUND(COALESCE({cost}, -1.0) * 1e12)", 1e12),
         Packed("harm", f"ROUND(COALESCE({harm}, 0.0) * 1e6)", 1e6),
+        Packed("usage_known", f"CASE WHEN {tokens_in} IS NULL THEN 0 ELSE 1 END", None),
     ]
     pairing = [
         Packed("trial_index", _c(Trial.trial_index), None),
@@ -96,7 +100,8 @@ TASK_FIELDS = (
 _TASK_SQL = f"""
 SELECT {_ARM}, {_TASK}, MIN({_c(Trial.cluster)}), MIN({_c(Trial.task_class)}),
        MIN({_c(Trial.stratum)}), MIN({_c(Trial.weight)}), COUNT(*),
-       SUM({_c(Trial.tokens_in)}), SUM({_c(Trial.tokens_cached)}), SUM({_c(Trial.tokens_out)}),
+       COALESCE(SUM({_c(Trial.tokens_in)}), 0), COALESCE(SUM({_c(Trial.tokens_cached)}), 0),
+       COALESCE(SUM({_c(Trial.tokens_out)}), 0),
        MIN({_c(Trial.image_id)}), MAX({_c(Trial.image_id)}),
        MIN(CAST({_c(Trial.grader_versions)} AS TEXT)),
        MAX(CAST({_c(Trial.grader_versions)} AS TEXT)){{packed}}

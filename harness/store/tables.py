@@ -91,11 +91,13 @@ class TrialRow(TrialKey):
     answer: str | None = Field(default=None, sa_type=Text)
     confidence: float | None = None
     """The agent's stated confidence in [0, 1]; None when it gave none."""
-    tokens_in: int = 0
-    tokens_cached: int = 0
-    tokens_out: int = 0
+    tokens_in: int | None = None
+    """Prompt tokens (cached ones included); None when a model call reported no usage:
+    unknown is never stored as zero."""
+    tokens_cached: int | None = None
+    tokens_out: int | None = None
     cost_usd: float | None = None
-    """US dollars; None when a price was unknown."""
+    """US dollars; None when a price or a call's usage was unknown."""
     latency_s: float = 0.0
     """Seconds from the start of the attempt to the agent's end."""
     steps: int = 0

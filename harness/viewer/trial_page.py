@@ -143,7 +143,9 @@ def event_context(ev, violations: list[str], blob: str | None) -> dict[str, Any]
     meta = []
     if not ev.ok:
         meta.append("error")
-    if ev.tokens_in or ev.tokens_out:
+    if isinstance(ev.args, dict) and ev.args.get("usage_reported") is False:
+        meta.append("tokens unknown (no usage reported)")
+    elif ev.tokens_in or ev.tokens_out:
         meta.append(f"{ev.tokens_in:,} in / {ev.tokens_out:,} out tokens")
     if ev.cost_usd:
         meta.append(money(ev.cost_usd))
@@ -199,11 +201,7 @@ def facts(t) -> list[list[tuple[str, Any, str]]]:
         ("seed", t.seed, "code"),
         ("image id", t.image_id or "—", "code"),
         ("attempts", t.attempts, "text"),
-        (
-            "tokens",
-            f"{t.tokens_in:,} in ({t.tokens_cached:,} cached) / {t.tokens_out:,} out",
-            "text",
-        ),
+        ("tokens", tokens_fact(t), "text"),
         ("cost", money(t.cost_usd) if t.cost_usd is not None else "unknown", "text"),
         ("latency", f"{t.latency_s:.2f} s", "text"),
         ("steps / model calls", f"{t.steps} / {t.model_calls}", "text"),
@@ -219,6 +217,13 @@ def facts(t) -> list[list[tuple[str, Any, str]]]:
     ]
     half = (len(rows) + 1) // 2
     return [rows[:half], rows[half:]]
+
+
+def tokens_fact(t) -> str:
+    """The trial's tokens, or why they are unknown (never shown as 0)."""
+    if t.tokens_in is None or t.tokens_out is None:
+        return "unknown (the model endpoint reported no usage)"
+    return f"{t.tokens_in:,} in ({t.tokens_cached or 0:,} cached) / {t.tokens_out:,} out"
 
 
 def render_trial(store, trial_id: int) -> str | None:

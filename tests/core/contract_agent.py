@@ -23,7 +23,9 @@ class Plan:
     tokens_cached: int
     tokens_out: int
     cost_usd: float | None
-    """None: the price is unknown."""
+    """None: the price (or the usage) is unknown."""
+    tokens_known: bool
+    """False: the model endpoint reported no usage (the trial's tokens are unknown)."""
     model_calls: int
     malformed: int
     """Tool calls naming a tool that does not exist."""
@@ -37,11 +39,13 @@ class Plan:
 def plan(task_id: str, variant: str, seed: int) -> Plan:
     """Deterministic choices from the trial's identity: every column varies across trials."""
     k = seed % 97
+    tokens_known = k % 6 != 3
     return Plan(
         tokens_in=100 + k,
         tokens_cached=k % 7 * 3,
         tokens_out=10 + k % 13,
-        cost_usd=None if k % 4 == 0 else round(0.001 * (1 + k % 5), 6),
+        cost_usd=None if k % 4 == 0 or not tokens_known else round(0.001 * (1 + k % 5), 6),
+        tokens_known=tokens_known,
         model_calls=1 + k % 3,
         malformed=k % 3,
         harmful=task_id.endswith("harm") and k % 2 == 0,
@@ -68,6 +72,7 @@ class ContractAgent:
             tokens_cached=p.tokens_cached,
             cost_usd=p.cost_usd,
             steps=1,
+            tokens_known=p.tokens_known,
         )
         ctx.usage.model_calls += p.model_calls
         time.sleep(p.sleep_s)  # blocking on purpose: latency the harness must see

@@ -118,11 +118,108 @@ def test_v1_store_gains_malformed_tool_calls(tmp_path):
         conn.execute("ALTER TABLE trials DROP COLUMN malformed_tool_calls")
         conn.execute("DELETE FROM schema_version WHERE version > 1")
     store = Store(f"sqlite:///{path}")
-    assert store.migrate() == SCHEMA_VERSION == 2
+    assert store.migrate() == SCHEMA_VERSION
     with sqlite3.connect(path) as conn:
         columns = {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
     assert "malformed_tool_calls" in columns
     store.close()
+
+
+TOKENS = ("tokens_in", "tokens_cached", "tokens_out")
+
+
+def _back_to_v2_sqlite(path) -> None:
+    """Rebuild ``trials`` as schema v2 made it (token columns NOT NULL), rows kept."""
+    with sqlite3.connect(path) as conn:  # foreign keys off: plain sqlite3 default
+        ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'trials'").fetchone()[0]
+        for name in TOKENS:
+            ddl = ddl.replace(f"{name} INTEGER,", f"{name} INTEGER NOT NULL,")
+        assert ddl.count("NOT NULL,") >= 3
+        indexes = [
+            sql
+            for (sql,) in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = 'trials' AND type = 'index' "
+                "AND sql IS NOT NULL"
+            )
+        ]
+        conn.execute("ALTER TABLE trials RENAME TO t_old")
+        for name in TOKENS:  # v2 stored 0 where a field was left out
+            conn.execute(f"UPDATE t_old SET {name} = COALESCE({name}, 0)")
+        conn.execute(ddl)
+        conn.execute("INSERT INTO trials SELECT * FROM t_old")
+        conn.execute("DROP TABLE t_old")
+        for sql in indexes:
+            conn.execute(sql)
+        conn.execute("DELETE FROM schema_version WHERE version > 2")
+
+
+def _back_to_v2_postgres(url: str) -> None:
+    store = Store(url)
+    with store.engine.begin() as conn:
+        for name in TOKENS:
+            conn.exec_driver_sql(f"UPDATE trials SET {name} = COALESCE({name}, 0)")
+            conn.exec_driver_sql(f"ALTER TABLE trials ALTER COLUMN {name} SET NOT NULL")
+        conn.exec_driver_sql("DELETE FROM schema_version WHERE version > 2")
+    store.close()
+
+
+def _nullable_tokens(store: Store) -> bool:
+    from sqlalchemy import inspect
+
+    columns = {c["name"]: c for c in inspect(store.engine).get_columns("trials")}
+    return all(columns[name]["nullable"] for name in TOKENS)
+
+
+def _v2_store_gains_unknown_tokens(url: str, roll_back) -> None:
+    """A store whose token columns are NOT NULL (schema 2) opens, migrates to nullable
+    columns and keeps every row, its trajectory and the link between them."""
+    _roundtrip(url)
+    roll_back()
+    store = Store(url)
+    assert store.migrate() == SCHEMA_VERSION == 3 and _nullable_tokens(store)
+    with store.engine.connect() as conn:
+        (tid, tokens_in) = conn.exec_driver_sql("SELECT id, tokens_in FROM trials").one()
+    assert tokens_in == 10 and [e.tool for e in store.events(tid)] == ["find_user"]
+    quiet = store.trial(tid).model_copy(update={"id": None, "trial_index": 1})
+    row = quiet.model_dump() | {"tokens_in": None, "tokens_cached": None, "tokens_out": None}
+    new = store.write_trial(
+        Trial.model_validate(row),
+        [],
+        [TrajectoryEvent(trial_id=0, step=0, kind="message", content="hi")],
+    )
+    got = store.trial(new)
+    assert (got.tokens_in, got.tokens_cached, got.tokens_out) == (None, None, None)
+    assert [e.content for e in store.events(new)] == ["hi"]
+    store.close()
+
+
+def test_v2_sqlite_store_gains_unknown_tokens(tmp_path):
+    path = tmp_path / "v2.db"
+    _v2_store_gains_unknown_tokens(f"sqlite:///{path}", lambda: _back_to_v2_sqlite(path))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
+        ddl = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'trajectory_events'"
+        ).fetchone()[0]
+    assert not any(n.startswith("_v3_old") for n in names)
+    assert {"ix_trials_run_id", "ix_trajectory_events_trial_id"} <= names
+    assert "REFERENCES trials" in ddl
+
+
+@pytest.mark.postgres
+def test_v2_postgres_store_gains_unknown_tokens(postgres_url):
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    url = make_url(postgres_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:  # a database of its own: the others share run ids
+        conn.exec_driver_sql("DROP DATABASE IF EXISTS v2_tokens")
+        conn.exec_driver_sql("CREATE DATABASE v2_tokens")
+    admin.dispose()
+    own = url.set(database="v2_tokens").render_as_string(hide_password=False)
+    _v2_store_gains_unknown_tokens(own, lambda: _back_to_v2_postgres(own))
 
 
 def test_misspelt_trial_field_is_refused(tmp_path):

@@ -3,7 +3,7 @@ HTML report and the viewer's trial page say, column by column.
 
 Real trials through `harness run` (local sandbox, the shell environment) with an agent
 (``contract_agent``) whose every choice is recorded: tokens, cached tokens, known and unknown
-cost, stated confidence, model calls, malformed tool calls, a forbidden command caught by a
+tokens (a model endpoint that reported no usage: unknown, never 0), known and unknown cost, stated confidence, model calls, malformed tool calls, a forbidden command caught by a
 trajectory grader (harm severity 'high' = 3), latency, steps, and variant trials.
 """
 
@@ -81,6 +81,9 @@ def contract_run(tmp_path_factory):
     assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: some trials failed
     report = run_cli("report", "--json", "--store", url, "--html", str(html))
     assert report.returncode == 0, report.stderr[-3000:]
+    views = {fmt: run_cli("report", *fmt.split(), "--store", url) for fmt in ("", "--markdown")}
+    for view in views.values():
+        assert view.returncode == 0, view.stderr[-3000:]
     with sqlite3.connect(db) as conn:
         conn.row_factory = sqlite3.Row
         trials = [dict(r) for r in conn.execute("SELECT * FROM trials ORDER BY id")]
@@ -97,6 +100,8 @@ def contract_run(tmp_path_factory):
         "agent": {(a["arm"], a["task_id"], a["variant"], a["seed"]): a for a in agent},
         "report": json.loads(report.stdout),
         "html": html.read_text(),
+        "terminal": views[""].stdout,
+        "markdown": views["--markdown"].stdout,
     }
 
 
@@ -119,9 +124,9 @@ def _expected(trial: dict, did: dict, run: dict) -> dict:
         "passed": int(passed),
         "answer": did["answer"],
         "confidence": did["confidence"],
-        "tokens_in": did["tokens_in"],
-        "tokens_cached": did["tokens_cached"],
-        "tokens_out": did["tokens_out"],
+        "tokens_in": did["tokens_in"] if did["tokens_known"] else None,
+        "tokens_cached": did["tokens_cached"] if did["tokens_known"] else None,
+        "tokens_out": did["tokens_out"] if did["tokens_known"] else None,
         "cost_usd": did["cost_usd"],
         "steps": did["steps"],
         "model_calls": did["model_calls"],
@@ -191,6 +196,7 @@ def test_trial_rows_are_what_the_trials_produced(contract_run):
     for key, values in {
         "harmful": {True, False},
         "cost_usd is None": {True, False},
+        "tokens_known": {True, False},
         "confidence is None": {True, False},
         "answer": {"4", "5"},
     }.items():
@@ -279,12 +285,20 @@ def test_report_json_carries_the_stored_columns(contract_run):
         assert data["stratified"]["estimate"] == pytest.approx(stratified)
 
         usage = data["usage"]
+        measured = [t for t in rows if t["tokens_in"] is not None]
+        assert 0 < len(measured) < len(rows)  # the seed gives each arm both kinds
+        tokens = usage["tokens"]
+        assert tokens["known_trials"] == len(measured) and tokens["trials"] == len(rows)
+        assert tokens["unknown_trials"] == len(rows) - len(measured)
+        assert f"{len(rows) - len(measured)} of {len(rows)} trials" in tokens["note"]
         for key, column in (
             ("in", "tokens_in"),
             ("cached", "tokens_cached"),
             ("out", "tokens_out"),
         ):
-            assert usage["tokens"][key] == sum(t[column] for t in rows), column
+            total = sum(t[column] for t in measured)
+            assert tokens[key] == total, column
+            assert tokens["per_trial"][key] == pytest.approx(total / len(measured)), column
         known = [t["cost_usd"] for t in rows if t["cost_usd"] is not None]
         assert usage["cost"]["known_trials"] == len(known)
         assert usage["cost"]["unknown_trials"] == len(rows) - len(known)
@@ -314,6 +328,20 @@ def test_report_json_carries_the_stored_columns(contract_run):
         assert robust["estimate"] == pytest.approx(sum(drops) / len(drops))
 
 
+def test_terminal_and_markdown_reports_say_tokens_are_unknown(contract_run):
+    """Tokens are means over the trials with known usage, with n, and the others are named
+    as unknown (never folded in as 0)."""
+    for arm, data in contract_run["report"]["arms"].items():
+        tokens = data["usage"]["tokens"]
+        per = tokens["per_trial"]
+        mean = f"per trial in {int(per['in']):,}, out {int(per['out']):,} (n={tokens['known_trials']} trials)"
+        for view in ("terminal", "markdown"):
+            text = " ".join(contract_run[view].split())
+            assert f"tokens in {tokens['in']:,}" in text.replace("tokens: in", "tokens in"), view
+            assert mean in text, (view, arm)
+            assert tokens["note"] in text, (view, arm)
+
+
 def test_html_report_and_trial_pages_show_the_stored_values(contract_run):
     from harness.viewer.server import make_server
 
@@ -321,6 +349,9 @@ def test_html_report_and_trial_pages_show_the_stored_values(contract_run):
     for arm, data in report["arms"].items():
         assert arm in html
         assert f"{100 * data['success']['estimate']:.1f}%" in html
+        tokens = data["usage"]["tokens"]
+        assert f"(n={tokens['known_trials']})" in html
+        assert f"({tokens['unknown_trials']} unknown: no usage reported)" in html
     server = make_server(contract_run["url"], port=0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -330,7 +361,11 @@ def test_html_report_and_trial_pages_show_the_stored_values(contract_run):
             for t in trials:
                 page = client.get(f"/trial/{t['id']}").text
                 facts = dict(re.findall(r"<tr><th>([^<]+)</th><td>(.*?)</td></tr>", page))
-                tokens = f"{t['tokens_in']:,} in ({t['tokens_cached']:,} cached) / {t['tokens_out']:,} out"
+                tokens = (
+                    f"{t['tokens_in']:,} in ({t['tokens_cached']:,} cached) / {t['tokens_out']:,} out"
+                    if t["tokens_in"] is not None
+                    else "unknown (the model endpoint reported no usage)"
+                )
                 want = {
                     "tokens": tokens,
                     "cost": money(t["cost_usd"]) if t["cost_usd"] is not None else "unknown",

@@ -303,3 +303,54 @@ async def test_cost_budget_reason_shows_the_excess(sandbox) -> None:
     with pytest.raises(BudgetExceeded) as info:
         ctx.charge(cost_usd=0.00000001)
     assert info.value.detail == "$0.00030001 > $0.0003"
+
+
+def test_no_usage_from_the_upstream_is_unknown_in_store_and_report(fake_openai, tmp_path) -> None:
+    """Through `harness run`: the command agent's program calls an upstream that reports no
+    usage for two of three trials; those trials' tokens are NULL in the store and unknown in
+    `report --json` (means over the one measured trial, with its n), never 0."""
+    import sqlite3
+
+    import yaml
+
+    from tests.conftest import run_cli
+
+    fake_openai.push(completion("4", usage=(120, 8)))  # the one trial whose usage is known
+    fake_openai.default = completion("4", usage=None)
+    task = {
+        "id": "q",
+        "instruction": "2+2?",
+        "graders": [{"type": "answer_match", "expected": "4"}],
+    }
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [task]}))
+    model = {"name": "m", "base_url": fake_openai.base_url, "api_key_env": KEY_ENV}
+    model["price"] = {"input": PRICE.input, "output": PRICE.output}
+    arm = {"name": "quiet", "agent": "command", "params": {"command": program()}, "model": model}
+    suite = {"name": "s", "seed": 1, "trials": 3, "tasks": ["tasks.yaml"], "arms": [arm]}
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
+    db = tmp_path / "s.db"
+    env = {KEY_ENV: API_KEY}
+    result = run_cli(
+        "run", str(tmp_path / "suite.yaml"), "--store", f"sqlite:///{db}", "-q", env=env
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT status, tokens_in, tokens_cached, tokens_out, cost_usd FROM trials"
+        ).fetchall()
+    cost = (120 * PRICE.input + 8 * PRICE.output) / 1e6
+    assert sorted(rows, key=str) == sorted(
+        [("passed", 120, 0, 8, pytest.approx(cost))] + [("passed", None, None, None, None)] * 2,
+        key=str,
+    )
+    report = run_cli("report", "--json", "--store", f"sqlite:///{db}")
+    assert report.returncode == 0, report.stderr
+    usage = json.loads(report.stdout)["arms"]["quiet"]["usage"]
+    tokens = usage["tokens"]
+    assert (tokens["in"], tokens["cached"], tokens["out"]) == (120, 0, 8)
+    assert tokens["per_trial"] == {"in": 120, "cached": 0, "out": 8}
+    assert (tokens["trials"], tokens["known_trials"], tokens["unknown_trials"]) == (3, 1, 2)
+    assert "2 of 3 trials had no usage reported" in tokens["note"]
+    assert usage["cost"]["unknown_trials"] == 2
+    assert "2 with no usage reported" in usage["cost"]["note"]
+    assert "price" not in usage["cost"]["note"]

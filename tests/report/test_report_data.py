@@ -189,7 +189,7 @@ def test_unknown_cost_stays_unknown(tmp_path):
     assert cost["per_trial_usd"]["estimate"] == pytest.approx(0.01)
     # Known-cost trials: t0 #1 (fail), #2 (pass); t1 #0 (fail), #2 (pass): 2 successes.
     assert cost["per_success_usd"]["estimate"] == pytest.approx(0.02)
-    assert "2 of 6 trials have an unknown price" in cost["note"]
+    assert "2 of 6 trials have an unknown cost (2 with an unknown price)" in cost["note"]
 
     rows = grid_rows("a", {"t0": [1, 0], "t1": [0, 1]}, cost_usd=None)
     url = f"sqlite:///{tmp_path / 'c2.db'}"

@@ -59,6 +59,20 @@ def count(x: int | float | None) -> str:
     return "—" if x is None else f"{int(x):,}"
 
 
+def tokens_text(tok: dict[str, Any]) -> str:
+    """An arm's tokens (``usage.tokens``): sums and means per trial over the trials whose
+    usage is known, with their n; unknown (never 0) when no trial's usage is known."""
+    known = tok.get("known_trials", tok["trials"])
+    if known == 0 and tok["trials"]:
+        return f"unknown — {tok['note']}"
+    per = tok["per_trial"]
+    text = (
+        f"in {count(tok['in'])} (cached {count(tok['cached'])}), out {count(tok['out'])}; "
+        f"per trial in {count(per['in'])}, out {count(per['out'])} (n={known} trials)"
+    )
+    return text + (f" — {tok['note']}" if tok.get("note") else "")
+
+
 def select_ks(points: list[PassAtK], limit: int = 10) -> list[PassAtK]:
     """At most ``limit`` of the k entries for display: 1–5, powers of two, and the last."""
     if len(points) <= limit:

@@ -45,6 +45,10 @@ def _arm(data: dict[str, Any], arm: str) -> dict[str, Any]:
     return (data.get("arms") or {}).get(arm) or {}
 
 
+def usage_of(data: dict[str, Any], arm: str) -> dict[str, Any]:
+    return _arm(data, arm).get("usage") or {}
+
+
 def _delta_row(label: str, r: dict[str, Any], n: Any, overall: bool = False) -> dict[str, Any]:
     return {"label": label, "estimate": r.get("estimate"), "lo": r.get("lo"), "hi": r.get("hi"),
             "n": n, "overall": overall}  # fmt: skip
@@ -166,6 +170,7 @@ def cost(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[s
                 "per_success": (cst.get("per_success_usd") or {}).get("estimate"),
                 "known": cst.get("known_trials"),
                 "trials": cst.get("trials"),
+                "tokens": usage.get("tokens") or {},
                 "mean_latency": lat.get("mean_s"),
                 "p95": lat.get("p95_s"),
                 "success": success,
@@ -174,8 +179,13 @@ def cost(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[s
         if per_trial.get("estimate") is not None and success.get("estimate") is not None:
             points.append({"arm": arm, "cost": per_trial["estimate"], "estimate": success["estimate"],
                            "lo": success.get("lo"), "hi": success.get("hi")})  # fmt: skip
-    if not points or all(p["cost"] == 0 for p in points):
+    unknown_tokens = any(
+        (usage_of(data, arm).get("tokens") or {}).get("unknown_trials") for arm in rr.arms
+    )
+    if (not points or all(p["cost"] == 0 for p in points)) and not unknown_tokens:
         return None
+    if not points:  # the table still says which arms' usage is unknown
+        return {"plot": {"missing": "no arm has a known cost"}, "rows": rows, "note": None}
     acc = [p["estimate"] for p in points]
     costs = [p["cost"] for p in points]
     front = [int(i) for i in pareto_front(acc, costs)]
@@ -189,8 +199,9 @@ def cost(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[s
     )
     note = (
         f"On the Pareto front: {', '.join(points[i]['arm'] for i in front)}. Cost per trial: "
-        f"{'; '.join(sorted(sources))}. Trials with an unknown price are left out of the "
-        "cost, never counted as free."
+        f"{'; '.join(sorted(sources))}. Trials with an unknown cost (unknown price or no "
+        "usage reported) are left out of it, never counted as free; tokens per trial are means "
+        "over the trials whose model endpoint reported usage (n shown)."
     )
     return {"plot": svg, "rows": rows, "note": note}
 

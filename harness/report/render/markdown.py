@@ -8,7 +8,6 @@ from harness.report.causes import causes_lines
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
-    count,
     delta_text,
     denominator_text,
     fit_check_text,
@@ -17,6 +16,7 @@ from harness.report.render.fmt import (
     pct,
     rate_text,
     select_ks,
+    tokens_text,
     unresolved_by_class_text,
     usd,
     usd_rec,
@@ -179,8 +179,7 @@ def _reliability_and_usage(a: dict[str, Any]) -> list[str]:
     u = a["usage"]
     cost, lat, steps, tok = u["cost"], u["latency"], u["steps"], u["tokens"]
     line = (
-        f"Usage: tokens in {count(tok['in'])} (cached {count(tok['cached'])}), out "
-        f"{count(tok['out'])}; cost total {usd(cost['total_usd'])}, per trial "
+        f"Usage: tokens {tokens_text(tok)}; cost total {usd(cost['total_usd'])}, per trial "
         f"{usd_rec(cost['per_trial_usd'])}, per success {usd_rec(cost['per_success_usd'])}"
     )
     if cost.get("note"):

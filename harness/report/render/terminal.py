@@ -12,7 +12,6 @@ from harness.report.records import Comparison, PairTable, SliceRow
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
-    count,
     delta_text,
     denominator_text,
     fit_check_text,
@@ -21,6 +20,7 @@ from harness.report.render.fmt import (
     pct,
     rate_text,
     select_ks,
+    tokens_text,
     unresolved_by_class_text,
     usd,
     usd_rec,
@@ -206,11 +206,7 @@ def _usage(console: Console, u: dict[str, Any]) -> None:
     cost = u["cost"]
     lat = u["latency"]
     steps = u["steps"]
-    per = tok["per_trial"]
-    console.print(
-        f"tokens: in {count(tok['in'])} (cached {count(tok['cached'])}), out "
-        f"{count(tok['out'])}; per trial in {count(per['in'])}, out {count(per['out'])}"
-    )
+    console.print(f"tokens: {tokens_text(tok)}")
     line = (
         f"cost: total {usd(cost['total_usd'])}, per trial {usd_rec(cost['per_trial_usd'])}, "
         f"per success {usd_rec(cost['per_success_usd'])}"
