@@ -17,6 +17,19 @@ both, line by line):
 - ``pytest``: the short summary of ``pytest -rA`` (``PASSED tests/test_x.py::test_a``,
   ``FAILED ... - message``) or verbose lines (``tests/test_x.py::test_a PASSED [ 50%]``).
 
+**Result channel.** The agent's code may run inside the test process, so a line saying
+``PASS name`` proves nothing by itself. Each grading draws a fresh nonce (after the agent's
+turn and its process sweep: the agent never saw it) and passes it to the command as
+``$HARNESS_RESULT_NONCE``; only result lines that start with it count
+(``<nonce> PASS name``; the nonce is stripped before parsing), and the test process must
+end by itself (not killed, not timed out: exit status below 128). A test script reads the
+nonce and removes it from its environment before it loads the code under test (see the
+shipped ``tasks/shell/hidden``); residual risk: code under test running inside the test
+process can still read that process's memory and initial environment (``/proc/self``), so
+run it in a child process when that matters. ``nonce: false`` restores plain lines (for
+scripts you cannot change; forgeable by the code under test). A ``reward_file`` is written
+by the test process too: the same residual risk applies to code under test inside it.
+
 A test named in a list but absent from the output counts as failed ("not run"). When both
 lists are empty the verdict is the script's exit code, or, with ``reward_file`` (Harbor and
 Terminal-Bench tests), the reward the script wrote there: a number, or JSON with a
@@ -28,6 +41,7 @@ that passed. The output is kept as evidence, head and tail, truncated to ``max_o
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -79,6 +93,12 @@ def parse_results(output: str, fmt: str = "auto") -> dict[str, str]:
     return results
 
 
+def tagged_lines(output: str, nonce: str) -> str:
+    """The lines of ``output`` that start with ``nonce`` (and a space), without it."""
+    prefix = nonce + " "
+    return "\n".join(line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix))
+
+
 def truncate(text: str, limit: int) -> str:
     """Keep the head and the tail (where test summaries are) of a long output."""
     if len(text) <= limit:
@@ -123,6 +143,11 @@ class TestsScriptParams(GraderParams):
         None, description="file the script writes its reward to (Harbor: /logs/verifier/...)"
     )
     reward_threshold: float = Field(1.0, description="the least reward that passes")
+    nonce: bool = Field(
+        True,
+        description="count only result lines prefixed with $HARNESS_RESULT_NONCE (false: "
+        "plain lines, forgeable by the code under test)",
+    )
 
 
 class TestsScript:
@@ -150,14 +175,21 @@ class TestsScript:
                 "tests_script's command uses $HIDDEN_DIR but no hidden dir was copied in "
                 "(does the task declare 'hidden'?)"
             )
+        nonce = secrets.token_hex(16)
         env = {"HIDDEN_DIR": evidence.hidden_dir} if evidence.hidden_dir else {}
+        env["HARNESS_RESULT_NONCE"] = nonce
         result = await evidence.sandbox.exec(p.command, timeout=p.timeout_s, env=env)
         output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
-        results = parse_results(result.stdout + "\n" + result.stderr, p.format)
+        text = result.stdout + "\n" + result.stderr
+        if p.nonce:
+            text = tagged_lines(text, nonce)
+        results = parse_results(text, p.format)
 
         reasons: list[str] = []
         if result.timed_out:
             reasons.append(f"test script timed out after {p.timeout_s}s")
+        elif result.exit_code >= 128:
+            reasons.append(f"test process was killed (exit {result.exit_code})")
         tests: list[dict[str, Any]] = []
         for group, names in (("fail_to_pass", p.fail_to_pass), ("pass_to_pass", p.pass_to_pass)):
             for name in names:
@@ -170,13 +202,16 @@ class TestsScript:
             passed_n = sum(1 for t in tests if t["status"] == "PASS")
             score = passed_n / len(tests)
             passed = not reasons
+            if not passed and result.exit_code >= 128:
+                score = 0.0
         elif p.reward_file:
             reward, problem = await _read_reward(evidence.sandbox, p.reward_file)
-            passed = reward is not None and reward >= p.reward_threshold
-            score = max(0.0, min(1.0, reward)) if reward is not None else 0.0
+            ended = result.exit_code < 128 and not result.timed_out
+            passed = ended and reward is not None and reward >= p.reward_threshold
+            score = max(0.0, min(1.0, reward)) if reward is not None and ended else 0.0
             if problem:
                 reasons.append(problem)
-            elif not passed:
+            elif not passed and ended:
                 reasons.append(f"reward {reward:g} < {p.reward_threshold:g}")
         else:
             passed = result.ok

@@ -3,6 +3,20 @@
 The orchestrator never matches exception messages or class-name strings; it asks
 ``classify(exc)`` which returns one of the trial statuses below. Only
 ``InfraError`` (and its subclasses) is retried.
+
+**Who caused a fault.** Anything the agent did or returned is the agent's failure
+(``AgentFailure`` with a reason, never retried): what it returned (``invalid_agent_result``),
+what its code raised, ``SystemExit`` and ``KeyboardInterrupt`` included (``agent_error``),
+its time budget (``timeout``), and state it left that breaks the machinery after its turn
+(the state dump, copying hidden files in: ``broke_environment``) or processes it killed in
+its own sandbox (``killed_own_sandbox``, ``oom``). Only faults of the machinery are
+``InfraError`` and retried: the daemon unreachable, a container killed or removed from
+outside, image or network failures, the model API unavailable, store conflicts. The call
+is made on evidence, not guesses: the sandbox backend reports (``Sandbox.death_cause``) the
+container's state and exit reason from the daemon, its OOM flag, ``kill``/``stop`` events sent
+through the daemon's API, and whether the daemon answers; a step after the agent's turn that
+fails in a sandbox still alive failed because of what the agent left (the same step worked
+before the agent ran).
 """
 
 from __future__ import annotations

@@ -6,27 +6,32 @@ returns a ``TrialRecord`` ready to be written as one store row. Nothing here wri
 
 from __future__ import annotations
 
+import copy
 import os
 import random
+import secrets
 import shutil
 import tempfile
 import time
 import traceback
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from graders import Evidence, Grader, Verdict, build_grader, combine
 from graders.base import Harm
 from harness import errors
+from harness.agent_turn import run_agent
 from harness.agents import AgentContext, AgentResult, agent_class
-from harness.agents.base import Usage
+from harness.agents.base import ReferenceContext, Usage, is_reference_agent
+from harness.agents.user import make_user
 from harness.breaker import CircuitBreaker
 from harness.config.loader import ResolvedSuite
-from harness.config.models import Environment, Task
+from harness.config.models import Arm, Environment, Suite, Task, Variant
 from harness.plan import Job
 from harness.sandbox.base import (
     ExecResult,
@@ -42,6 +47,7 @@ from harness.tools.client import ToolServer
 from harness.trajectory import Event
 
 HIDDEN_DIR = ".harness_hidden"
+T = TypeVar("T")
 
 
 class TaskSetupError(errors.HarnessError):
@@ -61,16 +67,25 @@ class RunContext:
     interrupted: list[AttemptRow] = field(default_factory=list)
     """Attempts cut short by cancellation; the orchestrator records them."""
     _graders: dict[str, list[Grader]] = field(default_factory=dict)
+    _frozen: dict[str, Task] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.breaker.health is None:
             self.breaker.health = getattr(self.provider, "healthy", None)
 
     def graders(self, task: Task) -> list[Grader]:
-        """The task's graders, built (and validated) once per run."""
+        """The task's graders, built (and validated) once per run from a deep copy of its
+        specs: nothing done to the task object afterwards changes what they expect."""
         if task.id not in self._graders:
-            self._graders[task.id] = [build_grader(spec) for spec in task.graders]
+            specs = copy.deepcopy(task.graders)
+            self._graders[task.id] = [build_grader(spec) for spec in specs]
         return self._graders[task.id]
+
+    def frozen_task(self, task: Task) -> Task:
+        """The graders' own copy of the task, taken once per run (never given to agents)."""
+        if task.id not in self._frozen:
+            self._frozen[task.id] = copy.deepcopy(task)
+        return self._frozen[task.id]
 
 
 @dataclass
@@ -110,6 +125,12 @@ class _NoSandbox:
 
     async def copy_in(self, src: Path, dest: str) -> None:
         raise errors.AgentFailure("no_sandbox", "this task has no environment")
+
+    async def sweep(self) -> int:
+        return 0
+
+    async def death_cause(self) -> str | None:
+        return None
 
     async def destroy(self, interrupted: bool = False) -> None:
         return None
@@ -189,30 +210,11 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
     server: ToolServer | None = None
     try:
         initial, server = await _setup(sandbox, env, task) if env else (None, None)
-        ctx = AgentContext(
-            task=task,
-            arm=arm,
-            instruction=(
-                variant.instruction if variant and variant.instruction else task.instruction
-            ),
-            sandbox=sandbox,
-            environment=env,
-            seed=job.seed,
-            budgets=suite.budgets.merged(task.budgets),
-            variant=variant,
-            tool_server=server,
-        )
-        agent = agent_cls()
+        ctx = _agent_context(agent_cls, task, arm, variant, sandbox, env, job, suite, server)
         failure: errors.AgentFailure | None = None
         result = AgentResult()
         try:
-            if ctx.budgets.timeout_s:
-                with anyio.fail_after(ctx.budgets.timeout_s):
-                    result = await agent.run(ctx)
-            else:
-                result = await agent.run(ctx)
-        except TimeoutError:
-            failure = errors.BudgetExceeded("timeout", f"agent ran over {ctx.budgets.timeout_s}s")
+            result = await _agent_turn(agent_cls(), ctx, sandbox)
         except errors.EpisodeEnded as ended:  # a terminating tool ran: grade what was done
             said = [e.content for e in ctx.trajectory.events if e.kind == "message"]
             result = AgentResult(answer=said[-1] if said else None, info={"ended_by": ended.tool})
@@ -221,29 +223,36 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
         latency = time.monotonic() - t0
         tool_server = env.spec.tool_server if env is not None else None
         served_state = server is not None and tool_server is not None and tool_server.state
-        if failure is None and server is not None and served_state:
-            try:
+        final, hidden = None, None
+        try:
+            if failure is None and server is not None and served_state:
+                # The server's state is its own (only the harness talks to it): read it,
+                # then sweep (which ends the server too).
                 final = await server.snapshot()
-            except errors.AgentFailure as exc:  # the agent's input brought the server down
-                failure = exc
+            # Nothing of the agent outlives its turn: killed before the final state is read
+            # from the sandbox and before any hidden material enters it.
+            await _after_agent(sandbox, sandbox.sweep(), "killing the agent's processes")
+            if failure is None and env is not None and not served_state:
+                final = await _after_agent(sandbox, snapshot_state(sandbox, env), "state dump")
+            if failure is None and loaded.hidden_dir is not None:
+                # A fresh name per trial: nothing the agent planted can stand in for it.
+                hidden = f"{HIDDEN_DIR}-{secrets.token_hex(8)}"
+                step = sandbox.copy_in(loaded.hidden_dir, hidden)
+                await _after_agent(sandbox, step, "copying hidden files in")
+        except errors.AgentFailure as exc:  # incl. the agent's input bringing the server down
+            failure = failure or exc
+        events = [e.model_copy(deep=True) for e in ctx.trajectory.events]
         if failure is not None:
             verdicts: list[Verdict] = []
             status, passed, score = errors.FAILED, False, 0.0
             reasons = [f"agent failure: {failure}"]
-            final = None
             harms: list[Harm] = []
         else:
-            if not served_state:
-                final = await snapshot_state(sandbox, env) if env else None
-            hidden = None
-            if loaded.hidden_dir is not None:
-                await sandbox.copy_in(loaded.hidden_dir, HIDDEN_DIR)
-                hidden = HIDDEN_DIR
             evidence = Evidence(
-                task=task,
+                task=rc.frozen_task(task),
                 answer=result.answer,
-                messages=[e.content or "" for e in ctx.trajectory.events if e.kind == "message"],
-                trajectory=ctx.trajectory.events,
+                messages=[e.content or "" for e in events if e.kind == "message"],
+                trajectory=events,
                 initial_state=initial,
                 final_state=final,
                 state_ignore=list(env.spec.state.ignore) if env else [],
@@ -291,9 +300,82 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             grader_versions={v.grader: v.version for v in verdicts},
         ),
         attempts=[],
-        events=list(ctx.trajectory.events),
+        events=events,
         blobs=ctx.trajectory.blobs,
     )
+
+
+def _agent_context(
+    agent_cls: type,
+    task: Task,
+    arm: Arm,
+    variant: Variant | None,
+    sandbox: Sandbox,
+    env: Environment | None,
+    job: Job,
+    suite: Suite,
+    server: ToolServer | None,
+) -> AgentContext:
+    """What the agent gets: what a user would give it, as copies of its own. The task
+    itself (graders, solution) only for built-in reference agents, and then a deep copy."""
+    instruction = variant.instruction if variant and variant.instruction else task.instruction
+    user = None
+    if task.user is not None:
+        user = make_user(
+            copy.deepcopy(task.user),
+            instruction=instruction,
+            seed=job.seed,
+            max_turns=arm.params.get("max_user_turns"),
+        )
+    common: dict[str, Any] = dict(
+        task_id=task.id,
+        arm=copy.deepcopy(arm),
+        instruction=instruction,
+        sandbox=sandbox,
+        environment=copy.deepcopy(env),  # its tools list is the agent's to break
+        seed=job.seed,
+        budgets=suite.budgets.merged(task.budgets).model_copy(deep=True),
+        variant=copy.deepcopy(variant),
+        user=user,
+        user_opens=task.user is not None and task.user.goal is not None,
+        tool_server=server,
+    )
+    if is_reference_agent(agent_cls):
+        return ReferenceContext(**common, task=copy.deepcopy(task))
+    return AgentContext(**common)
+
+
+async def _agent_turn(agent: Any, ctx: AgentContext, sandbox: Sandbox) -> AgentResult:
+    """The agent's turn (``agent_turn.run_agent``). A sandbox that died under it is the
+    agent's failure when the backend's evidence says the agent ended it."""
+    try:
+        return await run_agent(agent, ctx)
+    except errors.SandboxError as exc:
+        cause = await sandbox.death_cause()
+        if cause is None:
+            raise
+        raise errors.AgentFailure("killed_own_sandbox", f"{cause} ({exc})") from exc
+
+
+async def _after_agent(sandbox: Sandbox, step: Awaitable[T], what: str) -> T:
+    """Run a step of the machinery after the agent's turn. When the sandbox fails it, the
+    agent broke it if the sandbox is still alive (the same step worked before the agent
+    ran) or the backend's evidence says the agent ended it; else it is infrastructure."""
+    try:
+        return await step
+    except errors.SandboxError as exc:
+        cause = await sandbox.death_cause()
+        if cause is None and not await _alive(sandbox):
+            raise
+        kind = cause.split(":", 1)[0] if cause else "broke_environment"
+        raise errors.AgentFailure(
+            kind, f"{what} failed after the agent's turn: {cause or exc}"
+        ) from exc
+
+
+async def _alive(sandbox: Sandbox) -> bool:
+    alive = getattr(sandbox, "alive", None)
+    return True if alive is None else await alive()
 
 
 def _remove_dir(path: str | None) -> None:

@@ -15,7 +15,6 @@ from typing import Any, TypedDict
 
 import anyio
 
-from harness.agents.base import AgentContext, AgentResult
 from harness.config.loader import ResolvedSuite
 from harness.config.models import Arm
 from harness.orchestrator import execute
@@ -26,17 +25,6 @@ from harness.store import Store
 from harness.trial import RunContext
 
 ORACLE, NOOP, MUTANT_PREFIX = "validate-oracle", "validate-noop", "mutant-"
-
-
-class MutantAgent:
-    """Acts out one named failure mode (``params: {mutant: NAME}``)."""
-
-    name = "mutant"
-
-    async def run(self, ctx: AgentContext) -> AgentResult:
-        from harness.agents.mutants import MUTANTS
-
-        return await MUTANTS[ctx.params["mutant"]](ctx)
 
 
 class BrokenTask(TypedDict):
@@ -106,7 +94,9 @@ def validate_suite(
             kinds.add(kind)
             jobs.append(Job(MUTANT_PREFIX + kind, lt.task.id, 0, seed))
     arms += [
-        Arm(name=MUTANT_PREFIX + k, agent="harness.validate:MutantAgent", params={"mutant": k})
+        Arm(
+            name=MUTANT_PREFIX + k, agent="harness.agents.mutants:MutantAgent", params={"mutant": k}
+        )
         for k in sorted(kinds)
     ]
     probe = resolved.suite.model_copy(update={"arms": arms, "trials": 1})

@@ -1,7 +1,11 @@
 """The agent boundary: ``await agent.run(context) -> AgentResult``.
 
 The context carries everything an agent may use (instruction, tools, sandbox, model
-settings, seed, budgets, trajectory recorder). Budgets are enforced here, in one place:
+settings, seed, budgets, trajectory recorder) and nothing a user would not give it: no
+``Task``, graders, expected state or answers, reference solution or hidden files are
+reachable from it. Only the built-in reference agents (oracle, simulated, mutants), which
+declare ``reference_solution = True`` and live in ``harness.agents``, get a
+``ReferenceContext`` carrying a private copy of the task. Budgets are enforced here, in one place:
 ``context.charge`` and ``context.call_tool`` raise ``BudgetExceeded``, which ends the trial
 as the agent's failure, never as an infrastructure error.
 """
@@ -13,7 +17,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from harness.config.models import Arm, Budgets, ModelSettings, Task, ToolSpec, Variant
+from harness.agents.user import SimulatedUser
+from harness.config.models import (
+    Arm,
+    Budgets,
+    ModelSettings,
+    Task,
+    ToolSpec,
+    Variant,
+)
 from harness.errors import BudgetExceeded, EpisodeEnded
 from harness.sandbox.base import Environment, ExecResult, Sandbox
 from harness.trajectory import Trajectory
@@ -57,7 +69,8 @@ class ToolResult:
 
 @dataclass
 class AgentContext:
-    task: Task
+    task_id: str
+    """The task's id (a label, like a ticket number): nothing of its graders or solution."""
     arm: Arm
     instruction: str
     sandbox: Sandbox
@@ -67,6 +80,11 @@ class AgentContext:
     trajectory: Trajectory = field(default_factory=Trajectory)
     usage: Usage = field(default_factory=Usage)
     variant: Variant | None = None
+    user: SimulatedUser | None = None
+    """The simulated user of a conversational task, built by the trial (part of the
+    environment: the agent talks to it, it does not get its script or private goal)."""
+    user_opens: bool = False
+    """The user (not the instruction) writes the opening message (``user.goal`` tasks)."""
     started: float = field(default_factory=time.monotonic)
     ended_by: str | None = None
     """The terminating tool that ended the episode, once one has run."""
@@ -221,6 +239,23 @@ def _distinct(value: float, limit: float) -> tuple[str, str]:
         if a != b:
             return a, b
     return repr(value), repr(limit)
+
+
+@dataclass(kw_only=True)
+class ReferenceContext(AgentContext):
+    """The context of a built-in reference agent: also a private deep copy of the task
+    (its solution, simulated failure plans and grader specs). Never given to other agents;
+    graders read a copy of their own, so nothing done to this one changes a verdict."""
+
+    task: Task
+
+
+def is_reference_agent(cls: type) -> bool:
+    """Does ``cls`` get the task? Only built-in agents that declare they act out the
+    reference solution: a ``module:Class`` agent's claim is ignored."""
+    return bool(getattr(cls, "reference_solution", False)) and (
+        cls.__module__.startswith("harness.agents.")
+    )
 
 
 @dataclass

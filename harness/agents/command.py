@@ -213,7 +213,7 @@ class CommandAgent:
             HARNESS_TRAJECTORY=files.path("trajectory"),
             HARNESS_TOOLS=files.path("tools"),
             HARNESS_SEED=str(ctx.seed),
-            HARNESS_TASK_ID=ctx.task.id,
+            HARNESS_TASK_ID=ctx.task_id,
             HARNESS_WORKDIR=ctx.sandbox.workdir,
             HARNESS_SANDBOX_ID=ctx.sandbox.id,
         )

@@ -31,7 +31,7 @@ import re
 from typing import Any
 
 from harness.agents.base import AgentContext, AgentResult
-from harness.agents.user import STOP, make_user
+from harness.agents.user import STOP
 from harness.config.models import Price, ToolSpec
 from harness.errors import BudgetExceeded, ConfigError
 from harness.models.chat import ChatMessage, ToolSchema
@@ -106,15 +106,9 @@ class LLMAgent:
         settings = client.settings  # ${VAR} references resolved
         price = price_for(settings)
         tools = [tool_schema(t) for t in ctx.tools]
-        script = ctx.task.user
-        user = make_user(
-            script,
-            instruction=ctx.instruction,
-            seed=ctx.seed,
-            max_turns=params.get("max_user_turns"),
-        )
+        user = ctx.user  # built by the trial from the task (its goal stays private)
         opening, info = ctx.instruction, {"turn": 0}
-        if user is not None and script is not None and script.goal is not None:
+        if user is not None and ctx.user_opens:
             first = await user.opening()
             opening, info = first.text, {**first.info, "turn": 0, "opening": True}
         messages: list[ChatMessage] = [

@@ -1,6 +1,6 @@
 """Failure modes of the simulated agent: the reference solution, broken on purpose.
 
-Each mutant is ``async def mutant(ctx: AgentContext) -> AgentResult``. It reads the task's
+Each mutant is ``async def mutant(ctx: ReferenceContext) -> AgentResult``. It reads the task's
 reference solution (``task.solution``: shell ``commands`` first, then tool ``actions``, then
 the ``answer``) and acts through ``ctx.run_command`` / ``ctx.call_tool`` exactly as the
 oracle would, except for one deliberate mistake:
@@ -39,7 +39,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import AgentResult, ReferenceContext
 from harness.config.models import Solution, Task, ToolCall
 
 READ_ONLY_PREFIXES = (
@@ -57,7 +57,7 @@ READ_ONLY_PREFIXES = (
 )
 ANSWER_GRADERS = ("answer_match", "required_outputs")
 
-Mutant = Callable[[AgentContext], Awaitable[AgentResult]]
+Mutant = Callable[[ReferenceContext], Awaitable[AgentResult]]
 
 
 class NotApplicable(Exception):
@@ -86,7 +86,7 @@ def is_read_only(tool: str) -> bool:
     return tool.startswith(READ_ONLY_PREFIXES)
 
 
-async def perform(ctx: AgentContext, commands: list[str], actions: list[ToolCall]) -> None:
+async def perform(ctx: ReferenceContext, commands: list[str], actions: list[ToolCall]) -> None:
     """Run shell commands, then tool calls, as the oracle does."""
     for command in commands:
         await ctx.run_command(command)
@@ -184,7 +184,7 @@ def _wrong_value_plan(task: Task) -> tuple[list[str], list[ToolCall]]:
     raise NotApplicable("no state-changing action with an argument to alter")
 
 
-def _side_effect(ctx: AgentContext) -> dict[str, Any]:
+def _side_effect(ctx: ReferenceContext) -> dict[str, Any]:
     declared = ctx.task.simulated.get("side_effect")
     if declared:
         return dict(declared)
@@ -234,12 +234,12 @@ def _skip_plan(task: Task) -> tuple[list[str], list[ToolCall]]:
 
 
 # ----------------------------------------------------------------------------- mutants
-async def claim_without_action(ctx: AgentContext) -> AgentResult:
+async def claim_without_action(ctx: ReferenceContext) -> AgentResult:
     sol = _solution(ctx.task)
     return AgentResult(answer=sol.answer or "Done: I have completed your request.")
 
 
-async def side_effect(ctx: AgentContext) -> AgentResult:
+async def side_effect(ctx: ReferenceContext) -> AgentResult:
     sol = _solution(ctx.task)
     extra = _side_effect(ctx)
     # The stray action goes before a tool that ends the episode, or it would never run.
@@ -254,31 +254,31 @@ async def side_effect(ctx: AgentContext) -> AgentResult:
     return AgentResult(answer=sol.answer)
 
 
-async def wrong_value(ctx: AgentContext) -> AgentResult:
+async def wrong_value(ctx: ReferenceContext) -> AgentResult:
     commands, actions = _wrong_value_plan(ctx.task)
     await perform(ctx, commands, actions)
     return AgentResult(answer=_solution(ctx.task).answer)
 
 
-async def wrong_order(ctx: AgentContext) -> AgentResult:
+async def wrong_order(ctx: ReferenceContext) -> AgentResult:
     actions = _order_plan(ctx.task)
     await perform(ctx, _solution(ctx.task).commands, actions)
     return AgentResult(answer=_solution(ctx.task).answer)
 
 
-async def skipped_step(ctx: AgentContext) -> AgentResult:
+async def skipped_step(ctx: ReferenceContext) -> AgentResult:
     commands, actions = _skip_plan(ctx.task)
     await perform(ctx, commands, actions)
     return AgentResult(answer=_solution(ctx.task).answer)
 
 
-async def wrong_answer(ctx: AgentContext) -> AgentResult:
+async def wrong_answer(ctx: ReferenceContext) -> AgentResult:
     sol = _solution(ctx.task)
     await perform(ctx, sol.commands, sol.actions)
     return AgentResult(answer=altered_answer(ctx.task))
 
 
-async def no_answer(ctx: AgentContext) -> AgentResult:
+async def no_answer(ctx: ReferenceContext) -> AgentResult:
     sol = _solution(ctx.task)
     await perform(ctx, sol.commands, sol.actions)
     return AgentResult(answer=None)
@@ -341,3 +341,14 @@ def applicable_mutants(task: Task) -> list[str]:
 
 
 __all__ = ["MUTANTS", "NotApplicable", "altered_answer", "applicable_mutants", "perform"]
+
+
+class MutantAgent:
+    """Acts out one named failure mode (``params: {mutant: NAME}``) of the reference
+    solution: a built-in reference agent (it reads the task's solution)."""
+
+    name = "mutant"
+    reference_solution = True
+
+    async def run(self, ctx: ReferenceContext) -> AgentResult:
+        return await MUTANTS[ctx.params["mutant"]](ctx)

@@ -3,11 +3,11 @@ accept a correct solution."""
 
 from __future__ import annotations
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import AgentResult, ReferenceContext
 from harness.errors import AgentFailure
 
 
-async def perform_solution(ctx: AgentContext) -> str | None:
+async def perform_solution(ctx: ReferenceContext) -> str | None:
     """Execute the reference solution's commands and tool calls; return its answer.
 
     The answer is said last, or just before a tool that ends the episode (a hand-over),
@@ -31,6 +31,7 @@ async def perform_solution(ctx: AgentContext) -> str | None:
 
 class OracleAgent:
     name = "oracle"
+    reference_solution = True
 
-    async def run(self, ctx: AgentContext) -> AgentResult:
+    async def run(self, ctx: ReferenceContext) -> AgentResult:
         return AgentResult(answer=await perform_solution(ctx), confidence=1.0)

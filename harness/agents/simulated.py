@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import AgentResult, ReferenceContext
 from harness.agents.oracle import perform_solution
 from harness.plan import derive_seed
 
@@ -68,8 +68,9 @@ def failure_modes(task) -> list[str]:
 
 class SimulatedAgent:
     name = "simulated"
+    reference_solution = True
 
-    async def run(self, ctx: AgentContext) -> AgentResult:
+    async def run(self, ctx: ReferenceContext) -> AgentResult:
         params = ctx.params
         variant = ctx.variant.id if ctx.variant else ""
         p = task_probability(params, ctx.task, variant)

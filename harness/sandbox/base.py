@@ -82,6 +82,17 @@ class Sandbox(Protocol):
         """Copy a host directory's contents into ``dest`` (relative to the workdir)."""
         ...
 
+    async def sweep(self) -> int:
+        """The agent's turn is over: kill every process still running in the sandbox
+        (before the final state is read and hidden material enters). Returns how many
+        were signalled. Raises ``SandboxError`` when some cannot be killed."""
+        ...
+
+    async def death_cause(self) -> str | None:
+        """After a ``SandboxError``: the reason, when the backend's evidence shows the agent
+        itself ended the sandbox (killed its init, ran out of memory); else None."""
+        ...
+
     async def destroy(self, interrupted: bool = False) -> None: ...
 
     # Optional: ``async def alive(self) -> bool`` says whether the sandbox itself still runs;

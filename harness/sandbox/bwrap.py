@@ -283,6 +283,10 @@ class BwrapSandbox:
             await anyio.to_thread.run_sync(self._cgroup.kill_all)
         return left
 
+    async def death_cause(self) -> str | None:
+        """A bwrap sandbox has no process of its own to die: commands fail by themselves."""
+        return None
+
     def oom_killed(self) -> bool:
         return self._cgroup is not None and self._cgroup.oom_killed()
 

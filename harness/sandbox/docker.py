@@ -44,7 +44,7 @@ import anyio
 import anyio.to_thread
 
 from harness.errors import EnvironmentBuildError, SandboxError
-from harness.sandbox import docker_gc, docker_images, docker_network
+from harness.sandbox import docker_gc, docker_images, docker_network, docker_sweep
 from harness.sandbox.base import (
     SOCKET_MOUNT,
     Environment,
@@ -326,6 +326,32 @@ class DockerSandbox:
             await self._provider._run(self._put, tar)
         except _errors() as exc:
             raise self._fail(exc, f"copying {src} to {target}") from exc
+
+    # ------------------------------------------------------------------ end of turn
+    async def sweep(self) -> int:
+        """Kill everything but init and its keeper (see ``docker_sweep``); when that cannot
+        run, restart the container (files kept, every process gone). Returns the signals
+        sent, -1 after a restart."""
+        try:
+            return await docker_sweep.sweep(self)
+        except SandboxError:
+            if not await self._running():
+                raise  # the agent (or the platform) ended it: the caller asks why
+
+        def restart() -> None:
+            self._api.kill(self.id)
+            self._api.wait(self.id, timeout=30)
+            self._api.start(self.id)
+
+        try:
+            await self._provider._run(restart)
+        except _errors() as exc:
+            raise self._fail(exc, "restarting after a failed sweep") from exc
+        return -1
+
+    async def death_cause(self) -> str | None:
+        """Why the container stopped, when the agent did it (the daemon's evidence)."""
+        return await self._provider._run(docker_sweep.death_cause, self._api, self.id)
 
     # ------------------------------------------------------------------ teardown
     async def destroy(self, interrupted: bool = False) -> None:

@@ -51,6 +51,12 @@ class FaultySandbox:
         alive = getattr(self.inner, "alive", None)
         return True if alive is None else await alive()
 
+    async def sweep(self) -> int:
+        return await self.inner.sweep()
+
+    async def death_cause(self) -> str | None:
+        return await self.inner.death_cause()
+
     async def destroy(self, interrupted: bool = False) -> None:
         await self.inner.destroy(interrupted)
 

@@ -136,6 +136,17 @@ class LocalSandbox:
         target = self._path(dest)
         await anyio.to_thread.run_sync(lambda: shutil.copytree(src, target, dirs_exist_ok=True))
 
+    async def sweep(self) -> int:
+        """Kill the process groups of every command (their detached children included,
+        unless they left the group: this backend cannot follow those)."""
+        n = len(self._groups)
+        for pgid in self._groups:
+            _kill_group(pgid)
+        return n
+
+    async def death_cause(self) -> str | None:
+        return None
+
     async def destroy(self, interrupted: bool = False) -> None:
         for pgid in self._groups:  # background processes the trial left behind
             _kill_group(pgid)

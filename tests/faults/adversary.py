@@ -54,7 +54,7 @@ class Adversary:
         p = ctx.params
         args = " ".join(shlex.quote(str(a)) for a in (p["port"], p["secret_file"], p["marker"]))
         probe = await ctx.run_command(f"python3 -c {shlex.quote(PROBE)} {args}", timeout=60)
-        if "exhaust" in ctx.task.id:
+        if "exhaust" in ctx.task_id:
             # resource exhaustion: each must hit a limit and leave the run alive
             await ctx.run_command(":(){ :|:& };:", timeout=5)  # fork bomb vs the pids limit
             await ctx.run_command(

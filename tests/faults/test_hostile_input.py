@@ -43,7 +43,7 @@ def _context(tmp_path: Path):
     async def make():
         sandbox = await LocalProvider().create(SandboxRequest(env, None))
         return AgentContext(
-            task=task,
+            task_id=task.id,
             arm=Arm(name="a", agent="noop"),
             instruction="x",
             sandbox=sandbox,

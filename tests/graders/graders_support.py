@@ -15,7 +15,7 @@ import yaml
 
 from graders import build_grader
 from graders.base import Evidence, Verdict
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import AgentContext, AgentResult, ReferenceContext
 from harness.config.models import Arm, Budgets, EnvironmentSpec, Task
 from harness.errors import EpisodeEnded
 from harness.sandbox.base import Environment, SandboxRequest, snapshot_state
@@ -95,7 +95,8 @@ async def run_trial(loaded: LoadedTask, agent: Agent) -> TrialOutcome:
             r = await sandbox.exec(command, timeout=60)
             assert r.ok, f"setup '{command}' failed: {r.stderr}"
         s0 = await snapshot_state(sandbox, env)
-        ctx = AgentContext(
+        ctx = ReferenceContext(
+            task_id=task.id,
             task=task,
             arm=Arm(name="test", agent="test"),
             instruction=task.instruction,

@@ -231,7 +231,10 @@ async def _with_sandbox(script: str, spec: dict):
 
 
 def test_tests_script_fail_to_pass_and_pass_to_pass() -> None:
-    script = 'echo "PASS t_fixed"; echo "FAIL t_old"; echo "dir=$HIDDEN_DIR"; exit 1\n'
+    script = (
+        'N="$HARNESS_RESULT_NONCE"; echo "$N PASS t_fixed"; echo "$N FAIL t_old"; '
+        'echo "PASS t_missing"; echo "dir=$HIDDEN_DIR"; exit 1\n'
+    )
     spec = {
         "type": "tests_script",
         "fail_to_pass": ["t_fixed", "t_missing"],

@@ -134,12 +134,19 @@ def make_ctx(
         graders=[{"type": "state_diff"}],
         user=user,
     )
+    from harness.agents.user import make_user
+
+    arm = Arm(name="arm", agent=agent, params=params or {}, model=model)
     return AgentContext(
-        task=task,
-        arm=Arm(name="arm", agent=agent, params=params or {}, model=model),
+        task_id=task.id,
+        arm=arm,
         instruction=instruction,
         sandbox=sandbox,
         environment=kv_environment(),
         seed=seed,
         budgets=budgets or Budgets(),
+        user=make_user(
+            user, instruction=instruction, seed=seed, max_turns=arm.params.get("max_user_turns")
+        ),
+        user_opens=user is not None and user.goal is not None,
     )

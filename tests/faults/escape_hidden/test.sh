@@ -1,3 +1,3 @@
 #!/usr/bin/env bash
 # Hidden test: present for the grader only, after the agent has finished.
-echo "PASS hidden_present"
+echo "$HARNESS_RESULT_NONCE PASS hidden_present"

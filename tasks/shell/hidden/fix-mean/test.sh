@@ -1,3 +1,3 @@
 #!/bin/bash
-# Hidden tests for shell/fix-mean: one "PASS name" / "FAIL name" line per test.
+# Hidden tests for shell/fix-mean: one "<nonce> PASS name" / "<nonce> FAIL name" line per test.
 python3 -B "$HIDDEN_DIR/test_calc.py"

@@ -1,6 +1,8 @@
+import os
 import sys
 import traceback
 
+N = os.environ.pop("HARNESS_RESULT_NONCE", "")  # before the code under test loads
 sys.path.insert(0, "app")
 import calc  # noqa: E402
 
@@ -35,9 +37,9 @@ for name, fn in list(globals().items()):
     if name.startswith("test_") and callable(fn):
         try:
             fn()
-            print(f"PASS {name}")
+            print(f"{N} PASS {name}")
         except Exception:
             failed += 1
-            print(f"FAIL {name}")
+            print(f"{N} FAIL {name}")
             traceback.print_exc(limit=1)
 sys.exit(1 if failed else 0)
