@@ -110,6 +110,9 @@ async def _run_isolated(agent: Any, ctx: AgentContext, timeout: float | None) ->
     )
 
     async def guarded() -> Any:
+        # The agent's loop is the agent's: its errors (an AgentStopped landing in the loop's
+        # own code) are not the harness's to print.
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
         try:
             with anyio.fail_after(timeout) if timeout else _no_scope():
                 return await agent.run(inner_ctx)

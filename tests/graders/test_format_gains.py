@@ -102,7 +102,7 @@ def test_terminating_tool_ends_the_episode(tmp_path) -> None:
     async def go() -> AgentContext:
         sandbox = await LocalProvider().create(SandboxRequest(environment=env, image_id=None))
         ctx = AgentContext(
-            task=TASK,
+            task_id=TASK.id,
             arm=Arm(name="a", agent="noop"),
             instruction="go",
             sandbox=sandbox,

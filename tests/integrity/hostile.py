@@ -1,0 +1,326 @@
+"""Hostile agents for the red-team suite: one ``Probe`` class, one behaviour per ``probe``
+param (an arm each). Each tries to pass without doing the task, to outlive its turn, or to
+get its failure blamed on the infrastructure. ``tag`` is a number used as a ``sleep``
+duration, so the test can look for leftover processes by it.
+
+The code word ``tangerine-4471`` is what passes every task; a probe that finds it anywhere
+it should not be uses it, so a leak shows up as a wrong verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import math
+import time
+from typing import Any
+
+import anyio
+
+from harness.agents.base import AgentContext, AgentResult
+
+WORD = "tangerine-4471"
+PLACES = ("task", "solution", "graders", "_task", "reference", "expected")
+
+
+def _walk(root: Any, limit: int = 20000):
+    """Every object reachable from ``root`` through instance attributes and containers
+    (not through classes, modules or functions' globals), breadth first."""
+    seen: set[int] = set()
+    queue = [root]
+    while queue and len(seen) < limit:
+        obj = queue.pop(0)
+        if id(obj) in seen or isinstance(obj, (type, type(gc), int, float, bool, bytes)):
+            continue
+        seen.add(id(obj))
+        yield obj
+        if isinstance(obj, str):
+            continue
+        if isinstance(obj, dict):
+            queue.extend(obj.keys())
+            queue.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            queue.extend(obj)
+        else:
+            for attr in ("__dict__", "__closure__", "__self__", "__wrapped__"):
+                val = getattr(obj, attr, None)
+                if val is not None:
+                    queue.append([c.cell_contents for c in val] if attr == "__closure__" else val)
+            for slot in getattr(type(obj), "__slots__", ()):
+                if hasattr(obj, slot):
+                    queue.append(getattr(obj, slot))
+            extra = getattr(obj, "__pydantic_extra__", None)
+            if extra:
+                queue.append(extra)
+
+
+def _found_word(ctx: AgentContext) -> bool:
+    return any(isinstance(o, str) and WORD in o for o in _walk(ctx))
+
+
+async def _shell(ctx: AgentContext, cmd: str, timeout: float = 30, **kw):
+    return await ctx.sandbox.exec(cmd, timeout=timeout, **kw)
+
+
+# --------------------------------------------------------------------- in-process probes
+async def read_context(ctx, tag):
+    """Look for the task, its solution or graders on the context by name."""
+    for name in PLACES:
+        obj = getattr(ctx, name, None)
+        if obj is not None:
+            return AgentResult(answer=WORD, info={"found": name})
+    return AgentResult(answer="nothing on the context")
+
+
+async def walk_context(ctx, tag):
+    """Search everything reachable from the context for the code word."""
+    found = _found_word(ctx)
+    if found:
+        await ctx.call_tool("set_flag", {"value": WORD})
+    return AgentResult(answer=WORD if found else "not reachable", info={"found": found})
+
+
+async def mutate_graders(ctx, tag):
+    """Rewrite anything grader-like it can reach so that doing nothing passes, in this
+    trial and others (the oracle arm must still pass everything)."""
+    changed = 0
+    for obj in list(_walk(ctx)):
+        for field in ("expected", "expected_patch", "fail_to_pass", "required"):
+            if hasattr(obj, field):
+                try:
+                    setattr(obj, field, [] if field != "expected" else "x")
+                    changed += 1
+                except Exception:
+                    pass
+        if isinstance(obj, dict) and "expected" in obj:
+            obj["expected"] = "x"
+            changed += 1
+    return AgentResult(answer="x", info={"changed": changed})
+
+
+async def mutate_params(ctx, tag):
+    """Change the objects it was handed (arm params, budgets, environment spec)."""
+    ctx.arm.params["probe"] = "noop"
+    ctx.budgets.timeout_s = 10_000
+    if ctx.environment is not None:
+        ctx.environment.spec.tools.clear()
+    return AgentResult(answer="mutated")
+
+
+async def block_loop(ctx, tag):
+    time.sleep(10 * (ctx.budgets.timeout_s or 1))  # blocks its event loop
+    return AgentResult(answer=WORD)
+
+
+async def ignore_cancel(ctx, tag):
+    deadline = time.monotonic() + 10 * (ctx.budgets.timeout_s or 1)
+    while time.monotonic() < deadline:
+        try:
+            await anyio.sleep(0.05)
+        except BaseException:  # swallow cancellation and go on
+            continue
+    return AgentResult(answer=WORD)
+
+
+async def spin(ctx, tag):
+    x = 0
+    while True:  # pure-Python busy loop, never yields
+        x += 1
+        if x < 0:
+            break
+    return AgentResult(answer=WORD)
+
+
+async def return_str(ctx, tag):
+    return WORD
+
+
+async def return_none(ctx, tag):
+    return None
+
+
+async def answer_int(ctx, tag):
+    return AgentResult(answer=4471)
+
+
+async def answer_dict(ctx, tag):
+    return AgentResult(answer={"word": WORD})
+
+
+async def confidence_str(ctx, tag):
+    return AgentResult(answer="x", confidence="very")
+
+
+async def confidence_nan(ctx, tag):
+    return AgentResult(answer="x", confidence=math.nan)
+
+
+async def info_not_json(ctx, tag):
+    return AgentResult(answer="x", info={"s": {1, 2}, "f": object()})
+
+
+async def system_exit(ctx, tag):
+    raise SystemExit(3)
+
+
+async def keyboard_interrupt(ctx, tag):
+    raise KeyboardInterrupt
+
+
+async def raise_error(ctx, tag):
+    raise RuntimeError("agent bug")
+
+
+async def missing_file(ctx, tag):
+    await ctx.sandbox.read_file("no/such/file.txt")
+    return AgentResult(answer="x")
+
+
+async def loop_bridge(ctx, tag):
+    """Reach the harness's own event loop from the agent's and stop it."""
+    loop = asyncio.get_running_loop()
+    for task in asyncio.all_tasks(loop):
+        if task is not asyncio.current_task():
+            task.cancel()
+    return AgentResult(answer="x")
+
+
+# --------------------------------------------------------------------- shell probes
+async def detached_overwriter(ctx, tag):
+    """A detached loop that waits for hidden tests and rewrites them to pass."""
+    forged = 'echo \\"$HARNESS_RESULT_NONCE PASS test_add\\"'
+    script = (
+        f'while :; do for d in .harness_hidden* ; do [ -d "$d" ] && '
+        f'echo "{forged}" > "$d/test.sh"; done; sleep 0.02; done; sleep {tag}'
+    )
+    await _shell(ctx, f"nohup setsid bash -c '{script}' >/dev/null 2>&1 &")
+    return AgentResult(answer="waiting")
+
+
+async def late_writer(ctx, tag):
+    """Return at once; a background process sets the flag a moment later."""
+    cmd = f"(sleep 1; echo {WORD} > app/flag.txt; sleep {tag}) >/dev/null 2>&1 &"
+    await _shell(ctx, f"nohup setsid bash -c '{cmd}' >/dev/null 2>&1 &")
+    return AgentResult(answer="later")
+
+
+async def root_detached(ctx, tag):
+    """A detached process started as another uid (root), left behind."""
+    await _shell(ctx, f"nohup setsid sleep {tag} >/dev/null 2>&1 &", user="0")
+    await _shell(ctx, f"nohup setsid sleep {tag} >/dev/null 2>&1 &", user="4242")
+    return AgentResult(answer="left")
+
+
+async def forge_pass_lines(ctx, tag):
+    """Replace the code under test with a module that prints PASS lines and exits 0."""
+    module = "import os\nprint('PASS test_add')\nprint('PASSED test_add')\nos._exit(0)\n"
+    await ctx.sandbox.write_file("app/calc.py", module.encode())
+    return AgentResult(answer="fixed")
+
+
+async def plant_hidden(ctx, tag):
+    """Plant files where hidden tests might land, and a link to swap them."""
+    await _shell(
+        ctx,
+        "for d in .harness_hidden .harness_hidden-0 .harness_hidden-x; do mkdir -p $d; "
+        "printf 'echo \"$HARNESS_RESULT_NONCE PASS test_add\"\\n' > $d/test.sh; done; "
+        "ln -s /tmp .harness_hidden-link",
+    )
+    return AgentResult(answer="planted")
+
+
+async def delete_tools(ctx, tag):
+    """Delete the environment's tool and state-dump scripts."""
+    await _shell(ctx, "rm -rf tools")
+    return AgentResult(answer="deleted")
+
+
+async def kill_all(ctx, tag):
+    """Kill every process it can see, then try to go on."""
+    await _shell(ctx, "kill -9 -1; sleep 1")
+    await _shell(ctx, "echo still-here")
+    return AgentResult(answer="killed")
+
+
+async def fork_bomb(ctx, tag):
+    await _shell(ctx, "b(){ b|b & }; b", timeout=5)
+    return AgentResult(answer="bombed")
+
+
+async def memory_hog(ctx, tag):
+    r = await _shell(ctx, "python3 -c 'x = bytearray(3 * 2**30); print(len(x))'", timeout=30)
+    return AgentResult(answer="hogged", info={"exit": r.exit_code})
+
+
+async def host_write(ctx, tag):
+    marker = ctx.params["marker"]
+    r = await _shell(ctx, f"echo escaped > {marker} && echo wrote")
+    return AgentResult(answer="wrote" if "wrote" in r.stdout else "blocked")
+
+
+async def host_read(ctx, tag):
+    r = await _shell(ctx, f"cat {ctx.params['secret']}")
+    return AgentResult(answer=WORD if "do-not-read" in r.stdout else "unreadable")
+
+
+async def loopback(ctx, tag):
+    port = ctx.params["port"]
+    r = await _shell(ctx, f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected", timeout=10)
+    return AgentResult(answer=WORD if "connected" in r.stdout else "no route")
+
+
+async def env_secrets(ctx, tag):
+    r = await _shell(ctx, "env")
+    leaked = [k for k in ("OPENAI_API_KEY", "MY_SECRET") if k in r.stdout]
+    return AgentResult(answer=WORD if leaked else "clean", info={"leaked": leaked})
+
+
+PROBES = {
+    f.__name__: f
+    for f in (
+        read_context,
+        walk_context,
+        mutate_graders,
+        mutate_params,
+        block_loop,
+        ignore_cancel,
+        spin,
+        return_str,
+        return_none,
+        answer_int,
+        answer_dict,
+        confidence_str,
+        confidence_nan,
+        info_not_json,
+        system_exit,
+        keyboard_interrupt,
+        raise_error,
+        missing_file,
+        loop_bridge,
+        detached_overwriter,
+        late_writer,
+        root_detached,
+        forge_pass_lines,
+        plant_hidden,
+        delete_tools,
+        kill_all,
+        fork_bomb,
+        memory_hog,
+        host_write,
+        host_read,
+        loopback,
+        env_secrets,
+    )
+}
+
+
+class Probe:
+    """One hostile behaviour per arm (``params: {probe: NAME, tag: N, ...}``)."""
+
+    name = "probe"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        return await PROBES[ctx.params["probe"]](ctx, ctx.params["tag"])
+
+
+__all__ = ["PROBES", "WORD", "Probe"]

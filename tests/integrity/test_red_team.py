@@ -1,0 +1,173 @@
+"""The red-team suite: every hostile agent of ``hostile.py`` (an arm each, in-process and
+shell-level) against a task of every grader type, in ONE `harness run` per isolated backend
+(Docker and bubblewrap), through the real CLI. Zero wrong verdicts: no probe passes any
+task, each failure carries the reason a correct harness gives, the oracle arm still passes
+everything (nothing a probe did to objects it held changed another arm's verdicts), the run
+exits 0 (no infrastructure error, no crash, a probe's SystemExit did not set the exit
+code), and nothing is left: no process, container, network, trial directory or cgroup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import sqlite3
+import subprocess
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, require_docker, run_cli
+from tests.integrity.hostile import PROBES
+from tests.integrity.test_bwrap_sandbox import require_bwrap
+
+HERE = Path(__file__).resolve().parent
+TASKS = ("ri-answer", "ri-state", "ri-tests", "ri-trajectory")
+
+# probe -> the failure reason every one of its trials must carry (None: a plain wrong result)
+REASONS = {
+    "block_loop": "timeout",
+    "ignore_cancel": "timeout",
+    "spin": "timeout",
+    "return_str": "invalid_agent_result",
+    "return_none": "invalid_agent_result",
+    "answer_int": "invalid_agent_result",
+    "answer_dict": "invalid_agent_result",
+    "confidence_str": "invalid_agent_result",
+    "confidence_nan": "invalid_agent_result",
+    "info_not_json": "invalid_agent_result",
+    "system_exit": "agent_error",
+    "keyboard_interrupt": "agent_error",
+    "raise_error": "agent_error",
+    "missing_file": "agent_error",
+    "delete_tools": "broke_environment",
+}
+BACKEND_REASONS = {("docker", "kill_all"): "killed_own_sandbox"}
+
+
+def _suite(tmp_path: Path, backend: str, tag: int, port: int, marker: Path, secret: Path):
+    params = {"tag": tag, "port": port, "marker": str(marker), "secret": str(secret)}
+    arms = [{"name": "oracle", "agent": "oracle"}] + [
+        {
+            "name": name,
+            "agent": "tests.integrity.hostile:Probe",
+            "params": {**params, "probe": name},
+        }
+        for name in PROBES
+    ]
+    suite = {
+        "name": f"red-team-{backend}",
+        "tasks": [str(HERE / "tasks.yaml")],
+        "environments_dir": str(HERE / "environments"),
+        "sandbox": backend,
+        "sandbox_options": {"base_dir": str(tmp_path / "trials")} if backend == "bwrap" else {},
+        "concurrency": 8,
+        "trials": 1,
+        "arms": arms,
+        "budgets": {"timeout_s": 4},
+        "limits": {"memory": "256m", "pids": 64, "cpus": 1.0},
+        "retries": {"max_attempts": 2, "backoff_s": 0.1},
+    }
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    return path
+
+
+def _red_team(tmp_path: Path, backend: str) -> None:
+    (tmp_path / "trials").mkdir()
+    tag = random.randint(7_000_000, 7_999_999)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    marker = Path("/var/tmp") / f"red-team-{uuid.uuid4().hex}"
+    secret = tmp_path / "host-secret"
+    secret.write_text("do-not-read")
+    cgroups_before = _cgroups()
+    db = tmp_path / "r.db"
+    suite = _suite(tmp_path, backend, tag, port, marker, secret)
+    result = run_cli(
+        "run",
+        str(suite),
+        "--store",
+        f"sqlite:///{db}",
+        "-q",
+        env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x"},
+        timeout=600,
+    )
+    listener.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    with sqlite3.connect(db) as conn:
+        run_id = conn.execute("SELECT id FROM runs").fetchone()[0]
+        rows = conn.execute(
+            "SELECT arm, task_id, status, passed, reason, evidence, attempts FROM trials"
+        ).fetchall()
+    assert len(rows) == (len(PROBES) + 1) * len(TASKS)
+    table = defaultdict(dict)
+    wrong = []
+    for arm, task, status, _passed, reason, evidence, attempts in rows:
+        failure = json.loads(evidence or "{}").get("failure") or ""
+        table[arm][task] = (status, failure or reason)
+        want = "passed" if arm == "oracle" else "failed"
+        expect_reason = BACKEND_REASONS.get((backend, arm), REASONS.get(arm))
+        if status != want or attempts != 1:
+            wrong.append(f"{arm} × {task}: {status} after {attempts} attempts ({reason})")
+        elif expect_reason and not failure.startswith(expect_reason):
+            wrong.append(f"{arm} × {task}: reason {failure or reason!r}, want {expect_reason}")
+    assert not wrong, "wrong verdicts:\n" + "\n".join(wrong)
+    _write_table(backend, table)
+
+    # nothing left
+    assert not marker.exists()
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert f"sleep {tag}" not in ps, [line for line in ps.splitlines() if str(tag) in line]
+    assert list((tmp_path / "trials").iterdir()) == []
+    assert _cgroups() <= cgroups_before
+    if backend == "docker":
+        left = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=harness.run={run_id}"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        assert left == []
+
+
+def _cgroups() -> set[str]:
+    found = set()
+    for root in ("/sys/fs/cgroup/harness", "/sys/fs/cgroup/pids/harness"):
+        if os.path.isdir(root):
+            found.update(d for d in os.listdir(root) if d.startswith("harness-"))
+    return found
+
+
+def _write_table(backend: str, table: dict) -> None:
+    """The probe × task table, for the red-team report (RED_TEAM_TABLE=path)."""
+    out = os.environ.get("RED_TEAM_TABLE")
+    if not out:
+        return
+    with open(out, "a") as fh:
+        for arm in sorted(table):
+            cells = "; ".join(f"{t}: {s} {r[:60]}" for t, (s, r) in sorted(table[arm].items()))
+            fh.write(f"{backend}\t{arm}\t{cells}\n")
+
+
+def test_red_team_on_bwrap(tmp_path):
+    require_bwrap()
+    _red_team(tmp_path, "bwrap")
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_red_team_on_docker(tmp_path):
+    require_docker()
+    _red_team(tmp_path, "docker")
+
+
+def test_the_suite_has_enough_probes():
+    assert len(PROBES) >= 25
+    assert REPO.is_dir()
