@@ -61,7 +61,16 @@ def _run(suite: Path, db: Path) -> float:
     t0 = time.perf_counter()
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", str(suite), "--store", f"sqlite:///{db}", "-q"],
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(suite),
+            "--store",
+            f"sqlite:///{db}",
+            "-q",
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,
