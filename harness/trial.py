@@ -298,6 +298,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             confidence=result.confidence,
             harm_severity=max((_severity(h) for h in harms), default=0.0),
             grader_versions={v.grader: v.version for v in verdicts},
+            failure_kind=failure.reason if failure else None,
         ),
         attempts=[],
         events=events,
@@ -462,6 +463,7 @@ def _trial_row(
     grader_versions: dict[str, str] | None = None,
     error: str | None = None,
     attempts: int = 1,
+    failure_kind: str | None = None,
 ) -> TrialRow:
     tokens_in, tokens_cached, tokens_out = usage.recorded_tokens()
     return TrialRow(
@@ -492,6 +494,7 @@ def _trial_row(
         harm_severity=harm_severity,
         grader_versions=grader_versions or {},
         error=error,
+        failure_kind=failure_kind,
         started_at=started,
         finished_at=now(),
     )

@@ -50,9 +50,11 @@ def unresolved_causes(rows: list[tuple[str, str, str, int]]) -> dict[str, dict[s
     return out
 
 
-def causes_lines(arm: dict[str, Any]) -> list[str]:
-    """Plain lines for terminal and Markdown: '12× harness_error: X, e.g. trial 42: "msg"'."""
-    section = arm.get("unresolved_causes") or {}
+def causes_lines(arm: dict[str, Any], key: str = "unresolved_causes") -> list[str]:
+    """Plain lines for terminal and Markdown: '12× harness_error: X, e.g. trial 42: "msg"'.
+    ``key``: ``unresolved_causes``, or ``agent_failure_causes`` (failures the agent caused:
+    ``failed: timeout``, ``failed: invalid_agent_result``...)."""
+    section = arm.get(key) or {}
     lines = [
         f'{c["count"]}× {c["kind"]}, e.g. trial {c["trial_id"]}: "{c["example"]}"'
         for c in section.get("causes") or []

@@ -47,6 +47,7 @@ def load_report(
             store, run.id, with_variants=variants, with_pairing=comparison_available(settings)
         )
         unresolved = store.unresolved_trials(run.id)
+        agent_failed = store.agent_failures(run.id)
     finally:
         store.close()
     t1 = time.perf_counter()
@@ -77,8 +78,10 @@ def load_report(
     from harness.report.causes import unresolved_causes
 
     causes = unresolved_causes(unresolved)
+    failures = unresolved_causes(agent_failed)
     for name, arm in report["arms"].items():
         arm["unresolved_causes"] = causes.get(name, {"causes": [], "other": 0})
+        arm["agent_failure_causes"] = failures.get(name, {"causes": [], "other": 0})
     t2 = time.perf_counter()
     comparison, warning = primary_comparison(data, settings, int(run.seed or 0))
     report["comparison"] = comparison

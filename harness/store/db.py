@@ -102,7 +102,19 @@ def _v3(conn: Connection) -> None:
         conn.execute(text(f'DROP TABLE "_v3_old_{table.name}"'))
 
 
-MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(1, _v1), (2, _v2), (3, _v3)]
+def _v4(conn: Connection) -> None:
+    """trials.failure_kind: why the agent failed, when it caused the failure (a store
+    rebuilt by v3 from today's tables already has it)."""
+    if "failure_kind" not in {c["name"] for c in inspect(conn).get_columns("trials")}:
+        conn.execute(text("ALTER TABLE trials ADD COLUMN failure_kind VARCHAR"))
+
+
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
+    (1, _v1),
+    (2, _v2),
+    (3, _v3),
+    (4, _v4),
+]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 # pg_advisory_xact_lock key that serialises migrations across processes ("harness" in ASCII).
@@ -365,6 +377,22 @@ class Store:
         )
         with self.engine.connect() as conn:
             return [(str(a), str(s), str(r or ""), int(i)) for a, s, r, i in conn.execute(q)]
+
+    def agent_failures(self, run_id: str) -> list[tuple[str, str, str, int]]:
+        """(arm, "failed: " + failure kind, reason, trial id) of every trial the agent failed
+        by its own fault (timeouts, malformed results, crashes, a broken sandbox), oldest
+        first: the same shape as ``unresolved_trials``, for the report's causes."""
+        trial = table_of(Trial)
+        q = (
+            select(trial.c.arm, trial.c.failure_kind, trial.c.reason, trial.c.id)
+            .where(trial.c.run_id == run_id, trial.c.failure_kind.is_not(None))
+            .order_by(trial.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [
+                (str(a), "failed", f"{k}: {str(r or '').removeprefix('agent failure: ')}", int(i))
+                for a, k, r, i in conn.execute(q)
+            ]
 
     def trial_columns(self, run_id: str, columns: Sequence[str]) -> dict[str, list[Any]]:
         """Selected trial columns as lists (fast path for statistics over many rows).

@@ -112,6 +112,10 @@ class TrialRow(TrialKey):
     """Grader name → the version of its rules that gave the verdict."""
     error: str | None = Field(default=None, sa_type=Text)
     """Traceback of an unresolved trial."""
+    failure_kind: str | None = None
+    """Why a failed trial failed when the agent caused it (``timeout``, ``invalid_agent_result``,
+    ``agent_error``, ``broke_environment``, ``killed_own_sandbox``, ``oom``, a budget...);
+    None for a graded verdict and for unresolved trials (their status says why)."""
     started_at: datetime
     finished_at: datetime
 

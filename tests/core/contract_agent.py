@@ -60,7 +60,7 @@ class ContractAgent:
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         t0 = time.monotonic()
-        p = plan(ctx.task.id, ctx.variant.id if ctx.variant else "", ctx.seed)
+        p = plan(ctx.task_id, ctx.variant.id if ctx.variant else "", ctx.seed)
         for _ in range(p.malformed):
             await ctx.call_tool("no_such_tool", {})
         await ctx.call_tool("bash", {"command": "ls etc"})
@@ -80,7 +80,7 @@ class ContractAgent:
         log = os.environ.get("CONTRACT_LOG")
         if log:
             done = {
-                "task_id": ctx.task.id,
+                "task_id": ctx.task_id,
                 "variant": ctx.variant.id if ctx.variant else "",
                 "seed": ctx.seed,
                 "arm": ctx.arm.name,

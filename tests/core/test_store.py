@@ -116,12 +116,13 @@ def test_v1_store_gains_malformed_tool_calls(tmp_path):
     Store(f"sqlite:///{path}").close()
     with sqlite3.connect(path) as conn:  # roll the file back to schema version 1
         conn.execute("ALTER TABLE trials DROP COLUMN malformed_tool_calls")
+        conn.execute("ALTER TABLE trials DROP COLUMN failure_kind")
         conn.execute("DELETE FROM schema_version WHERE version > 1")
     store = Store(f"sqlite:///{path}")
     assert store.migrate() == SCHEMA_VERSION
     with sqlite3.connect(path) as conn:
         columns = {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
-    assert "malformed_tool_calls" in columns
+    assert {"malformed_tool_calls", "failure_kind"} <= columns
     store.close()
 
 

@@ -136,6 +136,7 @@ def _expected(trial: dict, did: dict, run: dict) -> dict:
         "harm_severity": HARM if did["harmful"] else 0.0,
         "grader_versions": {"answer_match": "1", **({"trajectory": "1"} if harm_task else {})},
         "error": None,
+        "failure_kind": None,  # graded trials; agent-caused failures: tests/integrity
     }
 
 

@@ -106,22 +106,26 @@ def _red_team(tmp_path: Path, backend: str) -> None:
     with sqlite3.connect(db) as conn:
         run_id = conn.execute("SELECT id FROM runs").fetchone()[0]
         rows = conn.execute(
-            "SELECT arm, task_id, status, passed, reason, evidence, attempts FROM trials"
+            "SELECT arm, task_id, status, failure_kind, reason, evidence, attempts FROM trials"
         ).fetchall()
     assert len(rows) == (len(PROBES) + 1) * len(TASKS)
     table = defaultdict(dict)
     wrong = []
-    for arm, task, status, _passed, reason, evidence, attempts in rows:
+    for arm, task, status, kind, reason, evidence, attempts in rows:
         failure = json.loads(evidence or "{}").get("failure") or ""
         table[arm][task] = (status, failure or reason)
         want = "passed" if arm == "oracle" else "failed"
         expect_reason = BACKEND_REASONS.get((backend, arm), REASONS.get(arm))
         if status != want or attempts != 1:
             wrong.append(f"{arm} × {task}: {status} after {attempts} attempts ({reason})")
-        elif expect_reason and not failure.startswith(expect_reason):
+        elif expect_reason and (kind != expect_reason or not failure.startswith(kind)):
             wrong.append(f"{arm} × {task}: reason {failure or reason!r}, want {expect_reason}")
     assert not wrong, "wrong verdicts:\n" + "\n".join(wrong)
     _write_table(backend, table)
+    report = run_cli("report", run_id, "--store", f"sqlite:///{db}")
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "failed by the agent's own fault" in report.stdout
+    assert "failed: invalid_agent_result" in report.stdout
 
     # nothing left
     assert not marker.exists()

@@ -107,6 +107,11 @@ def _arm(console: Console, name: str, a: dict[str, Any]) -> None:
         console.print("[yellow]why unresolved[/] (top causes; `harness view` shows each trial):")
         for line in causes:
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    agent_caused = causes_lines(a, "agent_failure_causes")
+    if agent_caused:
+        console.print("[yellow]failed by the agent's own fault[/] (by kind):")
+        for line in agent_caused:
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     if a.get("pass_hat_k"):
         t = Table(title="pass^k (all k succeed) and pass@k (at least one)", title_justify="left")
         for col in ("k", "pass^k (CI)", "pass@k (CI)", "tasks"):
