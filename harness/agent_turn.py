@@ -164,10 +164,27 @@ def _attribute(exc: BaseException, timeout: float | None) -> BaseException:
     """Whose fault is an exception out of an adversary's ``run``?"""
     if isinstance(exc, TimeoutError):
         return errors.BudgetExceeded("timeout", f"agent ran over {timeout}s")
-    if isinstance(exc, (errors.InfraError, errors.AgentFailure, errors.EpisodeEnded)):
+    if isinstance(exc, errors.InfraError) and _raised_by_machinery(exc):
+        return exc
+    if isinstance(exc, (errors.AgentFailure, errors.EpisodeEnded)):
         return exc
     detail = f"{type(exc).__name__}: {exc}"[:500]
     return errors.AgentFailure("agent_error", f"the agent's code raised {detail}")
+
+
+_MACHINERY = ("harness.", "graders.", "docker", "httpx", "httpcore", "requests", "urllib3")
+
+
+def _raised_by_machinery(exc: BaseException) -> bool:
+    """Was ``exc`` raised in the harness or a client library (a real infrastructure
+    fault under the agent), not by the agent's own code (a bid for a retry, a re-roll)?"""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    module = str(tb.tb_frame.f_globals.get("__name__", ""))
+    return module.startswith(_MACHINERY) and not module.startswith("harness.agent_turn")
 
 
 def _stop_thread(thread: threading.Thread) -> None:

@@ -171,6 +171,13 @@ async def raise_error(ctx, tag):
     raise RuntimeError("agent bug")
 
 
+async def raise_infra(ctx, tag):
+    """Claim an infrastructure fault, to be retried (a re-roll of a failed attempt)."""
+    from harness.errors import SandboxError
+
+    raise SandboxError("container killed (says the agent)")
+
+
 async def missing_file(ctx, tag):
     await ctx.sandbox.read_file("no/such/file.txt")
     return AgentResult(answer="x")
@@ -296,6 +303,7 @@ PROBES = {
         keyboard_interrupt,
         raise_error,
         missing_file,
+        raise_infra,
         loop_bridge,
         detached_overwriter,
         late_writer,

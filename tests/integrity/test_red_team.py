@@ -45,6 +45,7 @@ REASONS = {
     "keyboard_interrupt": "agent_error",
     "raise_error": "agent_error",
     "missing_file": "agent_error",
+    "raise_infra": "agent_error",
     "delete_tools": "broke_environment",
 }
 BACKEND_REASONS = {("docker", "kill_all"): "killed_own_sandbox"}

@@ -98,6 +98,10 @@ def _arm(a: dict[str, Any]) -> list[str]:
     if causes:
         out += ["", "Why unresolved (top causes):", ""]
         out += [f"- {_inline(line)}" for line in causes] + [""]
+    agent_caused = causes_lines(a, "agent_failure_causes")
+    if agent_caused:
+        out += ["", "Failed by the agent's own fault (by kind):", ""]
+        out += [f"- {_inline(line)}" for line in agent_caused] + [""]
     if a.get("success", {}) and a["success"].get("warning"):
         out.append(f"> {a['success']['warning']}")
     if a.get("pass_hat_k"):
