@@ -62,6 +62,14 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
 fi
 
+# npm for the ready-made agents (Claude Code, Codex CLI): `harness agents stage` (run by
+# .ci/run once the venv exists) fetches their pinned builds into the host cache.
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  say "installing npm with apt-get"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+
 # Headless Chromium for the browser tests of the HTML report and the trial viewer.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   say "installing chromium with apt-get"

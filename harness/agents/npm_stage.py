@@ -38,23 +38,35 @@ def cache_root() -> Path:
     return Path(os.environ.get("HARNESS_CLI_CACHE") or Path.home() / ".cache/harness/cli")
 
 
+def install_dir(package: CliPackage) -> Path:
+    """Where ``package`` is installed in the cache (one directory per pinned spec)."""
+    return cache_root() / package.spec.replace("/", "+").replace("@", "_")
+
+
+def staged(package: CliPackage) -> Path | None:
+    """The executable of ``package`` when a finished install of it is in the cache."""
+    root = install_dir(package)
+    exe = root / "node_modules" / package.executable
+    return exe if (root / ".harness-installed").is_file() and exe.is_file() else None
+
+
 def stage(package: CliPackage, timeout_s: float = 600.0) -> Path:
     """The executable of ``package`` on this host, installed from npm on first use.
 
     Concurrent trials wait on a file lock; the finished install is marked so a half-done one
     is never used. Raises ``EnvironmentBuildError`` (the run cannot start) when npm fails.
     """
-    slug = package.spec.replace("/", "+").replace("@", "_")
-    root = cache_root() / slug
+    ready = staged(package)
+    if ready is not None:
+        return ready
+    root = install_dir(package)
     exe = root / "node_modules" / package.executable
-    done = root / ".harness-installed"
-    if done.is_file() and exe.is_file():
-        return exe
     root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / f".{slug}.lock", "w") as lock:
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.is_file() and exe.is_file():
-            return exe
+        ready = staged(package)
+        if ready is not None:
+            return ready
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir()
         npm = shutil.which("npm")
@@ -78,7 +90,7 @@ def stage(package: CliPackage, timeout_s: float = 600.0) -> Path:
                 f"{(proc.stderr or proc.stdout).strip()[-400:]}"
             )
         exe.chmod(0o755)
-        done.write_text(package.spec + "\n")
+        (root / ".harness-installed").write_text(package.spec + "\n")
     return exe
 
 
@@ -93,4 +105,4 @@ def place(exe: Path, directory: str, name: str) -> str:
     return target
 
 
-__all__ = ["CliPackage", "cache_root", "place", "stage"]
+__all__ = ["CliPackage", "cache_root", "install_dir", "place", "stage", "staged"]

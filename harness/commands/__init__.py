@@ -10,7 +10,7 @@ import importlib
 
 import typer
 
-MODULES = ["environments", "interop", "release", "viewer"]
+MODULES = ["agents", "environments", "interop", "release", "viewer"]
 
 
 def register_all(app: typer.Typer) -> None:

@@ -8,12 +8,14 @@ message. Checks: the correct script passes and the wrong one fails on the grader
 tokens and cost on each trial row equal the script's usage × prices; the budget stops both
 CLIs as the agent's failure; the real key reaches the upstream and never the container.
 
-The CLIs come from the npm registry on first use (cached in ``$HARNESS_CLI_CACHE``).
+The CLIs come from the npm registry on first use (cached in ``$HARNESS_CLI_CACHE``; CI
+stages them ahead with `harness agents stage`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import sys
@@ -34,7 +36,20 @@ USAGE, CACHED = (1000, 50), 200
 CALL_COST = ((USAGE[0] - CACHED) * 1.0 + CACHED * 0.5 + USAGE[1] * 2.0) / 1e6
 EDITS = {"right": "8080", "wrong": "8008"}
 
-pytestmark = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+
+@pytest.fixture(autouse=True)
+def cli_builds() -> None:
+    """The CLIs come staged (`harness agents stage`, as .ci/run does) or npm fetches them.
+    Neither: SKIP, except under CI=true where it FAILS like the other Docker tests."""
+    from harness.agents.cli_agents import ClaudeCodeAgent, CodexAgent
+    from harness.agents.npm_stage import staged
+
+    packages = [cls().package(cls.VERSION) for cls in (ClaudeCodeAgent, CodexAgent)]
+    if shutil.which("npm") is None and not all(staged(p) for p in packages):
+        reason = "npm is not installed and the CLIs are not staged (harness agents stage)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {reason}", pytrace=False)
+        pytest.skip(reason)
 
 
 def _answered(req: RecordedRequest) -> bool:

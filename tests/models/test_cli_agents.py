@@ -65,3 +65,36 @@ def test_lock_file_pins_the_cli_versions(tmp_path: Path) -> None:
     assert "arm 'codex': agent @openai/codex@0.171.0, locked @openai/codex@0.170.0" in (
         result.stdout + result.stderr
     )
+
+
+def test_agents_stage_fills_the_cache_the_trials_read(tmp_path: Path) -> None:
+    """`harness agents stage` resolves each pinned package to the cache entry a trial uses;
+    a finished entry is reused without npm, and a missing npm is one line, exit 5."""
+    import sys
+
+    from harness import exitcodes
+    from harness.agents.npm_stage import install_dir
+
+    cache = tmp_path / "cli"
+    no_npm = {"HARNESS_CLI_CACHE": str(cache), "PATH": str(Path(sys.executable).parent)}
+    missing = run_cli("agents", "stage", "codex", env=no_npm)
+    assert missing.returncode == exitcodes.ENVIRONMENT, missing.stdout + missing.stderr
+    assert missing.stderr.strip().splitlines() == [
+        f"error: installing @openai/codex {CodexAgent.VERSION} needs npm on this machine"
+    ]
+    want = []
+    for cls in (ClaudeCodeAgent, CodexAgent):  # what a finished `npm install` leaves
+        package = cls().package(cls.VERSION)
+        root = cache / install_dir(package).name
+        exe = root / "node_modules" / package.executable
+        exe.parent.mkdir(parents=True)
+        exe.write_text("#!/bin/sh\n")
+        (root / ".harness-installed").write_text(package.spec + "\n")
+        want.append(f"{cls.name}: {package.label} {package.version} ({package.spec}) at {exe}")
+    staged = run_cli("agents", "stage", env=no_npm)
+    assert staged.returncode == 0, staged.stdout + staged.stderr
+    assert staged.stdout.splitlines() == want
+    wrong = run_cli("agents", "stage", "aider", env=no_npm)
+    assert (
+        wrong.returncode == exitcodes.BAD_CONFIG and "not a ready-made agent: aider" in wrong.stderr
+    )
