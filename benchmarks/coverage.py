@@ -14,7 +14,8 @@ Each replication builds one planted run and reads it through the code paths user
 adaptive-repeats run (1 trial, then up to 4 on discordant tasks) read by the phase-one
 estimator; the all-trials delta's bias is measured beside it.
 
-Run: python benchmarks/coverage.py [--reps 2000] [--clusters 6 12 24 60]
+Run: python benchmarks/coverage.py [--reps 2000] [--clusters 6 12 24 60] [--sizes equal unequal]
+[--paired-only]  (the last two run a subset of the rows, or only the paired-delta columns)
 """
 
 from __future__ import annotations
@@ -142,8 +143,29 @@ def _covers(lo: float, hi: float, truth: float) -> bool:
     return lo <= truth <= hi
 
 
-def replicate(rng: np.random.Generator, n_clusters: int, equal: bool, t: Truths) -> dict:
-    """One planted run read through every path; returns {quantity: covered} and biases."""
+def _adaptive(pl: Planted, a1: dict, b1: dict, rng, t: Truths, out: dict) -> None:
+    """Adaptive repeats: phase one, then 3 more trials on discordant tasks in both arms."""
+    from harness.release.compare import paired_comparison
+
+    n = pl.p_a.size
+    one = np.ones(n, dtype=np.int64)
+    pa1 = a1["status"] == "passed"
+    pb1 = b1["status"] == "passed"
+    extra = np.where(pa1 != pb1, 3, 0)
+    a2 = _rows(pl, pl.p_a, extra, rng, one)
+    b2 = _rows(pl, pl.p_b, extra, rng, one)
+    ad = paired_comparison(_join(a1, a2), _join(b1, b2), phase_one_trials=1)
+    out["adaptive-repeat delta"] = _covers(ad["lo"], ad["hi"], t.delta)
+    out["_adaptive_headline"] = ad["estimate"] - t.delta
+    out["_adaptive_all_trials"] = ad["all_trials"]["estimate"] - t.delta
+    out["_adaptive_all_covers"] = _covers(ad["all_trials"]["lo"], ad["all_trials"]["hi"], t.delta)
+
+
+def replicate(
+    rng: np.random.Generator, n_clusters: int, equal: bool, t: Truths, paired_only: bool = False
+) -> dict:
+    """One planted run read through every path (or only the paired deltas); returns
+    {quantity: covered} and biases."""
     from harness.release.compare import paired_comparison
     from harness.release.slices import class_screens
     from harness.report.sections import pass_k_section, stratified_section
@@ -159,9 +181,15 @@ def replicate(rng: np.random.Generator, n_clusters: int, equal: bool, t: Truths)
     out["paired delta (compare)"] = _covers(c["lo"], c["hi"], t.delta)
     g = paired_comparison(a1, b1, confidence=0.90)
     out["paired delta (gate, one-sided)"] = g["lo"] <= t.delta
+    if paired_only:
+        _adaptive(pl, a1, b1, rng, t, out)
+        return out
     sc = class_screens(a1, b1)
-    covered = [_covers(s["lo"], s["hi"], t.delta) for s in sc["classes"]]
+    shown = [s for s in sc["classes"] if s["lo"] is not None]
+    covered = [_covers(s["lo"], s["hi"], t.delta) for s in shown]
     out["class-screen delta"] = float(np.mean(covered)) if covered else math.nan
+    out["_class_refused"] = len(sc["classes"]) - len(shown)
+    out["_class_total"] = len(sc["classes"])
 
     # the report's sections on the baseline arm with TRIALS trials per task
     succ = rng.binomial(TRIALS, pl.p_a)
@@ -177,33 +205,34 @@ def replicate(rng: np.random.Generator, n_clusters: int, equal: bool, t: Truths)
     hat, _ = pass_k_section(np.full(n, TRIALS), succ, unit, [2], confidence=0.95)
     out["pass^2"] = _covers(hat[0]["lo"], hat[0]["hi"], t.pass2)
 
-    # adaptive repeats: phase one, then 3 more trials on discordant tasks in both arms
-    pa1 = a1["status"] == "passed"
-    pb1 = b1["status"] == "passed"
-    extra = np.where(pa1 != pb1, 3, 0)
-    a2 = _rows(pl, pl.p_a, extra, rng, one)
-    b2 = _rows(pl, pl.p_b, extra, rng, one)
-    ad = paired_comparison(_join(a1, a2), _join(b1, b2), phase_one_trials=1)
-    out["adaptive-repeat delta"] = _covers(ad["lo"], ad["hi"], t.delta)
-    out["_adaptive_headline"] = ad["estimate"] - t.delta
-    out["_adaptive_all_trials"] = ad["all_trials"]["estimate"] - t.delta
-    out["_adaptive_all_covers"] = _covers(ad["all_trials"]["lo"], ad["all_trials"]["hi"], t.delta)
+    _adaptive(pl, a1, b1, rng, t, out)
     return out
 
 
-def run(reps: int, cluster_counts: list[int], seed: int = 2026) -> list[dict]:
+def run(
+    reps: int,
+    cluster_counts: list[int],
+    seed: int = 2026,
+    sizes: tuple[str, ...] = ("equal", "unequal"),
+    paired_only: bool = False,
+) -> list[dict]:
     """Coverage per (clusters, sizes, quantity) with its binomial SE, plus adaptive bias."""
     t = truths()
     table: list[dict] = []
     for equal in (True, False):
+        if ("equal" if equal else "unequal") not in sizes:
+            continue
         for k in cluster_counts:
             rng = np.random.default_rng([seed, k, int(equal)])
-            results = [replicate(rng, k, equal, t) for _ in range(reps)]
+            results = [replicate(rng, k, equal, t, paired_only) for _ in range(reps)]
             row = {"clusters": k, "sizes": "equal" if equal else "unequal", "reps": reps}
             for q in QUANTITIES:
-                vals = np.array([r[q] for r in results], dtype=float)
+                vals = np.array([r.get(q, math.nan) for r in results], dtype=float)
                 vals = vals[np.isfinite(vals)]
-                row[q] = float(vals.mean())
+                row[q] = float(vals.mean()) if vals.size else math.nan
+            total = sum(r.get("_class_total", 0) for r in results)
+            refused = sum(r.get("_class_refused", 0) for r in results)
+            row["class screens refused"] = refused / total if total else math.nan
             row["adaptive bias: phase one"] = float(
                 np.mean([r["_adaptive_headline"] for r in results])
             )
@@ -222,12 +251,20 @@ def coverage_se(reps: int, level: float = 0.95) -> float:
     return math.sqrt(level * (1 - level) / reps)
 
 
+def _cell(row: dict, q: str) -> str:
+    if math.isfinite(row[q]):
+        return f"{row[q]:.1%}"
+    if q == "class-screen delta" and row["class screens refused"] == 1.0:
+        return "refused"
+    return "—"
+
+
 def markdown(table: list[dict]) -> str:
     cols = ["clusters", "sizes", *QUANTITIES]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in table:
         cells = [str(row["clusters"]), row["sizes"]]
-        cells += [f"{row[q]:.1%}" for q in QUANTITIES]
+        cells += [_cell(row, q) for q in QUANTITIES]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -237,9 +274,16 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--clusters", type=int, nargs="+", default=[6, 12, 24, 60])
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--sizes", nargs="+", choices=["equal", "unequal"], default=None)
+    parser.add_argument(
+        "--paired-only",
+        action="store_true",
+        help="only the paired-delta columns (compare, gate, adaptive repeats)",
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
-    table = run(args.reps, args.clusters, args.seed)
+    sizes = tuple(args.sizes or ("equal", "unequal"))
+    table = run(args.reps, args.clusters, args.seed, sizes, args.paired_only)
     t = truths()
     print(
         f"truths: rate {t.rate:.4f}, delta {t.delta:+.4f}, stratified {t.stratified:.4f}, "
@@ -247,6 +291,12 @@ def main() -> None:
         f"{coverage_se(args.reps):.1%}); {time.perf_counter() - t0:.0f} s"
     )
     print(markdown(table))
+    for row in table:
+        if math.isfinite(row["class screens refused"]) and row["class screens refused"] > 0:
+            print(
+                f"  {row['clusters']} clusters, {row['sizes']}: class screens with no interval "
+                f"(fewer than the minimum clusters in the class): {row['class screens refused']:.1%}"
+            )
     print("\nadaptive repeats (1 trial, then 4 on discordant tasks): mean error of the delta")
     for row in table:
         print(

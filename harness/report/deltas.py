@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from harness.release.floor import CRN, DEGENERATE, uses_common_random_numbers
+from harness.release.slices import CLASS_MIN_CLUSTERS, class_refusal
 from harness.report.load import ArmTrials, RunData
 from harness.report.records import ReportSettings
 from harness.report.sections import task_outcomes
@@ -104,7 +105,10 @@ def class_deltas(
     if not groups:
         return None
 
-    def diff(items: list[tuple[float, float, str, float]]) -> dict[str, Any]:
+    every = [i for g in groups.values() for i in g]
+    clustered = len({i[2] for i in every}) < len(every)
+
+    def diff(items: list[tuple[float, float, str, float]], slice_: bool) -> dict[str, Any]:
         cand, base, cl, w = (np.array(v) for v in zip(*items, strict=True))
         e = mean_estimate(cand - base, cl, weights=w, kind="difference", confidence=confidence)
         out: dict[str, Any] = {
@@ -120,13 +124,15 @@ def class_deltas(
         }
         if e.warning:
             out["warning"] = e.warning
+        if slice_ and clustered and out["n_clusters"] < CLASS_MIN_CLUSTERS:
+            out.update(lo=None, hi=None, warning=class_refusal(out["n_clusters"]))
         return out
 
     return {
         "baseline": baseline,
         "candidate": candidate,
-        "overall": diff([i for g in groups.values() for i in g]),
-        "by_class": [{"class": k, **diff(v)} for k, v in sorted(groups.items())],
+        "overall": diff(every, False),
+        "by_class": [{"class": k, **diff(v, True)} for k, v in sorted(groups.items())],
         "method": DELTAS_METHOD,
         "confidence": confidence,
     }

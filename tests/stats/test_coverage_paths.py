@@ -43,3 +43,26 @@ def test_adaptive_headline_is_unbiased_and_all_trials_is_not(results: list[dict]
     se_every = every.std(ddof=1) / math.sqrt(REPS)
     assert abs(head.mean()) <= 3 * se_head
     assert every.mean() + 3 * se_every < 0  # repeats chosen by discordance shrink it
+
+
+def test_class_screens_refuse_an_interval_below_the_minimum_clusters() -> None:
+    """At 6 clusters every class holds at most 6: no interval (it would over-cover), a
+    warning saying why, and the estimate and p-values kept; at 24 clusters intervals return."""
+    from benchmarks.coverage import _rows, plant
+    from harness.release.slices import CLASS_MIN_CLUSTERS, class_screens
+    from harness.report.render.release import _screen_rows
+
+    rng = np.random.default_rng(5)
+    for k, refused in ((6, True), (24, False)):
+        pl = plant(rng, k, equal=False)
+        z, o = np.zeros(pl.p_a.size, np.int64), np.ones(pl.p_a.size, np.int64)
+        sc = class_screens(_rows(pl, pl.p_a, o, rng, z), _rows(pl, pl.p_b, o, rng, z))
+        for s, row in zip(sc["classes"], _screen_rows(sc), strict=True):
+            assert (s["n_clusters"] < CLASS_MIN_CLUSTERS) == refused
+            assert (s["lo"] is None and s["hi"] is None) == refused
+            assert math.isfinite(s["estimate"]) and 0 <= s["p_value"] <= 1
+            if refused:
+                assert s["warning"].startswith(f"no interval: only {s['n_clusters']} clusters")
+                assert "(no interval) ⚠" in row[4]
+            else:
+                assert s["lo"] < s["hi"] and "no interval" not in row[4]

@@ -37,6 +37,24 @@ def delta_text(r: Interval | None) -> str:
     return f"{signed_pts(r['estimate'])} [{signed_pts(r.get('lo'))}, {signed_pts(r.get('hi'))}]"
 
 
+def noise_floor_text(report: dict[str, Any]) -> str | None:
+    """The A/A noise floor with its n and interval, marked when degenerate (None: no A/A arm).
+
+    A floor of exactly zero (or from arms sharing trial random numbers) says nothing about
+    false-positive rates, so every view that prints it must say so, not just the HTML."""
+    deltas = report.get("class_deltas") or {}
+    floor = deltas.get("noise_floor")
+    if not floor:
+        return None
+    text = (
+        f"noise floor (A/A, {floor['arm']} − {deltas.get('baseline')}): {delta_text(floor)} "
+        f"(n = {floor['n']} tasks; {floor['method']})"
+    )
+    if floor.get("degenerate"):
+        text += f" — DEGENERATE: {floor['degenerate_reason']}"
+    return text
+
+
 def usd(x: float | None) -> str:
     if x is None:
         return "unknown"

@@ -51,7 +51,7 @@ def usage_of(data: dict[str, Any], arm: str) -> dict[str, Any]:
 
 def _delta_row(label: str, r: dict[str, Any], n: Any, overall: bool = False) -> dict[str, Any]:
     return {"label": label, "estimate": r.get("estimate"), "lo": r.get("lo"), "hi": r.get("hi"),
-            "n": n, "overall": overall}  # fmt: skip
+            "n": n, "overall": overall, "warning": r.get("warning")}  # fmt: skip
 
 
 def forest(

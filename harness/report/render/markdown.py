@@ -13,6 +13,7 @@ from harness.report.render.fmt import (
     fit_check_text,
     interval_text,
     latency_text,
+    noise_floor_text,
     pct,
     rate_text,
     select_ks,
@@ -67,6 +68,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"{c.get('test')}: p = {'—' if p is None else f'{p:.3g}'}.",
         ]
         lines += [""] + [f"- {n}" for n in comparison_notes(c)]
+        if floor := noise_floor_text(report):
+            lines.append(f"- **{floor}**" if "DEGENERATE" in floor else f"- {floor}")
     for name, a in report["arms"].items():
         lines += ["", f"### Arm `{name}`", ""]
         lines += _arm(a)

@@ -123,7 +123,11 @@ def _screen_rows(screens: dict[str, Any]) -> list[list[str]]:
                 f"{s['n_tasks']} ({s.get('n_clusters', '?')} cl.)",
                 rate_cell(s["baseline"], s.get("baseline_interval"), s["n_tasks"]),
                 rate_cell(s["candidate"], s.get("candidate_interval"), s["n_tasks"]),
-                f"{pts(s['estimate'])} [{pts(s['lo'])}, {pts(s['hi'])}]"
+                (
+                    f"{pts(s['estimate'])} [{pts(s['lo'])}, {pts(s['hi'])}]"
+                    if s.get("lo") is not None
+                    else f"{pts(s['estimate'])} (no interval)"
+                )
                 + (" ⚠" if s.get("warning") else ""),
                 f"+{g['improved']} / −{g['worse']}",
                 f"{s['p_value']:.3g}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.report.causes import causes_lines
@@ -17,6 +18,7 @@ from harness.report.render.fmt import (
     fit_check_text,
     interval_text,
     latency_text,
+    noise_floor_text,
     pct,
     rate_text,
     select_ks,
@@ -52,6 +54,9 @@ def render(report: dict[str, Any], console: Console | None = None) -> None:
         _arm(console, name, arm)
     if report.get("comparison"):
         _comparison(console, report["comparison"])
+        if floor := noise_floor_text(report):
+            style = "yellow" if "DEGENERATE" in floor else "dim"
+            console.print(f"[{style}]{escape(floor)}[/]")
     _versions(console, report)
     for w in report.get("warnings", []):
         console.print(f"[yellow]warning:[/] {w}")
