@@ -115,7 +115,7 @@ async def _sandbox_costs(backend: str, n: int) -> tuple[float, float]:
         for _ in range(n):
             t0 = time.perf_counter()
             sandbox = await provider.create(SandboxRequest(env, ids["shell"], limits=limits))
-            await sandbox.exec("sleep 30 & true", timeout=30)
+            await sandbox.exec("sleep 30 >/dev/null 2>&1 & true", timeout=30)
             t1 = time.perf_counter()
             await sandbox.sweep()
             sweeps.append(time.perf_counter() - t1)

@@ -3,7 +3,7 @@ from the daemon's evidence whether a dead container was the agent's doing.
 
 **Sweep.** Containers run Docker's init (PID 1) with ``sleep infinity`` as its first child.
 The sweep script keeps PID 1, that child (the child of PID 1 that started first: nothing the
-agent starts can be older) and itself, and SIGKILLs every other process, in rounds, until
+agent starts can be older), itself and its parent (the exec's ``timeout`` wrapper), and SIGKILLs every other process, in rounds, until
 none is left. Containers have no capabilities (no ``CAP_KILL``, and ``no-new-privileges``
 forbids a privileged exec), so a process can only signal processes of its own uid: the
 sweep runs first as the container's user, then once as each other uid it still sees running
@@ -38,7 +38,9 @@ for round in 1 2 3 4 5 6 7 8; do
   hit=0
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
-    case $p in 1|"$self"|"$keep") continue ;; esac
+    case $p in 1|"$self"|"$PPID"|"$keep") continue ;; esac
+    read -r s < "$d/stat" 2>/dev/null || continue
+    s=${s##*) }; [ "${s%% *}" = Z ] && continue  # dead, waiting for init to reap it
     kill -9 "$p" 2>/dev/null && { n=$((n+1)); hit=1; }
   done
   [ "$hit" = 0 ] && break
@@ -46,8 +48,10 @@ done
 uids=
 for d in /proc/[0-9]*; do
   p=${d#/proc/}
-  case $p in 1|"$self"|"$keep") continue ;; esac
-  while read -r k v _; do [ "$k" = Uid: ] && uids="$uids $v"; done < "$d/status" 2>/dev/null
+  case $p in 1|"$self"|"$PPID"|"$keep") continue ;; esac
+  st= u=
+  while read -r k v _; do case $k in State:) st=$v ;; Uid:) u=$v ;; esac; done < "$d/status" 2>/dev/null
+  [ -n "$u" ] && [ "$st" != Z ] && uids="$uids $u"
 done
 echo "$n${uids}"
 """
