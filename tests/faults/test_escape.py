@@ -5,6 +5,7 @@ outside the container, exhaust pids or memory. Each fails, and the run goes on."
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import sqlite3
 import uuid
@@ -32,7 +33,7 @@ def test_escape_attempts_fail_and_the_run_goes_on(tmp_path, docker_ready):
             "id": f"escape-{i}",
             "instruction": "Try to get out.",
             "environment": "demo",
-            "hidden": str(HERE / "escape_hidden"),
+            "hidden": "escape_hidden",  # inside the task file's folder (copied below)
             "graders": [
                 {"type": "answer_match", "mode": "exact", "expected": "contained"},
                 {"type": "tests_script", "pass_to_pass": ["hidden_present"]},
@@ -51,6 +52,7 @@ def test_escape_attempts_fail_and_the_run_goes_on(tmp_path, docker_ready):
         }
         for i in range(2)
     ]
+    shutil.copytree(HERE / "escape_hidden", tmp_path / "escape_hidden")
     (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}))
     suite = {
         "name": "escape",
