@@ -90,22 +90,21 @@ def write_task_set(root: Path, path: str, trials: int, concurrency: int) -> Path
 def worker_harness(path: str, concurrency: int, trials: int) -> dict:
     import anyio
 
-    from harness.config.loader import load_suite
     from harness.orchestrator import execute
     from harness.plan import build_plan
-    from harness.sandbox import get_provider
+    from harness.resolve import load
     from harness.store import Run, Store, now
     from harness.trial import RunContext
 
     root = Path(tempfile.mkdtemp(prefix="bench-tp-"))
-    resolved = load_suite(write_task_set(root, path, trials, concurrency))
+    resolved = load(write_task_set(root, path, trials, concurrency))
     store = Store(f"sqlite:///{root / 'store.db'}")
 
     async def main() -> float:
         provider = None
         image_ids: dict = {}
-        if resolved.environments:
-            provider = get_provider(resolved.suite.sandbox, limits=resolved.suite.limits)
+        if resolved.environments and resolved.sandbox is not None:
+            provider = resolved.sandbox.open()
             image_ids = await provider.prepare(list(resolved.environments.values()))
         try:
             jobs = build_plan(resolved)

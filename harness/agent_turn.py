@@ -33,6 +33,7 @@ import anyio
 
 from harness import errors
 from harness.agents.base import AgentContext, AgentResult
+from harness.sandbox.base import Sandbox
 
 GRACE_S = 2.0
 """Seconds an agent that ignores its time budget gets before it is abandoned."""
@@ -196,7 +197,7 @@ def _stop_thread(thread: threading.Thread) -> None:
     )
 
 
-class _ForwardingSandbox:
+class _ForwardingSandbox(Sandbox):
     """The sandbox as an adversary's thread sees it: each call runs in the trial's loop
     (where the backend's resources live) and returns to the agent's loop."""
 
@@ -206,6 +207,7 @@ class _ForwardingSandbox:
         self.id = inner.id
         self.image_id = inner.image_id
         self.workdir = inner.workdir
+        self.socket_dir = inner.socket_dir
 
     async def __call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         coro = getattr(self.__inner, name)(*args, **kwargs)

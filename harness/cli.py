@@ -129,11 +129,9 @@ def run(
     try:
         loaded = None
         if resume is None:  # config mistakes surface before the store and runner import
-            from harness.config import load_suite
-            from harness.suitepath import import_beside
+            from harness.resolve import load
 
-            import_beside(str(suite))
-            loaded = load_suite(str(suite), {k: v for k, v in overrides.items() if v is not None})
+            loaded = load(str(suite), {k: v for k, v in overrides.items() if v is not None})
         from harness.report.cli import print_report
         from harness.runner import start
     except KeyboardInterrupt:

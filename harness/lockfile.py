@@ -14,6 +14,7 @@ from typing import Any
 from harness import __version__
 from harness.config.loader import ResolvedSuite
 from harness.errors import EnvironmentBuildError
+from harness.sandbox.base import SandboxProvider
 
 
 class LockMismatch(EnvironmentBuildError):
@@ -24,17 +25,17 @@ def lock_path(resolved: ResolvedSuite) -> Path:
     return resolved.path.with_suffix(".lock.json")
 
 
-async def current_entries(resolved: ResolvedSuite, provider) -> dict[str, dict[str, Any]]:
-    envs = list(resolved.environments.values())
+async def current_entries(
+    resolved: ResolvedSuite, provider: SandboxProvider | None
+) -> dict[str, dict[str, Any]]:
     if provider is None:
         return {}
-    if hasattr(provider, "lock_entries"):
-        return await provider.lock_entries(envs)
-    ids = await provider.prepare(envs)
-    return {name: {"image_id": image_id} for name, image_id in ids.items()}
+    return await provider.lock_entries(list(resolved.environments.values()))
 
 
-async def write_lock(resolved: ResolvedSuite, provider, sandbox: str) -> Path:
+async def write_lock(
+    resolved: ResolvedSuite, provider: SandboxProvider | None, sandbox: str
+) -> Path:
     entries = await current_entries(resolved, provider)
     path = lock_path(resolved)
     doc = {
@@ -64,13 +65,13 @@ def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
 
     pins: dict[str, str] = {}
     for arm in resolved.suite.arms:
-        pinned = getattr(agent_class(arm.agent), "pinned", None)
-        if pinned is not None:
-            pins[arm.name] = pinned(arm)
+        pin = agent_class(arm.agent).pinned(arm)
+        if pin is not None:
+            pins[arm.name] = pin
     return pins
 
 
-async def check_lock_for(resolved: ResolvedSuite, provider) -> None:
+async def check_lock_for(resolved: ResolvedSuite, provider: SandboxProvider | None) -> None:
     path = lock_path(resolved)
     if not path.is_file():
         raise LockMismatch(

@@ -12,19 +12,17 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
 
 from harness import errors
+from harness.executors import Executor, LocalExecutor
 from harness.plan import Job
 from harness.store import Store
-from harness.trial import RunContext, TrialRecord, run_trial
-
-Executor = Callable[[Job], Awaitable[TrialRecord]]
-"""Where trials run: any async callable from a job to its finished record."""
+from harness.trial import RunContext, TrialRecord
 
 
 class ProgressSink(Protocol):
@@ -74,7 +72,7 @@ async def execute(
     elsewhere (a Ray cluster) as long as it returns the trial's record to this driver, which
     alone writes the store.
     """
-    run_one: Executor = executor or (lambda job: run_trial(job, rc))
+    run_one: Executor = executor or LocalExecutor(rc, "")
     jobs = list(jobs)
     sink = progress or _Silent()
     outcome = RunOutcome(planned=len(jobs))

@@ -8,21 +8,11 @@ trial-index blocks, tasks shuffled within a block, arms shuffled within a task.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 
 from harness.config.loader import ResolvedSuite
-
-
-def derive_seed(*parts: object) -> int:
-    """A 63-bit seed from a stable hash of the parts (never Python's salted ``hash``)."""
-    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
-
-
-def trial_seed(suite_seed: int, task_id: str, trial_index: int) -> int:
-    return derive_seed("trial", suite_seed, task_id, trial_index)
+from harness.seeds import derive_seed, trial_seed
 
 
 @dataclass(frozen=True)

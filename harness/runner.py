@@ -14,16 +14,16 @@ from typing import Any
 import anyio
 
 from harness import __version__, exitcodes
-from harness.config.loader import ResolvedSuite, load_suite
+from harness.config.loader import ResolvedSuite
 from harness.errors import ConfigError, Interrupted, RunBusy
+from harness.executors import Executor
 from harness.orchestrator import RunOutcome, execute
 from harness.ownership import check_resumable
 from harness.plan import build_plan
 from harness.preflight import preflight
-from harness.sandbox import get_provider
-from harness.sandbox.base import Environment, network_hosts
+from harness.resolve import Resolved, load
+from harness.sandbox.base import Environment, SandboxProvider, network_hosts
 from harness.store import Run, Store, now, resolve_url
-from harness.suitepath import import_beside
 from harness.trial import RunContext
 
 
@@ -47,30 +47,6 @@ def new_run_id() -> str:
     return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"  # unique across machines
 
 
-def choose_sandbox(requested: str) -> str:
-    """'auto' means docker when a daemon answers, else bwrap when bubblewrap works here.
-
-    The bare ``unsafe-local`` backend (which isolates nothing) is never chosen for you: with
-    neither Docker nor bubblewrap, ``auto`` is an error that says how to get one or how to
-    ask for ``unsafe-local`` by name.
-    """
-    if requested != "auto":
-        return requested
-    from harness.sandbox.bwrap import bwrap_available
-    from harness.sandbox.docker import docker_available
-
-    if docker_available():
-        return "docker"
-    if bwrap_available():
-        return "bwrap"
-    raise ConfigError(
-        "suite",
-        "sandbox",
-        "sandbox 'auto' found neither a Docker daemon nor a working bubblewrap "
-        "(apt-get install bubblewrap); name `--sandbox unsafe-local` to run with NO isolation",
-    )
-
-
 def start(
     suite_path: str,
     overrides: dict[str, Any] | None = None,
@@ -78,7 +54,7 @@ def start(
     resume: str | None = None,
     progress_enabled: bool = True,
     locked: bool = False,
-    loaded: ResolvedSuite | None = None,
+    loaded: Resolved | None = None,
 ) -> RunResult:
     """Start (or resume) a run. A signal at any moment before the trials run ends it as
     ``Interrupted``, naming the run when its row was written (so it can be resumed).
@@ -106,7 +82,7 @@ def _start(
     progress_enabled: bool = True,
     locked: bool = False,
     ids: list | None = None,
-    loaded: ResolvedSuite | None = None,
+    loaded: Resolved | None = None,
 ) -> RunResult:
     ids = [] if ids is None else ids
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -123,8 +99,7 @@ def _start(
         placement: dict[str, object] = {
             k: overrides[k] for k in ("executor", "ray_address") if k in overrides
         }
-        import_beside(run.suite_path)
-        resolved = load_suite(run.suite_path, {**run.overrides, **placement})
+        resolved = load(run.suite_path, {**run.overrides, **placement})
         preflight(resolved)
         if resolved.config_hash != run.config_hash:
             raise ConfigError(
@@ -135,8 +110,7 @@ def _start(
             )
         run_id, overrides = run.id, run.overrides
     else:
-        import_beside(suite_path)
-        resolved = loaded if loaded is not None else load_suite(suite_path, overrides)
+        resolved = loaded if loaded is not None else load(suite_path, overrides)
         preflight(resolved)
         store = Store(resolve_url(store_url, resolved.suite.store))
         run_id = new_run_id()
@@ -148,7 +122,7 @@ def _start(
 
 
 def _start_resolved(
-    resolved: ResolvedSuite,
+    resolved: Resolved,
     store: Store,
     run_id: str,
     overrides: dict[str, Any],
@@ -157,12 +131,9 @@ def _start_resolved(
     progress_enabled: bool,
     locked: bool,
 ) -> RunResult:
-    sandbox_name = choose_sandbox(resolved.suite.sandbox)
-    provider = None
-    if resolved.environments:
-        provider = get_provider(
-            sandbox_name, limits=resolved.suite.limits, **resolved.suite.sandbox_options
-        )
+    assert resolved.sandbox is not None
+    sandbox_name = resolved.sandbox.name
+    provider = resolved.sandbox.open() if resolved.environments else None
     return anyio.run(
         _run,
         resolved,
@@ -178,9 +149,9 @@ def _start_resolved(
 
 
 async def _run(
-    resolved: ResolvedSuite,
+    resolved: Resolved,
     store: Store,
-    provider,
+    provider: SandboxProvider | None,
     sandbox_name: str,
     run_id: str,
     overrides: dict,
@@ -199,15 +170,14 @@ async def _run(
         await check_lock_for(resolved, provider)
     if provider is not None:
         envs = list(resolved.environments.values())
-        if hasattr(provider, "gc"):  # containers left behind by killed runs on this host
-            await anyio.to_thread.run_sync(provider.gc)
+        # sandboxes left behind by killed runs on this host
+        await anyio.to_thread.run_sync(provider.gc)
         if locked:
             from harness.lockfile import check_lock_for
 
             await check_lock_for(resolved, provider)
         image_ids = await provider.prepare(envs)
-        if hasattr(provider, "prepare_networks"):  # tasks that add hosts of their own
-            await provider.prepare_networks(_task_networks(resolved))
+        await provider.prepare_networks(_task_networks(resolved))  # tasks' own hosts
     all_jobs = build_plan(resolved)
     rc = RunContext(
         run_id, resolved, provider, image_ids, backoff_s=resolved.suite.retries.backoff_s
@@ -216,17 +186,9 @@ async def _run(
     row_written = False
     store.reserve_space()
     try:
-        from harness.executors import open_executor
-
-        suite = resolved.suite
+        assert resolved.executor is not None
         # Before the run row: a wrong Ray address fails here and leaves no "running" run.
-        executor = open_executor(
-            suite.executor,
-            rc,
-            sandbox_name,
-            address=suite.ray_address,
-            options=suite.executor_options,
-        )
+        executor = resolved.executor.open(rc, sandbox_name, resolved.suite.ray_address)
         jobs = _start_run_row(
             resolved, store, run_id, all_jobs, overrides, owner, sandbox_name, image_ids
         )
@@ -336,7 +298,7 @@ async def _repeat_phase(
     planned_first: int,
     outcome: RunOutcome,
     progress_enabled: bool,
-    executor=None,
+    executor: Executor | None = None,
 ) -> None:
     """Adaptive repeats, phase 2: read phase 1 from the store, then run extra trial indices
     of the discordant or unstable tasks for every arm alike (``plan.repeat_jobs``)."""

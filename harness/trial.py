@@ -18,19 +18,18 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from graders import Evidence, Grader, Verdict, build_grader, combine
+from graders import Evidence, Grader, Verdict, combine
 from graders.base import Harm
 from harness import errors
 from harness.agent_turn import run_agent
-from harness.agents import AgentContext, AgentResult, agent_class
+from harness.agents import AgentContext, AgentResult
 from harness.agents.base import ReferenceContext, Usage, is_reference_agent
 from harness.agents.user import make_user
 from harness.breaker import CircuitBreaker
-from harness.config.loader import ResolvedSuite
 from harness.config.models import Arm, Environment, Suite, Task, Variant
 from harness.plan import Job
 from harness.sandbox.base import (
@@ -46,6 +45,9 @@ from harness.store.tables import AttemptRow, TrialKey, TrialRow
 from harness.tools.client import ToolServer
 from harness.trajectory import Event
 
+if TYPE_CHECKING:  # resolving happens before any trial; trials only read its result
+    from harness.resolve import Resolved
+
 HIDDEN_DIR = ".harness_hidden"
 T = TypeVar("T")
 
@@ -59,33 +61,46 @@ class RunContext:
     """What every trial of a run shares."""
 
     run_id: str
-    resolved: ResolvedSuite
+    resolved: Resolved
     provider: SandboxProvider | None
     image_ids: dict[str, str | None]
     backoff_s: float = 1.0
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
     interrupted: list[AttemptRow] = field(default_factory=list)
     """Attempts cut short by cancellation; the orchestrator records them."""
-    _graders: dict[str, list[Grader]] = field(default_factory=dict)
     _frozen: dict[str, Task] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.breaker.health is None:
-            self.breaker.health = getattr(self.provider, "healthy", None)
+        if self.breaker.health is None and self.provider is not None:
+            self.breaker.health = self.provider.healthy
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(self.resolved.suite.retries.max_attempts, self.backoff_s)
 
     def graders(self, task: Task) -> list[Grader]:
-        """The task's graders, built (and validated) once per run from a deep copy of its
-        specs: nothing done to the task object afterwards changes what they expect."""
-        if task.id not in self._graders:
-            specs = copy.deepcopy(task.graders)
-            self._graders[task.id] = [build_grader(spec) for spec in specs]
-        return self._graders[task.id]
+        """The task's graders, built (and validated) once from its specs when the suite was
+        resolved: nothing done to the task object afterwards changes what they expect."""
+        return self.resolved.graders[task.id]
 
     def frozen_task(self, task: Task) -> Task:
         """The graders' own copy of the task, taken once per run (never given to agents)."""
         if task.id not in self._frozen:
             self._frozen[task.id] = copy.deepcopy(task)
         return self._frozen[task.id]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Infrastructure-only retries, the same for every executor: up to ``max_attempts``
+    attempts per trial, waiting ``delay(n)`` after failed attempt ``n`` (exponential
+    backoff from ``backoff_s`` with jitter, so retries of many trials do not align)."""
+
+    max_attempts: int
+    backoff_s: float
+
+    def delay(self, number: int) -> float:
+        return self.backoff_s * (2.0 ** (number - 1)) * (0.5 + random.random())
 
 
 @dataclass
@@ -99,7 +114,7 @@ class TrialRecord:
     blobs: dict[str, bytes] = field(default_factory=dict)
 
 
-class _NoSandbox:
+class _NoSandbox(Sandbox):
     """Stands in for a sandbox when a task has no environment (answer-only tasks)."""
 
     id: str = "none"
@@ -138,7 +153,8 @@ class _NoSandbox:
 
 async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     """Run a job until it has a verdict or its infrastructure attempts are used up."""
-    max_attempts = rc.resolved.suite.retries.max_attempts
+    policy = rc.retry
+    max_attempts = policy.max_attempts
     attempts: list[AttemptRow] = []
     for number in range(1, max_attempts + 1):
         await rc.breaker.before_attempt()
@@ -149,9 +165,8 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             rc.breaker.after_attempt(False)
             attempts.append(attempt_row(job, rc, number, "infra_error", repr(exc), started))
             if number == max_attempts:
-                return _error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
-            delay = rc.backoff_s * (2 ** (number - 1)) * (0.5 + random.random())
-            await anyio.sleep(delay)
+                return error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
+            await anyio.sleep(policy.delay(number))
             continue
         except anyio.get_cancelled_exc_class():
             # No final row: the trial stays unfinished and a resume runs it again.
@@ -161,7 +176,7 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
         except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
             rc.breaker.after_attempt(True)
             attempts.append(attempt_row(job, rc, number, errors.classify(exc), _tb(exc), started))
-            return _error_record(job, rc, errors.classify(exc), exc, attempts, started)
+            return error_record(job, rc, errors.classify(exc), exc, attempts, started)
         rc.breaker.after_attempt(True)
         attempts.append(attempt_row(job, rc, number, "ok", None, started))
         record.attempts = attempts
@@ -179,7 +194,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
     variant = next((v for v in task.variants if v.id == job.variant), None) if job.variant else None
     started, t0 = now(), time.monotonic()
 
-    agent_cls = agent_class(arm.agent)
+    agent_binding = rc.resolved.agents[arm.name]
     sandbox: Sandbox
     socket_dir: str | None = None
     if env is None or rc.provider is None:
@@ -190,8 +205,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             "harness.trial": f"{job.arm}/{job.task_id}/{job.trial_index}/{job.variant}",
             "harness.attempt": str(number),
         }
-        wants_socket = getattr(agent_cls, "wants_socket_dir", None)
-        if wants_socket is not None and wants_socket(arm):
+        if agent_binding.wants_socket_dir(arm):
             socket_dir = tempfile.mkdtemp(prefix="harness-sock-")
             os.chmod(socket_dir, 0o755)  # the container's user may enter, never write
         request = SandboxRequest(
@@ -208,13 +222,16 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             _remove_dir(socket_dir)
             raise
     server: ToolServer | None = None
+    interrupted = False
     try:
         initial, server = await _setup(sandbox, env, task) if env else (None, None)
-        ctx = _agent_context(agent_cls, task, arm, variant, sandbox, env, job, suite, server)
+        ctx = _agent_context(
+            agent_binding.cls, task, arm, variant, sandbox, env, job, suite, server
+        )
         failure: errors.AgentFailure | None = None
         result = AgentResult()
         try:
-            result = await _agent_turn(agent_cls(), ctx, sandbox)
+            result = await _agent_turn(agent_binding.make(), ctx, sandbox)
         except errors.EpisodeEnded as ended:  # a terminating tool ran: grade what was done
             said = [e.content for e in ctx.trajectory.events if e.kind == "message"]
             result = AgentResult(answer=said[-1] if said else None, info={"ended_by": ended.tool})
@@ -268,11 +285,14 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
                 combined.harms,
             )
             status = errors.PASSED if passed else errors.FAILED
+    except BaseException as exc:  # cancellation or Ctrl-C: tell the backend the truth
+        interrupted = not isinstance(exc, Exception)
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             if server is not None:
                 await server.close()
-            await sandbox.destroy()
+            await sandbox.destroy(interrupted=interrupted)
         _remove_dir(socket_dir)
 
     return TrialRecord(
@@ -375,8 +395,7 @@ async def _after_agent(sandbox: Sandbox, step: Awaitable[T], what: str) -> T:
 
 
 async def _alive(sandbox: Sandbox) -> bool:
-    alive = getattr(sandbox, "alive", None)
-    return True if alive is None else await alive()
+    return await sandbox.alive()
 
 
 def _remove_dir(path: str | None) -> None:
@@ -390,8 +409,7 @@ async def _setup(sandbox: Sandbox, env: Environment, task: Task) -> tuple[Any, T
     for command in [*env.spec.setup, *task.setup]:
         result = await sandbox.exec(command, timeout=300)
         if not result.ok:
-            alive = getattr(sandbox, "alive", None)
-            if alive is not None and not await alive():
+            if not await sandbox.alive():
                 raise errors.SandboxError(
                     f"sandbox died during setup command {command!r} of task '{task.id}'"
                 )
@@ -514,7 +532,7 @@ def attempt_row(
     )
 
 
-def _error_record(
+def error_record(
     job: Job,
     rc: RunContext,
     status: str,
@@ -522,6 +540,7 @@ def _error_record(
     attempts: list[AttemptRow],
     started: datetime,
 ) -> TrialRecord:
+    """The record of a trial that ended without a verdict (``status``: an error kind)."""
     task = rc.resolved.task(job.task_id).task
     trial = _trial_row(
         job,

@@ -18,9 +18,9 @@ import anyio
 from harness.config.loader import ResolvedSuite
 from harness.config.models import Arm
 from harness.orchestrator import execute
-from harness.plan import Job, trial_seed
-from harness.runner import choose_sandbox
-from harness.sandbox import get_provider
+from harness.plan import Job
+from harness.resolve import Resolved, resolve
+from harness.seeds import trial_seed
 from harness.store import Store
 from harness.trial import RunContext
 
@@ -100,28 +100,28 @@ def validate_suite(
         for k in sorted(kinds)
     ]
     probe = resolved.suite.model_copy(update={"arms": arms, "trials": 1})
-    probe_resolved = ResolvedSuite(
-        probe, resolved.path, resolved.tasks, resolved.environments, resolved.config_hash
+    probe_resolved = resolve(
+        ResolvedSuite(
+            probe,
+            resolved.path,
+            resolved.tasks,
+            resolved.environments,
+            resolved.config_hash,
+            lines=resolved.lines,
+        ),
+        sandbox,
     )
-    backend = choose_sandbox(sandbox or suite.sandbox)
     with tempfile.TemporaryDirectory(prefix="harness-validate-") as tmp:
         store = Store(f"sqlite:///{tmp}/validate.db")
         rows = anyio.run(
-            _execute,
-            probe_resolved,
-            backend,
-            jobs,
-            store,
-            concurrency or suite.concurrency,
-            progress,
+            _execute, probe_resolved, jobs, store, concurrency or suite.concurrency, progress
         )
         store.close()
     return _analyse(rows, resolved)
 
 
 async def _execute(
-    resolved: ResolvedSuite,
-    backend: str,
+    resolved: Resolved,
     jobs: list[Job],
     store: Store,
     concurrency: int,
@@ -130,9 +130,9 @@ async def _execute(
     from harness.progress import TrialProgress
     from harness.store import Run, now
 
-    provider = (
-        get_provider(backend, limits=resolved.suite.limits) if resolved.environments else None
-    )
+    assert resolved.sandbox is not None
+    backend = resolved.sandbox.name
+    provider = resolved.sandbox.open() if resolved.environments else None
     image_ids = await provider.prepare(list(resolved.environments.values())) if provider else {}
     run_id = "validate"
     store.create_run(

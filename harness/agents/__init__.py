@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
-
 from harness.agents.base import Agent, AgentContext, AgentResult, ToolResult, Usage
+from harness.registry import Registry
 
-AGENTS: dict[str, str] = {
-    "noop": "harness.agents.noop:NoopAgent",
-    "oracle": "harness.agents.oracle:OracleAgent",
-    "simulated": "harness.agents.simulated:SimulatedAgent",
-    "llm": "harness.agents.llm:LLMAgent",
-    "command": "harness.agents.command:CommandAgent",
-    "claude-code": "harness.agents.cli_agents:ClaudeCodeAgent",
-    "codex": "harness.agents.cli_agents:CodexAgent",
-}
+AGENTS: Registry[Agent] = Registry(
+    "agent",
+    Agent,
+    {
+        "noop": "harness.agents.noop:NoopAgent",
+        "oracle": "harness.agents.oracle:OracleAgent",
+        "simulated": "harness.agents.simulated:SimulatedAgent",
+        "llm": "harness.agents.llm:LLMAgent",
+        "command": "harness.agents.command:CommandAgent",
+        "claude-code": "harness.agents.cli_agents:ClaudeCodeAgent",
+        "codex": "harness.agents.cli_agents:CodexAgent",
+    },
+    hint="subclass harness.agents.Agent and define `async def run(self, ctx)` returning "
+    "AgentResult (see the README, 'Writing an agent')",
+)
 
 
-@functools.cache
 def agent_class(name: str) -> type[Agent]:
-    target = AGENTS.get(name, name)
-    if ":" not in target:
-        raise KeyError(f"unknown agent '{name}' (known: {', '.join(sorted(AGENTS))})")
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)
+    """The agent class registered as ``name`` (or given as 'module:Class')."""
+    return AGENTS.load(name)
 
 
 __all__ = ["AGENTS", "Agent", "AgentContext", "AgentResult", "ToolResult", "Usage", "agent_class"]

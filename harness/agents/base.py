@@ -12,16 +12,18 @@ as the agent's failure, never as an infrastructure error.
 
 from __future__ import annotations
 
+import abc
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 from harness.agents.user import SimulatedUser
 from harness.config.models import (
     Arm,
     Budgets,
     ModelSettings,
+    Options,
     Task,
     ToolSpec,
     Variant,
@@ -253,8 +255,10 @@ class ReferenceContext(AgentContext):
 def is_reference_agent(cls: type) -> bool:
     """Does ``cls`` get the task? Only built-in agents that declare they act out the
     reference solution: a ``module:Class`` agent's claim is ignored."""
-    return bool(getattr(cls, "reference_solution", False)) and (
-        cls.__module__.startswith("harness.agents.")
+    return (
+        issubclass(cls, Agent)
+        and cls.reference_solution
+        and (cls.__module__.startswith("harness.agents."))
     )
 
 
@@ -267,8 +271,44 @@ class AgentResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-@runtime_checkable
-class Agent(Protocol):
-    name: ClassVar[str]
+class Agent(abc.ABC):
+    """An agent under test, registered by name in ``harness.agents.AGENTS`` (or named by an
+    arm as ``module:Class``). Subclass it and implement ``run``.
 
-    async def run(self, ctx: AgentContext) -> AgentResult: ...
+    ``Params`` is the typed model of the arm's ``params`` (unknown keys are load-time
+    errors naming the field, checked by ``harness.resolve``); the validated model arrives
+    in ``__init__``, and ``ctx.params`` keeps the values as the suite wrote them.
+
+    Optional capabilities, with defaults here (never probed with ``hasattr``):
+    ``wants_socket_dir`` (a program inside the sandbox talks to the metering proxy, so
+    the proxy's socket directory is mounted there) and ``pinned`` (the build of a
+    ready-made agent, written to the lock file). ``wants_socket_dir`` is an optional capability
+    with a default: agents that run a program inside the sandbox against the metering
+    proxy ask for the proxy's socket directory to be mounted there.
+    """
+
+    name: ClassVar[str]
+    Params: ClassVar[type[Options]] = Options
+    reference_solution: ClassVar[bool] = False
+    """Built-in agents that act out the task's reference solution get the task itself
+    (``ReferenceContext``); the claim counts only for classes in ``harness.agents``."""
+
+    def __init__(self, params: Options | None = None) -> None:
+        self.params = params
+        """The arm's validated ``Params`` in a run (None when built bare, as tests do)."""
+
+    @classmethod
+    def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
+        """Whether a sandbox for this arm must mount the proxy's socket directory."""
+        return False
+
+    @classmethod
+    def pinned(cls, arm: Arm) -> str | None:
+        """The build of a ready-made agent this arm runs, recorded in the lock file (and
+        checked by ``--locked``). Default: None (nothing to pin)."""
+        return None
+
+    @abc.abstractmethod
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        """Act on the task through ``ctx`` and return the final answer (or raise
+        ``AgentFailure``/``BudgetExceeded``: the agent's failure, never retried)."""

@@ -26,11 +26,12 @@ import shlex
 from typing import Any, ClassVar
 
 import anyio
+from pydantic import Field
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import Agent, AgentContext, AgentResult
 from harness.agents.command import CommandAgent
 from harness.agents.npm_stage import CliPackage, place, stage
-from harness.config.models import Arm
+from harness.config.models import Arm, Options
 from harness.errors import ConfigError
 from harness.sandbox.base import SOCKET_MOUNT
 
@@ -38,15 +39,26 @@ _QUIET_HOME = 'export HOME="$(mktemp -d)"; trap \'rm -rf "$HOME"\' EXIT; '
 """A fresh, writable home for the CLI's own state (settings, sessions), per trial."""
 
 
-class _CliAgent:
+class CliParams(Options):
+    """``params`` of a ready-made CLI agent (claude-code, codex)."""
+
+    version: str | None = Field(None, description="the CLI build; default: the pinned one")
+    args: list[str] = Field(default_factory=list, description="extra command-line arguments")
+    timeout_s: float | None = Field(
+        None, gt=0, description="wall-clock limit; default: the trial's budgets.timeout_s"
+    )
+
+
+class _CliAgent(Agent):
+    Params = CliParams
     name: ClassVar[str]
     api: ClassVar[str]
     """The ``model.api`` the CLI speaks."""
     label: ClassVar[str]
     VERSION: ClassVar[str]
 
-    @staticmethod
-    def wants_socket_dir(arm: Arm) -> bool:
+    @classmethod
+    def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
         return True  # the proxy's socket and the executable both arrive through it
 
     @classmethod
@@ -76,7 +88,7 @@ class _CliAgent:
             raise ConfigError("suite", f"{where}.params.args", "must be a list of strings")
         package = self.package(str(params.get("version") or self.VERSION))
         exe = await anyio.to_thread.run_sync(stage, package)
-        socket_dir = getattr(ctx.sandbox, "socket_dir", None)
+        socket_dir = ctx.sandbox.socket_dir
         if socket_dir:
             name = f"{self.name}-{package.version}"
             await anyio.to_thread.run_sync(place, exe, socket_dir, name)

@@ -61,14 +61,15 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import ByteReceiveStream
+from pydantic import Field
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import Agent, AgentContext, AgentResult
 from harness.agents.llm import split_confidence
-from harness.config.models import Arm, ModelSettings
+from harness.config.models import Arm, ModelSettings, Options
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
 from harness.sandbox.base import SOCKET_MOUNT
 
@@ -77,13 +78,36 @@ _OUTPUT_CAP = 4 * 1024 * 1024
 _TRAJECTORY_KINDS = {"tool_call", "command", "message", "note"}
 
 
-class CommandAgent:
-    name = "command"
+class CommandParams(Options):
+    """``params`` of the command agent (see the module docstring)."""
 
-    @staticmethod
-    def wants_socket_dir(arm: Arm) -> bool:
+    command: str = Field(min_length=1, description="the shell command to run")
+    where: Literal["host", "sandbox"] = Field("host", description="where the program runs")
+    stdin: bool = Field(True, description="send the instruction on stdin")
+    env: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="extra environment variables (literal values)"
+    )
+    pass_env: list[str] = Field(
+        default_factory=list, description="host environment variables to pass through"
+    )
+    force_model: bool = Field(True, description="replace the model name the program sends")
+    timeout_s: float | None = Field(
+        None, gt=0, description="wall-clock limit; default: the trial's budgets.timeout_s"
+    )
+
+
+class CommandAgent(Agent):
+    name = "command"
+    Params = CommandParams
+
+    @classmethod
+    def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
         """A program inside the sandbox that talks to a model needs the proxy's socket."""
-        return arm.params.get("where") == "sandbox" and arm.model is not None
+        return (
+            isinstance(params, CommandParams)
+            and params.where == "sandbox"
+            and (arm.model is not None)
+        )
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         params = ctx.params
@@ -102,9 +126,7 @@ class CommandAgent:
             if ctx.model is not None:
                 from harness.models.proxy import metering_proxy
 
-                socket_dir = (
-                    getattr(ctx.sandbox, "socket_dir", None) if where == "sandbox" else None
-                )
+                socket_dir = ctx.sandbox.socket_dir if where == "sandbox" else None
                 unix_path = (
                     f"{socket_dir}/model-{uuid.uuid4().hex[:8]}.sock" if socket_dir else None
                 )

@@ -30,9 +30,11 @@ import json
 import re
 from typing import Any
 
-from harness.agents.base import AgentContext, AgentResult
+from pydantic import Field
+
+from harness.agents.base import Agent, AgentContext, AgentResult
 from harness.agents.user import STOP
-from harness.config.models import Price, ToolSpec
+from harness.config.models import Options, Price, ToolSpec
 from harness.errors import BudgetExceeded, ConfigError
 from harness.models.chat import ChatMessage, ToolSchema
 
@@ -91,8 +93,21 @@ def system_prompt(ctx: AgentContext) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-class LLMAgent:
+class LLMParams(Options):
+    """``params`` of the llm agent (see the module docstring)."""
+
+    system_prompt: str | None = Field(None, description="replaces the harness preamble")
+    confidence: bool = Field(False, description="ask for a final CONFIDENCE: <p> line")
+    send_seed: bool = Field(True, description="pass the trial seed to the model as `seed`")
+    max_model_calls: int = Field(200, ge=1, description="hard stop on model calls per trial")
+    max_user_turns: int | None = Field(None, ge=0, description="cap on model-backed user turns")
+    max_tool_output_chars: int = Field(20_000, ge=1, description="tool output fed back, cut")
+    backoff_base_s: float | None = Field(None, ge=0, description="client retry backoff base")
+
+
+class LLMAgent(Agent):
     name = "llm"
+    Params = LLMParams
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         from harness.models.client import ChatClient

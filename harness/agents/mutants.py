@@ -39,8 +39,10 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from harness.agents.base import AgentResult, ReferenceContext
-from harness.config.models import Solution, Task, ToolCall
+from pydantic import Field
+
+from harness.agents.base import Agent, AgentResult, ReferenceContext
+from harness.config.models import Options, Solution, Task, ToolCall
 
 READ_ONLY_PREFIXES = (
     "get_",
@@ -343,12 +345,17 @@ def applicable_mutants(task: Task) -> list[str]:
 __all__ = ["MUTANTS", "NotApplicable", "altered_answer", "applicable_mutants", "perform"]
 
 
-class MutantAgent:
+class MutantParams(Options):
+    mutant: str = Field(description="the failure mode to act out (see MUTANTS)")
+
+
+class MutantAgent(Agent):
     """Acts out one named failure mode (``params: {mutant: NAME}``) of the reference
     solution: a built-in reference agent (it reads the task's solution)."""
 
     name = "mutant"
     reference_solution = True
+    Params = MutantParams
 
-    async def run(self, ctx: ReferenceContext) -> AgentResult:
+    async def run(self, ctx: ReferenceContext) -> AgentResult:  # type: ignore[override]
         return await MUTANTS[ctx.params["mutant"]](ctx)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import Agent, AgentContext, AgentResult
 
 
-class NoopAgent:
+class NoopAgent(Agent):
     name = "noop"
 
     async def run(self, ctx: AgentContext) -> AgentResult:

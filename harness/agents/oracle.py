@@ -3,7 +3,7 @@ accept a correct solution."""
 
 from __future__ import annotations
 
-from harness.agents.base import AgentResult, ReferenceContext
+from harness.agents.base import Agent, AgentResult, ReferenceContext
 from harness.errors import AgentFailure
 
 
@@ -29,9 +29,9 @@ async def perform_solution(ctx: ReferenceContext) -> str | None:
     return solution.answer
 
 
-class OracleAgent:
+class OracleAgent(Agent):
     name = "oracle"
     reference_solution = True
 
-    async def run(self, ctx: ReferenceContext) -> AgentResult:
+    async def run(self, ctx: ReferenceContext) -> AgentResult:  # type: ignore[override]
         return AgentResult(answer=await perform_solution(ctx), confidence=1.0)

@@ -24,17 +24,21 @@ variant_drop (relative drop of p on meaning-preserving variants); delay_s (secon
 from __future__ import annotations
 
 import random
+from typing import Literal
 
-from harness.agents.base import AgentResult, ReferenceContext
+from pydantic import Field
+
+from harness.agents.base import Agent, AgentResult, ReferenceContext
 from harness.agents.oracle import perform_solution
-from harness.plan import derive_seed
+from harness.config.models import Options
+from harness.seeds import derive_seed
 
 
 def task_probability(params: dict, task, variant: str = "") -> float:
     """The planted success probability of ``task`` for an arm with ``params``."""
     if "p" in task.simulated:
         p = float(task.simulated["p"])
-    elif "p" in params:
+    elif params.get("p") is not None:
         p = float(params["p"])
     else:
         from scipy.special import betaincinv
@@ -66,11 +70,26 @@ def failure_modes(task) -> list[str]:
     return acting or names or ["no_answer"]
 
 
-class SimulatedAgent:
+class SimulatedParams(Options):
+    """``params`` of the simulated agent (see the module docstring)."""
+
+    p: float | None = Field(None, ge=0, le=1, description="success probability of every task")
+    a: float = Field(2.0, gt=0, description="Beta(a, b) of per-task probabilities, without p")
+    b: float = Field(2.0, gt=0)
+    population_seed: int = Field(0, description="seed of the per-task uniforms")
+    shift: float = Field(0.0, description="added to p, clipped to [0, 1]")
+    variant_drop: float = Field(0.0, ge=0, le=1, description="relative drop of p on variants")
+    confidence: Literal["calibrated", "overconfident"] | None = None
+    failure_modes: list[str] | None = Field(None, description="failure modes to choose from")
+    delay_s: float = Field(0.0, ge=0, description="seconds to think before acting")
+
+
+class SimulatedAgent(Agent):
     name = "simulated"
     reference_solution = True
+    Params = SimulatedParams
 
-    async def run(self, ctx: ReferenceContext) -> AgentResult:
+    async def run(self, ctx: ReferenceContext) -> AgentResult:  # type: ignore[override]
         params = ctx.params
         variant = ctx.variant.id if ctx.variant else ""
         p = task_probability(params, ctx.task, variant)

@@ -25,14 +25,13 @@ def lock(
     """Pin every environment's image and write SUITE.lock.json (image ids, base digests)."""
     import anyio
 
-    from harness.config import load_suite
     from harness.lockfile import write_lock
-    from harness.runner import choose_sandbox
-    from harness.sandbox import get_provider
+    from harness.resolve import load
 
-    resolved = load_suite(suite, {"sandbox": sandbox} if sandbox else None)
-    backend = choose_sandbox(resolved.suite.sandbox)
-    provider = get_provider(backend, limits=resolved.suite.limits, **resolved.suite.sandbox_options)
+    resolved = load(suite, {"sandbox": sandbox} if sandbox else None)
+    assert resolved.sandbox is not None
+    backend = resolved.sandbox.name
+    provider = resolved.sandbox.open()
 
     async def main() -> Path:
         try:
@@ -99,15 +98,12 @@ def validate(
     from rich.console import Console
     from rich.table import Table
 
-    from harness.config import load_suite
+    from harness.resolve import load
     from harness.stats import wilson_interval
     from harness.validate import validate_suite
 
     console = Console()
-    from harness.suitepath import import_beside
-
-    import_beside(suite)
-    resolved = load_suite(suite, {"sandbox": sandbox, "task": task, "limit": limit})
+    resolved = load(suite, {"sandbox": sandbox, "task": task, "limit": limit})
     from harness.preflight import preflight
 
     preflight(resolved)

@@ -2,6 +2,8 @@
 
 Every problem becomes a ``ConfigError`` naming the file, the field path (``arms[0].agent``)
 and, where the YAML parser knows it, the line. The CLI prints it and exits with code 2.
+This is plain data: names of agents, graders and backends are checked one step up, in
+``harness.resolve``, which keeps each file's line map to report its errors the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from harness.config.env import expand_env
 from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
 from harness.config.paths import check_inside, check_tree
 from harness.config.yamlio import FieldPath, read_yaml
@@ -35,7 +38,7 @@ def field_path(loc: Path_) -> str:
     return out
 
 
-def _nearest_line(lines: dict[Path_, int], loc: Path_) -> int | None:
+def nearest_line(lines: dict[Path_, int], loc: Path_) -> int | None:
     for cut in range(len(loc), -1, -1):
         if loc[:cut] in lines:
             return lines[loc[:cut]]
@@ -51,24 +54,25 @@ def validate(
             str(file),
             field_path(prefix),
             f"expected a mapping, got {_kind(data)}",
-            _nearest_line(lines, prefix),
+            nearest_line(lines, prefix),
         )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _from_validation(exc, file, lines, prefix) from None
+        raise from_validation(exc, file, lines, prefix) from None
 
 
-def _from_validation(
+def from_validation(
     exc: ValidationError, file: Path, lines: dict[Path_, int], prefix: Path_ = ()
 ) -> ConfigError:
+    """The first error of ``exc`` as one line naming the file, the field and its line."""
     err = exc.errors()[0]
     loc = (*prefix, *[p for p in err["loc"] if p != "__root__"])
     msg = _message(err)
     more = len(exc.errors()) - 1
     if more:
         msg += f" (and {more} more error{'s' if more > 1 else ''})"
-    return ConfigError(str(file), field_path(loc), msg, _nearest_line(lines, loc))
+    return ConfigError(str(file), field_path(loc), msg, nearest_line(lines, loc))
 
 
 def _message(err: Mapping[str, Any]) -> str:
@@ -111,6 +115,10 @@ class LoadedTask:
     file: Path
     line: int | None = None  # where the task starts in its file, for errors found later
     field_prefix: str = ""  # "tasks[3]" in a multi-task file
+    lines: dict[Path_, int] = field(default_factory=dict, repr=False, compare=False)
+    """Field path -> line in ``file`` (for errors found after loading)."""
+    prefix: Path_ = ()
+    """Where the task sits in ``file``: ``("tasks", i)`` in a task list, else ``()``."""
 
     @property
     def hidden_dir(self) -> Path | None:
@@ -126,6 +134,8 @@ class ResolvedSuite:
     tasks: list[LoadedTask]
     environments: dict[str, Environment] = field(default_factory=dict)
     config_hash: str = ""
+    lines: dict[Path_, int] = field(default_factory=dict, repr=False, compare=False)
+    """Field path -> line in the suite file (for errors found after loading)."""
 
     def task(self, task_id: str) -> LoadedTask:
         return self._by_id[task_id]
@@ -146,7 +156,6 @@ def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> Res
     suite: Suite = validate(Suite, data, path, lines)
     if only_arms:
         suite = select_arms(suite, only_arms, path)
-    _check_agents(suite, path, lines)
     suite = _expand_model_env(suite, path, lines)
     tasks = select_tasks(_load_tasks(suite, path, lines), only_tasks, limit, path)
     env_root = _environments_dir(suite, path, lines)
@@ -155,7 +164,7 @@ def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> Res
         name = lt.task.environment
         if name and name not in environments:
             environments[name] = load_environment(env_root, name, lt)
-    resolved = ResolvedSuite(suite, path, tasks, environments)
+    resolved = ResolvedSuite(suite, path, tasks, environments, lines=lines)
     resolved.config_hash = config_hash(resolved)
     return resolved
 
@@ -199,24 +208,8 @@ def select_arms(suite: Suite, names: list[str], path: Path) -> Suite:
     return suite.model_copy(update={"arms": arms, "report": report, "gate": gate})
 
 
-def _check_agents(suite: Suite, path: Path, lines: dict[Path_, int]) -> None:
-    from harness.agents import AGENTS
-
-    for i, arm in enumerate(suite.arms):
-        if arm.agent not in AGENTS and ":" not in arm.agent:
-            loc = ("arms", i, "agent")
-            raise ConfigError(
-                str(path),
-                field_path(loc),
-                f"unknown agent '{arm.agent}' (known: {', '.join(sorted(AGENTS))})",
-                _nearest_line(lines, loc),
-            )
-
-
 def _expand_model_env(suite: Suite, path: Path, lines: dict[Path_, int]) -> Suite:
     """Resolve ${VAR} in arms' model names and URLs now, so the run records what ran."""
-    from harness.models.settings import expand_env
-
     arms = []
     for i, arm in enumerate(suite.arms):
         if arm.model is not None:
@@ -225,7 +218,7 @@ def _expand_model_env(suite: Suite, path: Path, lines: dict[Path_, int]) -> Suit
             except ConfigError as exc:
                 loc = ("arms", i, "model", exc.field)
                 raise ConfigError(
-                    str(path), field_path(loc), exc.message, _nearest_line(lines, loc)
+                    str(path), field_path(loc), exc.message, nearest_line(lines, loc)
                 ) from None
         arms.append(arm)
     return suite.model_copy(update={"arms": arms})
@@ -241,7 +234,7 @@ def _load_tasks(suite: Suite, path: Path, lines: dict[Path_, int]) -> list[Loade
         if not matches:
             what = "file not found" if not glob.has_magic(pattern) else "glob matched no task file"
             raise ConfigError(
-                str(path), field_path(loc), f"{what}: {pattern}", _nearest_line(lines, loc)
+                str(path), field_path(loc), f"{what}: {pattern}", nearest_line(lines, loc)
             )
         files.extend(m for m in matches if m not in files)
     seen: dict[str, Path] = {}
@@ -264,8 +257,6 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
     """A task file holds one task, or ``{defaults: {...}, tasks: [...]}``. Its ``hidden:``
     directories must stay inside ``root`` (default: the task file's own folder)."""
     root = file.parent if root is None else root
-    from graders import build_grader
-
     data, lines = read_yaml(file)
     if isinstance(data, dict) and "tasks" in data:
         tf: TaskFile = validate(TaskFile, data, file, lines)
@@ -277,22 +268,9 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
     out = []
     for prefix, item in items:
         task: Task = validate(Task, item, file, lines, prefix)
-        for g, spec in enumerate(task.graders):
-            loc = (*prefix, "graders", g)
-            try:
-                build_grader(spec)
-            except KeyError as exc:
-                raise ConfigError(
-                    str(file),
-                    field_path((*loc, "type")),
-                    exc.args[0],
-                    _nearest_line(lines, (*loc, "type")),
-                ) from None
-            except ValidationError as exc:
-                raise _from_validation(exc, file, lines, loc) from None
         if task.hidden:
             hidden_loc = (*prefix, "hidden")
-            where = (str(file), field_path(hidden_loc), _nearest_line(lines, hidden_loc))
+            where = (str(file), field_path(hidden_loc), nearest_line(lines, hidden_loc))
             hidden = file.parent / task.hidden
             check_inside(root, hidden, where[0], where[1], where[2], "the task file's folder")
             if not hidden.is_dir():
@@ -300,7 +278,9 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
                     where[0], where[1], f"directory not found: {task.hidden}", where[2]
                 )
             check_tree(root, hidden, *where)
-        out.append(LoadedTask(task, file, _nearest_line(lines, prefix), field_path(prefix)))
+        out.append(
+            LoadedTask(task, file, nearest_line(lines, prefix), field_path(prefix), lines, prefix)
+        )
     return out
 
 
@@ -323,7 +303,7 @@ def _environments_dir(suite: Suite, path: Path, lines: dict[Path_, int]) -> Path
                 str(path),
                 "environments_dir",
                 f"directory not found: {root}",
-                _nearest_line(lines, ("environments_dir",)),
+                nearest_line(lines, ("environments_dir",)),
             )
         return root
     for parent in [path.parent.resolve(), *path.parent.resolve().parents]:
@@ -354,14 +334,14 @@ def load_environment(root: Path, name: str, referenced_from: LoadedTask | Path) 
             str(file),
             "name",
             f"must equal the directory name '{name}'",
-            _nearest_line(lines, ("name",)),
+            nearest_line(lines, ("name",)),
         )
     if spec.state.kind == "command" and not spec.state.command:
         raise ConfigError(
             str(file),
             "state.command",
             "required when state.kind is 'command'",
-            _nearest_line(lines, ("state",)),
+            nearest_line(lines, ("state",)),
         )
     for name_, rel in (
         ("files", spec.files),
@@ -369,7 +349,7 @@ def load_environment(root: Path, name: str, referenced_from: LoadedTask | Path) 
         ("image.dockerfile", spec.image.dockerfile),
     ):
         if rel:
-            line = _nearest_line(lines, tuple(name_.split(".")))
+            line = nearest_line(lines, tuple(name_.split(".")))
             target = env_dir / rel
             check_inside(env_dir, target, file, name_, line, "the environment's folder")
             if name_ == "files" and target.is_dir():

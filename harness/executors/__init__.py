@@ -8,42 +8,58 @@ Adding a backend touches a new file and the table below, never the orchestrator.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Protocol
+import abc
+from typing import TYPE_CHECKING, Any, ClassVar
 
-if TYPE_CHECKING:  # the package is imported by config validation: keep it light
+from harness.config.models import Options
+from harness.registry import Registry
+
+if TYPE_CHECKING:  # the trial machinery is imported when a trial runs, not at resolve time
     from harness.plan import Job
     from harness.trial import RunContext, TrialRecord
 
-EXECUTORS: dict[str, str] = {
-    "local": "harness.executors:LocalExecutor",
-    "ray": "harness.executors.ray:RayExecutor",
-}
 
+class Executor(abc.ABC):
+    """Runs one job to its record; ``aclose`` releases what the executor holds.
 
-class Executor(Protocol):
-    """Runs one job to its record; ``aclose`` releases what the executor holds."""
+    ``Options`` is the typed model of the suite's ``executor_options`` (checked when the
+    suite is resolved); the constructor gets the validated instance. Construction may block
+    (Ray connects to its cluster there), so a wrong address fails before any trial.
+    """
 
+    name: ClassVar[str]
+    Options: ClassVar[type[Options]] = Options
+
+    def __init__(
+        self, rc: RunContext, sandbox: str, *, address: str | None = None, options: Any = None
+    ) -> None:
+        self.rc = rc
+
+    @abc.abstractmethod
     async def __call__(self, job: Job) -> TrialRecord: ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release what the executor holds. Default: nothing."""
+        return None
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """Trials run in this process, in the orchestrator's event loop (the default)."""
 
     name = "local"
-
-    def __init__(self, rc: RunContext, sandbox: str, **_: Any):
-        self.rc = rc
 
     async def __call__(self, job: Job) -> TrialRecord:
         from harness.trial import run_trial
 
         return await run_trial(job, self.rc)
 
-    async def aclose(self) -> None:
-        return None
+
+EXECUTORS: Registry[Executor] = Registry(
+    "executor",
+    Executor,
+    {"local": "harness.executors:LocalExecutor", "ray": "harness.executors.ray:RayExecutor"},
+    hint="subclass harness.executors.Executor",
+)
 
 
 def open_executor(
@@ -54,15 +70,10 @@ def open_executor(
     address: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> Executor:
-    """Instantiate the executor registered as ``name`` for run ``rc`` (a blocking call: the
-    Ray backend connects to its cluster here, so a wrong address fails before any trial)."""
-    target = EXECUTORS.get(name, name)
-    if ":" not in target:
-        raise KeyError(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})")
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)(
-        rc, sandbox, address=address, **(options or {})
-    )
+    """Instantiate the executor registered as ``name`` for run ``rc`` with ``options``
+    checked against its ``Options`` (a blocking call: see ``Executor``)."""
+    cls = EXECUTORS.load(name)
+    return cls(rc, sandbox, address=address, options=cls.Options.model_validate(options or {}))
 
 
 __all__ = ["EXECUTORS", "Executor", "LocalExecutor", "open_executor"]

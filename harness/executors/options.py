@@ -1,4 +1,4 @@
-"""Typed ``executor_options`` per executor backend (light: imported by config validation)."""
+"""Typed ``executor_options`` of the ``ray`` executor (light: no ``ray`` import)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.config.models import Strict
+from harness.config.models import Options
 
 
-class RayOptions(Strict):
+class RayOptions(Options):
     """``executor_options`` of the ``ray`` executor."""
 
     num_cpus: float | None = Field(
@@ -40,6 +40,3 @@ class RayOptions(Strict):
         description="seconds to wait for the cluster's address to accept a connection before "
         "the run refuses to start (Ray itself would retry for minutes)",
     )
-
-
-OPTIONS: dict[str, type[Strict]] = {"ray": RayOptions}

@@ -31,24 +31,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
-import random
 import socket
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from pydantic import ValidationError
 
 from harness import errors
-from harness.config.loader import ResolvedSuite
+from harness.executors import Executor
 from harness.executors.options import RayOptions
 from harness.plan import Job
+from harness.resolve import Resolved
 from harness.store import now
 from harness.store.tables import AttemptRow
-from harness.trial import RunContext, TrialRecord, _error_record, attempt_row, run_trial
+from harness.trial import RunContext, TrialRecord, attempt_row, error_record, run_trial
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class _Payload:
     """What a worker needs to rebuild a run's context; shipped once per run."""
 
     run_id: str
-    resolved: ResolvedSuite
+    resolved: Resolved
     sandbox: str
     image_ids: dict[str, str | None]
     pinned: dict[str, Any]
@@ -120,18 +120,21 @@ class _ImageDepot:
 
 
 # ----------------------------------------------------------------------------- driver
-class RayExecutor:
+class RayExecutor(Executor):
     """Runs each trial as a Ray task; see the module docstring."""
 
     name = "ray"
+    Options = RayOptions
 
-    def __init__(self, rc: RunContext, sandbox: str, *, address: str | None = None, **options):
-        try:
-            self.options = RayOptions.model_validate(options)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in ("executor_options", *err["loc"]))
-            raise errors.ConfigError(str(rc.resolved.path), loc, err["msg"]) from None
+    def __init__(
+        self,
+        rc: RunContext,
+        sandbox: str,
+        *,
+        address: str | None = None,
+        options: RayOptions | None = None,
+    ):
+        self.options = options if options is not None else RayOptions()
         try:
             import ray
         except ImportError:
@@ -171,7 +174,7 @@ class RayExecutor:
         self._remote = ray.remote(_run_on_worker).options(
             num_cpus=num_cpus, resources=resources, max_retries=0, retry_exceptions=False
         )
-        pinned = dict(getattr(rc.provider, "_pinned", None) or {})
+        pinned = rc.provider.pinned_images() if rc.provider is not None else {}
         self._depot = None
         if docker and pinned and self.options.ship_images:
             self._depot = _start_depot(ray, rc.resolved.suite.sandbox_options)
@@ -190,7 +193,8 @@ class RayExecutor:
 
     async def __call__(self, job: Job) -> TrialRecord:
         rc, ray = self.rc, self._ray
-        max_attempts = rc.resolved.suite.retries.max_attempts
+        policy = rc.retry
+        max_attempts = policy.max_attempts
         lost: list[AttemptRow] = []
         first_started = now()
         while True:
@@ -204,7 +208,7 @@ class RayExecutor:
                 rc.interrupted.extend(lost)
                 raise
             except ray.exceptions.RayError as exc:
-                cause = getattr(exc, "cause", None)
+                cause = exc.cause if isinstance(exc, ray.exceptions.RayTaskError) else None
                 if isinstance(exc, ray.exceptions.RayTaskError) and not isinstance(
                     cause, errors.InfraError
                 ):
@@ -213,15 +217,14 @@ class RayExecutor:
                     failure = cause if isinstance(cause, BaseException) else exc
                     status = errors.classify(failure)
                     lost.append(attempt_row(job, rc, number, status, _describe(exc), started))
-                    return _error_record(job, rc, status, failure, lost, first_started)
+                    return error_record(job, rc, status, failure, lost, first_started)
                 lost.append(attempt_row(job, rc, number, "infra_error", _describe(exc), started))
                 if len(lost) >= max_attempts:
                     final = NodeLost(f"attempt {number} of {max_attempts} lost: {_describe(exc)}")
                     final.__cause__ = exc
-                    return _error_record(job, rc, errors.INFRA_ERROR, final, lost, first_started)
+                    return error_record(job, rc, errors.INFRA_ERROR, final, lost, first_started)
                 log.warning("trial %s lost (%s); submitting it again", job.key, type(exc).__name__)
-                delay = rc.backoff_s * (2 ** (number - 1)) * (0.5 + random.random())
-                await anyio.sleep(delay)
+                await anyio.sleep(policy.delay(number))
                 continue
             return _after_lost(record, lost)
 
@@ -323,60 +326,26 @@ def _run_on_worker(key: str, box: list, job: Job, max_attempts: int) -> TrialRec
 
 
 async def _open_state(payload: _Payload) -> _WorkerState:
-    from harness.sandbox import get_provider
-
-    suite = payload.resolved.suite
+    resolved = payload.resolved
     provider = None
-    if payload.resolved.environments:
-        provider = get_provider(payload.sandbox, limits=suite.limits, **suite.sandbox_options)
-        if hasattr(provider, "gc"):  # containers of worker processes that died on this node
-            await anyio.to_thread.run_sync(provider.gc)
-        await _adopt_images(provider, payload)
+    if resolved.environments and resolved.sandbox is not None:
+        provider = resolved.sandbox.open()
+        # containers of worker processes that died on this node
+        await anyio.to_thread.run_sync(provider.gc)
+        fetch = None if payload.depot is None else functools.partial(_fetch, payload.depot)
+        await provider.adopt_images(payload.pinned, fetch)
     rc = RunContext(
         payload.run_id, payload.resolved, provider, payload.image_ids, backoff_s=payload.backoff_s
     )
     return _WorkerState(rc)
 
 
-async def _adopt_images(provider, payload: _Payload) -> None:
-    """Use the driver's pinned images on this node, after checking the daemon has each id."""
-    pinned_here = getattr(provider, "_pinned", None)
-    client = getattr(provider, "_client", None)
-    if pinned_here is None or client is None or not payload.pinned:
-        return
-    import docker.errors
-
-    for name, pinned in payload.pinned.items():
-        try:
-            await anyio.to_thread.run_sync(client.images.get, pinned.image_id)
-        except docker.errors.ImageNotFound:
-            if payload.depot is None:
-                raise errors.SandboxError(
-                    f"node {socket.gethostname()} has no image {pinned.image_id[:19]} pinned "
-                    f"for environment '{name}': give worker nodes the driver's images (docker "
-                    "save | docker load, or a registry pull by digest), or leave "
-                    "executor_options.ship_images on"
-                ) from None
-            await anyio.to_thread.run_sync(_ship_image, payload.depot, client, pinned.image_id)
-        except docker.errors.DockerException as exc:
-            raise errors.SandboxError(f"node {socket.gethostname()}: {exc}") from exc
-        pinned_here[name] = pinned
-
-
-def _ship_image(depot, client, image_id: str) -> None:
-    """Fetch a pinned image's archive from the driver's node and load it here."""
+def _fetch(depot, image_id: str) -> bytes:
+    """Blocking: the ``docker save`` archive of a pinned image, from the driver's node."""
     import ray
 
-    from harness.sandbox.docker_images import import_image
-
-    log.info("node %s: loading image %s from the driver", socket.gethostname(), image_id[:19])
-    try:
-        (ref,) = ray.get(depot.archive.remote(image_id))
-        import_image(client, ray.get(ref), image_id)
-    except Exception as exc:
-        raise errors.SandboxError(
-            f"node {socket.gethostname()}: shipping image {image_id[:19]} failed: {exc}"
-        ) from exc
+    (ref,) = ray.get(depot.archive.remote(image_id))
+    return ray.get(ref)
 
 
 def _close(state: _WorkerState) -> None:

@@ -17,10 +17,10 @@ import random
 from collections import defaultdict
 from typing import Any
 
+from harness.seeds import derive_seed
+
 
 def _order_key(seed: int, task_id: str) -> float:
-    from harness.plan import derive_seed
-
     return random.Random(derive_seed("repeat-order", seed, task_id)).random()
 
 

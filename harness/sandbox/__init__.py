@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 
+from harness.config.models import Options
+from harness.registry import Registry
 from harness.sandbox.base import (
     Environment,
     ExecResult,
@@ -14,26 +15,42 @@ from harness.sandbox.base import (
     snapshot_state,
 )
 
-BACKENDS: dict[str, str] = {
-    "docker": "harness.sandbox.docker:DockerProvider",
-    "bwrap": "harness.sandbox.bwrap:BwrapProvider",
-    "unsafe-local": "harness.sandbox.local:LocalProvider",
-    "local": "harness.sandbox.local:LocalProvider",  # old name of unsafe-local: warns
-    "faulty": "harness.sandbox.faulty:FaultyProvider",
-}
+BACKENDS: Registry[SandboxProvider] = Registry(
+    "sandbox backend",
+    SandboxProvider,
+    {
+        "docker": "harness.sandbox.docker:DockerProvider",
+        "bwrap": "harness.sandbox.bwrap:BwrapProvider",
+        "unsafe-local": "harness.sandbox.local:LocalProvider",
+        "local": "harness.sandbox.local:LocalProvider",  # old name of unsafe-local: warns
+        "faulty": "harness.sandbox.faulty:FaultyProvider",
+    },
+    hint="subclass harness.sandbox.SandboxProvider (see harness/sandbox/base.py)",
+)
 
 
-def get_provider(name: str, **options) -> SandboxProvider:
-    """Instantiate the backend registered as ``name`` (or given as 'module:Class')."""
+def backend_class(name: str) -> type[SandboxProvider]:
+    """The backend class registered as ``name`` (or given as 'module:Class'); raises
+    ``RegistryError``."""
+    return BACKENDS.load(name)
+
+
+def open_backend(name: str, cls: type[SandboxProvider], options: Options) -> SandboxProvider:
+    """A provider from validated options. The old name ``local`` still works, with a
+    warning when the provider is made (not when a suite is merely checked)."""
     if name == "local":
         logging.getLogger(__name__).warning(
             "sandbox 'local' is now named 'unsafe-local' (it isolates nothing); 'local' still works"
         )
-    target = BACKENDS.get(name, name)
-    if ":" not in target:
-        raise KeyError(f"unknown sandbox backend '{name}' (known: {', '.join(BACKENDS)})")
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)(**options)
+    return cls.from_options(options)
+
+
+def get_provider(name: str, **options) -> SandboxProvider:
+    """Instantiate the backend registered as ``name`` (or given as 'module:Class') with
+    ``options`` checked against its ``Options`` (raises ``RegistryError`` or
+    ``pydantic.ValidationError``; the resolve step reports both as one line)."""
+    cls = backend_class(name)
+    return open_backend(name, cls, cls.validate_options(options))
 
 
 __all__ = [
@@ -43,6 +60,8 @@ __all__ = [
     "Sandbox",
     "SandboxProvider",
     "SandboxRequest",
+    "backend_class",
     "get_provider",
+    "open_backend",
     "snapshot_state",
 ]

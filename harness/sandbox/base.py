@@ -3,18 +3,22 @@
 A ``SandboxProvider`` is chosen by name (``local``, ``docker``). Before any trial it
 ``prepare``s every environment the run needs (build or resolve images and pin them to
 immutable ids); then it ``create``s one fresh ``Sandbox`` per trial attempt, which is
-destroyed when the attempt ends, whatever happened.
+destroyed when the attempt ends, whatever happened. Backends subclass the two base classes
+here: they mark what is required and give every optional capability a default.
 """
 
 from __future__ import annotations
 
+import abc
 import json
 import shlex
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 from harness.config.models import Environment, Limits
+from harness.config.models import Options as BackendOptions
 
 
 @dataclass
@@ -55,12 +59,18 @@ def network_hosts(environment: Environment, task_hosts: list[str] | None = None)
     return sorted({*environment.spec.network, *(task_hosts or [])})
 
 
-@runtime_checkable
-class Sandbox(Protocol):
-    id: str
-    image_id: str | None
-    workdir: str
+class Sandbox(abc.ABC):
+    """One fresh sandbox for one trial attempt. Subclass it: the four abstract methods are
+    required, the rest have defaults a backend overrides when it can do better."""
 
+    id: str
+    image_id: str | None = None
+    workdir: str
+    socket_dir: str | None = None
+    """The host side of ``SOCKET_MOUNT`` when the request asked for one and the backend
+    mounted it (Docker); None elsewhere."""
+
+    @abc.abstractmethod
     async def exec(
         self,
         cmd: str,
@@ -72,50 +82,110 @@ class Sandbox(Protocol):
     ) -> ExecResult:
         """Run ``cmd`` with ``bash -c`` in the workdir. Never raises for a non-zero exit;
         raises ``SandboxError`` only when the sandbox itself failed."""
-        ...
 
+    @abc.abstractmethod
     async def read_file(self, path: str) -> bytes: ...
 
+    @abc.abstractmethod
     async def write_file(self, path: str, data: bytes) -> None: ...
 
+    @abc.abstractmethod
     async def copy_in(self, src: Path, dest: str) -> None:
         """Copy a host directory's contents into ``dest`` (relative to the workdir)."""
-        ...
 
+    @abc.abstractmethod
     async def sweep(self) -> int:
         """The agent's turn is over: kill every process still running in the sandbox
         (before the final state is read and hidden material enters). Returns how many
         were signalled. Raises ``SandboxError`` when some cannot be killed."""
-        ...
 
     async def death_cause(self) -> str | None:
         """After a ``SandboxError``: the reason, when the backend's evidence shows the agent
-        itself ended the sandbox (killed its init, ran out of memory); else None."""
-        ...
+        itself ended the sandbox (killed its init, ran out of memory); else None (the
+        default: no such evidence)."""
+        return None
 
-    async def destroy(self, interrupted: bool = False) -> None: ...
+    @abc.abstractmethod
+    async def destroy(self, interrupted: bool = False) -> None:
+        """Remove the sandbox and everything started in it. Idempotent, never raises.
+        ``interrupted``: the trial was cancelled (Ctrl-C, a lost worker), so a backend may
+        skip graceful steps; the trial's ``finally`` passes it truthfully."""
 
-    # Optional: ``async def alive(self) -> bool`` says whether the sandbox itself still runs;
-    # a failed setup command in a dead sandbox is an infrastructure error, not a broken task.
-    # Optional: ``socket_dir: str | None``, the host side of ``SOCKET_MOUNT`` when the request
-    # asked for one and the backend mounted it (Docker); absent or None elsewhere.
+    async def alive(self) -> bool:
+        """Whether the sandbox itself still runs; a failed setup command in a dead sandbox
+        is an infrastructure error, not a broken task. Default: yes."""
+        return True
 
 
-@runtime_checkable
-class SandboxProvider(Protocol):
-    name: str
+class SandboxProvider(abc.ABC):
+    """A sandbox backend, registered by name in ``harness.sandbox.BACKENDS``.
+
+    Required: ``prepare``, ``create``, ``close``. Optional capabilities have defaults here
+    (never probed with ``hasattr``): ``gc``, ``prepare_networks``, ``lock_entries``,
+    ``healthy``. ``Options`` is the typed model of the suite's ``sandbox_options``; its
+    fields are the constructor's keyword arguments.
+    """
+
+    name: ClassVar[str]
     isolated: bool
+    Options: ClassVar[type[BackendOptions]] = BackendOptions
 
+    @classmethod
+    def validate_options(cls, raw: dict[str, Any]) -> BackendOptions:
+        """``sandbox_options`` checked against ``Options`` (raises ``ValidationError``)."""
+        return cls.Options.model_validate(raw)
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> SandboxProvider:
+        """A provider built from validated options (the keys the suite set, as given)."""
+        return cls(**{k: v for k, v in options if k in options.model_fields_set})
+
+    @abc.abstractmethod
     async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
         """Build or resolve each environment's image once; return name -> pinned image id."""
-        ...
 
+    @abc.abstractmethod
     async def create(self, request: SandboxRequest) -> Sandbox: ...
 
-    async def close(self) -> None: ...
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release everything the provider holds (sandboxes not yet destroyed included)."""
 
-    # Optional: ``async def healthy(self) -> bool`` answers whether the infrastructure is up;
-    # the circuit breaker uses it to probe while most attempts are crashing.
+    def gc(self) -> list[str]:
+        """Synchronous: remove sandboxes left behind by killed runs on this host; return
+        their ids. Default: nothing to collect."""
+        return []
+
+    async def prepare_networks(self, wanted: Iterable[tuple[Environment, list[str]]]) -> None:
+        """Before any trial, set up the network rules of tasks that add hosts of their own
+        (environment, allowed hosts), so a run whose rules cannot be installed refuses to
+        start. Default: nothing to prepare (the backend does not restrict egress)."""
+        return None
+
+    async def lock_entries(self, environments: list[Environment]) -> dict[str, dict[str, Any]]:
+        """Lock-file entries per environment name. Default: the pinned image id."""
+        ids = await self.prepare(environments)
+        return {name: {"image_id": image_id} for name, image_id in ids.items()}
+
+    async def healthy(self) -> bool:
+        """Is the infrastructure up? The circuit breaker probes it while most attempts
+        crash. Default: yes (the next attempt itself is then the probe)."""
+        return True
+
+    def pinned_images(self) -> dict[str, Any]:
+        """What the driver pinned per environment, for worker nodes to adopt (Ray). Default:
+        nothing to share (each node prepares its own)."""
+        return {}
+
+    async def adopt_images(self, pinned: dict[str, Any], fetch: ImageFetch | None) -> None:
+        """On a worker node: use the driver's ``pinned_images()``, loading an image this
+        node lacks from the archive ``fetch(image_id)`` returns (None: refuse such an
+        image with ``SandboxError``). Default: nothing to adopt."""
+        return None
+
+
+ImageFetch = Callable[[str], bytes]
+"""Blocking: the archive of one image (by id), e.g. shipped from the driver's node."""
 
 
 # ----------------------------------------------------------------------------- state

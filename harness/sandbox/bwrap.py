@@ -35,11 +35,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from pydantic import Field
 
-from harness.config.models import Limits
+from harness.config.models import Limits, Options
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox import bwrap_limits, trial_dirs
-from harness.sandbox.base import Environment, ExecResult, SandboxRequest, network_hosts
+from harness.sandbox.base import (
+    Environment,
+    ExecResult,
+    Sandbox,
+    SandboxProvider,
+    SandboxRequest,
+    network_hosts,
+)
 from harness.sandbox.local import _dir_digest
 
 log = logging.getLogger(__name__)
@@ -94,7 +102,7 @@ def _system_binds() -> list[str]:
     return args
 
 
-class BwrapSandbox:
+class BwrapSandbox(Sandbox):
     """One trial's directory; every ``exec`` is a fresh ``bwrap`` sandbox over it."""
 
     def __init__(
@@ -324,13 +332,22 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-class BwrapProvider:
+class BwrapOptions(Options):
+    """``sandbox_options`` of the ``bwrap`` backend."""
+
+    base_dir: str | None = Field(
+        None, description="where trial directories are made; default: the system's temp dir"
+    )
+
+
+class BwrapProvider(SandboxProvider):
     """Sandboxes from bubblewrap namespaces over per-trial host directories."""
 
     name = "bwrap"
     isolated = True
+    Options = BwrapOptions
 
-    def __init__(self, base_dir: str | None = None, limits: Limits | None = None, **_: object):
+    def __init__(self, base_dir: str | None = None, limits: Limits | None = None):
         if shutil.which("bwrap") is None:
             raise SandboxError(
                 "bubblewrap is not installed (apt-get install bubblewrap), "
@@ -405,4 +422,4 @@ class BwrapProvider:
         return [str(p) for p in trial_dirs.gc(self.base_dir)]
 
 
-__all__ = ["BwrapProvider", "BwrapSandbox", "bwrap_available"]
+__all__ = ["BwrapOptions", "BwrapProvider", "BwrapSandbox", "bwrap_available"]

@@ -42,13 +42,18 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+from pydantic import Field
 
+from harness.config.models import Options
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox import docker_gc, docker_images, docker_network, docker_sweep
 from harness.sandbox.base import (
     SOCKET_MOUNT,
     Environment,
     ExecResult,
+    ImageFetch,
+    Sandbox,
+    SandboxProvider,
     SandboxRequest,
     network_hosts,
 )
@@ -106,7 +111,7 @@ def docker_available(base_url: str | None = None, timeout: float = 3.0) -> bool:
 
 
 # ----------------------------------------------------------------------------- sandbox
-class DockerSandbox:
+class DockerSandbox(Sandbox):
     """One running container. Commands run with ``docker exec`` (``bash -c``)."""
 
     def __init__(
@@ -365,22 +370,33 @@ class DockerSandbox:
 
 
 # ----------------------------------------------------------------------------- provider
-class DockerProvider:
-    """Sandboxes as Docker containers.
+class DockerOptions(Options):
+    """``sandbox_options`` of the ``docker`` backend (all optional)."""
 
-    Options (all keyword, all optional; unknown options are ignored like ``local`` does):
+    base_url: str | None = Field(
+        None, description="Docker daemon URL; default: DOCKER_HOST or the local socket"
+    )
+    max_concurrency: int = Field(
+        32, ge=1, description="worker threads / HTTP connections for Docker calls"
+    )
+    pull: bool = Field(True, description="pull a missing `ref` image once during prepare")
+    cap_add: list[str] = Field(
+        default_factory=list, description="capabilities to give back after dropping ALL"
+    )
+    api_timeout: float = Field(
+        120.0, gt=0, description="seconds for one non-streaming Docker API call"
+    )
 
-    * ``base_url``: Docker daemon URL (default: ``DOCKER_HOST`` or the local socket);
-    * ``max_concurrency``: worker threads / HTTP connections for Docker calls (default 32);
-    * ``pull``: pull a missing ``ref`` image once during ``prepare`` (default True);
-    * ``cap_add``: capabilities to give back after dropping ALL (default none);
-    * ``api_timeout``: seconds for one non-streaming Docker API call (default 120).
+
+class DockerProvider(SandboxProvider):
+    """Sandboxes as Docker containers; options in ``DockerOptions``.
 
     Raises ``SandboxError`` naming ``--sandbox local`` when no daemon answers.
     """
 
     name = "docker"
     isolated = True
+    Options = DockerOptions
 
     def __init__(
         self,
@@ -389,7 +405,6 @@ class DockerProvider:
         pull: bool = True,
         cap_add: Iterable[str] = (),
         api_timeout: float = 120.0,
-        **_: object,
     ):
         try:
             self._client = make_client(base_url, api_timeout, max_concurrency)
@@ -573,6 +588,45 @@ class DockerProvider:
         """Synchronous: remove leftover harness containers (see ``docker_gc``)."""
         return docker_gc.gc(self._client, running_run_ids)
 
+    def pinned_images(self) -> dict[str, PinnedImage]:
+        """The images this provider pinned, per environment (worker nodes adopt them)."""
+        return dict(self._pinned)
+
+    async def adopt_images(self, pinned: dict[str, Any], fetch: ImageFetch | None) -> None:
+        """Use the driver's pinned images on this node, after checking the daemon has each
+        id; an image it lacks is loaded from ``fetch(image_id)`` and its id checked."""
+        import socket
+
+        import docker.errors
+
+        host = socket.gethostname()
+        for name, image in pinned.items():
+            try:
+                await anyio.to_thread.run_sync(self._client.images.get, image.image_id)
+            except docker.errors.ImageNotFound:
+                if fetch is None:
+                    raise SandboxError(
+                        f"node {host} has no image {image.image_id[:19]} pinned for "
+                        f"environment '{name}': give worker nodes the driver's images (docker "
+                        "save | docker load, or a registry pull by digest), or leave "
+                        "executor_options.ship_images on"
+                    ) from None
+                await anyio.to_thread.run_sync(self._load, fetch, image.image_id)
+            except docker.errors.DockerException as exc:
+                raise SandboxError(f"node {host}: {exc}") from exc
+            self._pinned[name] = image
+
+    def _load(self, fetch: ImageFetch, image_id: str) -> None:
+        import socket
+
+        log.info("node %s: loading image %s from the driver", socket.gethostname(), image_id[:19])
+        try:
+            docker_images.import_image(self._client, fetch(image_id), image_id)
+        except Exception as exc:
+            raise SandboxError(
+                f"node {socket.gethostname()}: shipping image {image_id[:19]} failed: {exc}"
+            ) from exc
+
 
 def gc(client=None, running_run_ids: Iterable[str] | None = None) -> list[str]:
     """Remove leftover ``harness=1`` containers; rule in :mod:`harness.sandbox.docker_gc`."""
@@ -593,6 +647,7 @@ def lock_entries(environments: list[Environment], **options: Any) -> dict[str, d
 
 
 __all__ = [
+    "DockerOptions",
     "DockerProvider",
     "DockerSandbox",
     "EnvironmentBuildError",

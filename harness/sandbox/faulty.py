@@ -14,16 +14,26 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
+from pydantic import Field, PrivateAttr
+
+from harness.config.models import Options as BackendOptions
 from harness.errors import SandboxError
-from harness.sandbox.base import Environment, ExecResult, Sandbox, SandboxRequest
+from harness.sandbox.base import (
+    Environment,
+    ExecResult,
+    Sandbox,
+    SandboxProvider,
+    SandboxRequest,
+)
 
 
-class FaultySandbox:
+class FaultySandbox(Sandbox):
     def __init__(self, inner: Sandbox, kill_at: int | None):
         self.inner = inner
         self.id, self.image_id, self.workdir = inner.id, inner.image_id, inner.workdir
-        self.socket_dir = getattr(inner, "socket_dir", None)
+        self.socket_dir = inner.socket_dir
         self.kill_at = kill_at
         self.calls = 0
 
@@ -48,8 +58,7 @@ class FaultySandbox:
         await self.inner.copy_in(src, dest)
 
     async def alive(self) -> bool:
-        alive = getattr(self.inner, "alive", None)
-        return True if alive is None else await alive()
+        return await self.inner.alive()
 
     async def sweep(self) -> int:
         return await self.inner.sweep()
@@ -61,8 +70,40 @@ class FaultySandbox:
         await self.inner.destroy(interrupted)
 
 
-class FaultyProvider:
+class FaultyOptions(BackendOptions):
+    """``sandbox_options`` of the ``faulty`` backend; every other key is an option of the
+    ``inner`` backend, checked against that backend's own options."""
+
+    inner: str = Field("local", description="the real backend faults are injected into")
+    create_failure: float = Field(0.2, ge=0, le=1, description="share of creations that fail")
+    kill: float = Field(0.05, ge=0, le=1, description="share of sandboxes killed mid-trial")
+    seed: int = Field(0, description="seed of the fault draws")
+    _inner_options: BackendOptions = PrivateAttr(default_factory=BackendOptions)
+
+
+class FaultyProvider(SandboxProvider):
     name = "faulty"
+    Options = FaultyOptions
+
+    @classmethod
+    def validate_options(cls, raw: dict[str, Any]) -> FaultyOptions:
+        from harness.sandbox import BACKENDS
+
+        own = {k: v for k, v in raw.items() if k in FaultyOptions.model_fields}
+        options = FaultyOptions.model_validate(own)
+        inner = BACKENDS.load(options.inner)
+        rest = {k: v for k, v in raw.items() if k not in own}
+        options._inner_options = inner.validate_options(rest)
+        return options
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> FaultyProvider:
+        assert isinstance(options, FaultyOptions)
+        inner = options._inner_options
+        return cls(
+            **{k: v for k, v in options if k in options.model_fields_set},
+            **{k: v for k, v in inner if k in inner.model_fields_set},
+        )
 
     def __init__(
         self,
@@ -70,7 +111,7 @@ class FaultyProvider:
         create_failure: float = 0.2,
         kill: float = 0.05,
         seed: int = 0,
-        **options,
+        **options: Any,
     ):
         from harness.sandbox import get_provider
 
@@ -94,8 +135,13 @@ class FaultyProvider:
         return FaultySandbox(await self.inner.create(request), kill_at)
 
     async def healthy(self) -> bool:
-        check = getattr(self.inner, "healthy", None)
-        return await check() if check else True
+        return await self.inner.healthy()
+
+    def gc(self) -> list[str]:
+        return self.inner.gc()
+
+    async def prepare_networks(self, wanted) -> None:
+        await self.inner.prepare_networks(wanted)
 
     async def close(self) -> None:
         await self.inner.close()

@@ -21,17 +21,19 @@ from typing import Any
 
 import anyio
 from anyio.abc import Process
+from pydantic import Field
 
+from harness.config.models import Options
 from harness.errors import SandboxError
 from harness.sandbox import trial_dirs
-from harness.sandbox.base import Environment, ExecResult, SandboxRequest
+from harness.sandbox.base import Environment, ExecResult, Sandbox, SandboxProvider, SandboxRequest
 
 log = logging.getLogger(__name__)
 
 _SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
-class LocalSandbox:
+class LocalSandbox(Sandbox):
     def __init__(self, root: Path, image_id: str | None):
         self.id = f"local-{uuid.uuid4().hex[:12]}"
         self.image_id = image_id
@@ -167,11 +169,20 @@ class _nullcontext:
         return False
 
 
-class LocalProvider:
+class LocalOptions(Options):
+    """``sandbox_options`` of the ``unsafe-local`` backend."""
+
+    base_dir: str | None = Field(
+        None, description="where trial directories are made; default: the system's temp dir"
+    )
+
+
+class LocalProvider(SandboxProvider):
     name = "unsafe-local"
     isolated = False
+    Options = LocalOptions
 
-    def __init__(self, base_dir: str | None = None, **_: object):
+    def __init__(self, base_dir: str | None = None):
         self.base_dir = base_dir
         self._warned = False
 
@@ -212,4 +223,4 @@ def _dir_digest(root: Path) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["LocalProvider", "LocalSandbox"]
+__all__ = ["LocalOptions", "LocalProvider", "LocalSandbox"]

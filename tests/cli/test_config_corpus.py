@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_suite
 from harness.errors import ConfigError
+from harness.resolve import load as load_suite
 from tests.cli.config_corpus import all_cases, write_case
 from tests.conftest import run_cli
 

@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-from harness.agents import AgentContext, AgentResult
+from harness.agents import Agent, AgentContext, AgentResult
 
 
 @dataclass
@@ -55,7 +55,7 @@ def plan(task_id: str, variant: str, seed: int) -> Plan:
     )
 
 
-class ContractAgent:
+class ContractAgent(Agent):
     name = "contract"
 
     async def run(self, ctx: AgentContext) -> AgentResult:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config import load_suite
 from harness.errors import ConfigError
+from harness.resolve import load as load_suite
 from tests.conftest import write_suite
 
 GOOD_TASK = {
@@ -127,6 +127,46 @@ def case_primary_unknown_arm(tmp):
     return p, "suite.yaml", None, "unknown arm 'ghost'"
 
 
+def case_misspelt_agent_param(tmp):
+    arms = [{"name": "a", "agent": "simulated", "params": {"pp": 0.5}}]
+    return _suite(tmp, arms=arms), "suite.yaml", "arms[0].params.pp", "unknown key"
+
+
+def case_bad_agent_param_value(tmp):
+    arms = [{"name": "a", "agent": "command", "params": {"command": "true", "where": "moon"}}]
+    return _suite(tmp, arms=arms), "suite.yaml", "arms[0].params.where", "'sandbox'"
+
+
+def case_unimportable_agent_path(tmp):
+    arms = [{"name": "a", "agent": "no_such_module:Agent"}]
+    return _suite(tmp, arms=arms), "suite.yaml", "arms[0].agent", "cannot import"
+
+
+def case_misspelt_sandbox_option(tmp):
+    p = _suite(tmp, sandbox="unsafe-local", sandbox_options={"base_dirr": "/tmp"})
+    return p, "suite.yaml", "sandbox_options.base_dirr", "unknown key"
+
+
+def case_misspelt_inner_sandbox_option(tmp):
+    options = {"inner": "unsafe-local", "kill": 0.1, "base_dirr": "/tmp"}
+    p = _suite(tmp, sandbox="faulty", sandbox_options=options)
+    return p, "suite.yaml", "sandbox_options.base_dirr", "unknown key"
+
+
+def case_misspelt_executor_option(tmp):
+    p = _suite(tmp, executor="ray", executor_options={"num_cpu": 1})
+    return p, "suite.yaml", "executor_options.num_cpu", "unknown key"
+
+
+def case_options_for_an_executor_without_any(tmp):
+    p = _suite(tmp, executor_options={"num_cpus": 1})
+    return p, "suite.yaml", "executor_options.num_cpus", "unknown key"
+
+
+def case_unknown_executor(tmp):
+    return _suite(tmp, executor="slurm"), "suite.yaml", "executor", "unknown executor"
+
+
 def case_missing_suite_file(tmp):
     return tmp / "absent.yaml", "absent.yaml", None, "file not found"
 
@@ -159,7 +199,15 @@ def test_line_numbers_are_reported(tmp_path):
 
 @pytest.mark.parametrize(
     "case",
-    [case_unknown_key, case_bad_yaml, case_unknown_grader, case_missing_suite_file],
+    [
+        case_unknown_key,
+        case_bad_yaml,
+        case_unknown_grader,
+        case_missing_suite_file,
+        case_misspelt_agent_param,
+        case_misspelt_sandbox_option,
+        case_misspelt_executor_option,
+    ],
     ids=lambda c: c.__name__[5:],
 )
 def test_cli_prints_one_line_and_exits_2(case, tmp_path, cli):
@@ -169,4 +217,6 @@ def test_cli_prints_one_line_and_exits_2(case, tmp_path, cli):
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, result.stderr
     assert file in lines[0] and text in lines[0]
+    if _field:
+        assert f"field '{_field}'" in lines[0]
     assert "Traceback" not in result.stderr + result.stdout

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import shlex
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import Agent, AgentContext, AgentResult
+from harness.config.models import Options
 
 PROBE = r"""
 import json, os, socket, sys
@@ -47,8 +48,15 @@ print(json.dumps(escapes))
 """
 
 
-class Adversary:
+class AdversaryParams(Options):
+    port: int
+    secret_file: str
+    marker: str
+
+
+class Adversary(Agent):
     name = "adversary"
+    Params = AdversaryParams
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         p = ctx.params

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.config import load_suite
 from harness.errors import ConfigError
+from harness.resolve import load as load_suite
 
 SUITE_KEYS = [
     "name",

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.config.loader import load_suite
 from harness.models.pricing import DEFAULT_PRICES
 from harness.plan import Job, trial_seed
+from harness.resolve import load as load_suite
 from harness.sandbox.local import LocalProvider
 from harness.trial import RunContext, run_trial
 from tests.fakes.openai_server import FakeOpenAI, call, completion

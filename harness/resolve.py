@@ -1,0 +1,216 @@
+"""Resolve: the names in a loaded suite become the classes and checked options that run it.
+
+``harness.config`` reads files into plain data. This step, one layer up, looks every name up
+in its registry (agents, graders, sandbox backends, executors; ``module:Class`` paths too)
+and validates each one's parameters against the typed model that class declares. Every
+problem is a ``ConfigError`` naming the file, the field and its line, raised before any
+sandbox or trial exists; the CLI prints it as one line and exits 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from graders import Grader, build_grader
+from harness.agents import AGENTS, Agent
+from harness.config.loader import (
+    LoadedTask,
+    Path_,
+    ResolvedSuite,
+    field_path,
+    from_validation,
+    load_suite,
+    nearest_line,
+)
+from harness.config.models import Arm, Options
+from harness.errors import ConfigError
+from harness.executors import EXECUTORS, Executor
+from harness.registry import RegistryError
+from harness.sandbox import SandboxProvider, backend_class, open_backend
+from harness.suitepath import import_beside
+
+if TYPE_CHECKING:
+    from harness.trial import RunContext
+
+
+@dataclass(frozen=True)
+class AgentBinding:
+    """An arm's agent class with its validated params."""
+
+    cls: type[Agent]
+    params: Options
+
+    def make(self) -> Agent:
+        """A fresh agent for one trial attempt."""
+        return self.cls(self.params)
+
+    def wants_socket_dir(self, arm: Arm) -> bool:
+        return self.cls.wants_socket_dir(self.params, arm)
+
+
+@dataclass(frozen=True)
+class SandboxBinding:
+    """The chosen sandbox backend (``auto`` already decided) with its validated options."""
+
+    name: str
+    cls: type[SandboxProvider]
+    options: Options
+
+    def open(self) -> SandboxProvider:
+        return open_backend(self.name, self.cls, self.options)
+
+
+@dataclass(frozen=True)
+class ExecutorBinding:
+    """The executor backend with its validated options."""
+
+    name: str
+    cls: type[Executor]
+    options: Options
+
+    def open(self, rc: RunContext, sandbox: str, address: str | None) -> Executor:
+        """Blocking: Ray connects to its cluster here."""
+        return self.cls(rc, sandbox, address=address, options=self.options)
+
+
+@dataclass
+class Resolved(ResolvedSuite):
+    """A loaded suite plus what its names resolved to. It is a ``ResolvedSuite``, so code
+    that needs only the data (plan, report) takes it unchanged."""
+
+    agents: dict[str, AgentBinding] = field(default_factory=dict)
+    """Arm name -> its agent."""
+    graders: dict[str, list[Grader]] = field(default_factory=dict)
+    """Task id -> its graders, built once."""
+    sandbox: SandboxBinding | None = None
+    executor: ExecutorBinding | None = None
+
+
+def choose_sandbox(requested: str, file: str = "suite", line: int | None = None) -> str:
+    """'auto' means docker when a daemon answers, else bwrap when bubblewrap works here.
+
+    The bare ``unsafe-local`` backend (which isolates nothing) is never chosen for you: with
+    neither Docker nor bubblewrap, ``auto`` is an error that says how to get one or how to
+    ask for ``unsafe-local`` by name.
+    """
+    if requested != "auto":
+        return requested
+    from harness.sandbox.bwrap import bwrap_available
+    from harness.sandbox.docker import docker_available
+
+    if docker_available():
+        return "docker"
+    if bwrap_available():
+        return "bwrap"
+    raise ConfigError(
+        file,
+        "sandbox",
+        "sandbox 'auto' found neither a Docker daemon nor a working bubblewrap "
+        "(apt-get install bubblewrap); name `--sandbox unsafe-local` to run with NO isolation",
+        line,
+    )
+
+
+def load(path: str | Path, overrides: dict[str, Any] | None = None) -> Resolved:
+    """Load a suite (``harness.config``) and resolve it: the one entry point for commands.
+    ``module:Class`` names may live in modules beside the suite file."""
+    import_beside(path)
+    return resolve(load_suite(path, overrides))
+
+
+def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
+    """Look up every name of ``config`` and validate its parameters.
+
+    ``sandbox`` overrides the suite's backend (``auto`` is decided here). Raises
+    ``ConfigError`` naming the file, field and line of the first problem.
+    """
+    suite = config.suite
+    data = {f.name: getattr(config, f.name) for f in fields(ResolvedSuite)}
+    return Resolved(
+        **data,
+        agents={arm.name: _agent(config, i, arm) for i, arm in enumerate(suite.arms)},
+        graders={lt.task.id: _graders(lt) for lt in config.tasks},
+        sandbox=_sandbox(config, _choose(config, sandbox or suite.sandbox)),
+        executor=_executor(config),
+    )
+
+
+def _error(config: ResolvedSuite, loc: Path_, message: str) -> ConfigError:
+    return ConfigError(str(config.path), field_path(loc), message, nearest_line(config.lines, loc))
+
+
+def _options(config: ResolvedSuite, loc: Path_, check: Any, raw: dict[str, Any]) -> Options:
+    """``check(raw)`` (a model's validation), its first error as a one-line ConfigError."""
+    try:
+        return check(raw)
+    except ValidationError as exc:
+        raise from_validation(exc, config.path, config.lines, loc) from None
+    except RegistryError as exc:  # an inner backend named in the options
+        raise _error(config, loc, str(exc)) from None
+
+
+def _agent(config: ResolvedSuite, i: int, arm: Arm) -> AgentBinding:
+    try:
+        cls = AGENTS.load(arm.agent)
+    except RegistryError as exc:
+        raise _error(config, ("arms", i, "agent"), str(exc)) from None
+    params = _options(config, ("arms", i, "params"), cls.Params.model_validate, arm.params)
+    return AgentBinding(cls, params)
+
+
+def _graders(loaded: LoadedTask) -> list[Grader]:
+    built = []
+    for g, spec in enumerate(loaded.task.graders):
+        loc = (*loaded.prefix, "graders", g)
+        try:
+            built.append(build_grader(spec))
+        except RegistryError as exc:
+            where = (*loc, "type")
+            raise ConfigError(
+                str(loaded.file), field_path(where), str(exc), nearest_line(loaded.lines, where)
+            ) from None
+        except ValidationError as exc:
+            raise from_validation(exc, loaded.file, loaded.lines, loc) from None
+    return built
+
+
+def _choose(config: ResolvedSuite, requested: str) -> str:
+    return choose_sandbox(requested, str(config.path), nearest_line(config.lines, ("sandbox",)))
+
+
+def _sandbox(config: ResolvedSuite, name: str) -> SandboxBinding:
+    try:
+        cls = backend_class(name)
+    except RegistryError as exc:
+        message = str(exc).replace("(known: ", "(known: auto, ")
+        raise _error(config, ("sandbox",), message) from None
+    options = config.suite.sandbox_options
+    checked = _options(config, ("sandbox_options",), cls.validate_options, options)
+    return SandboxBinding(name, cls, checked)
+
+
+def _executor(config: ResolvedSuite) -> ExecutorBinding:
+    suite = config.suite
+    try:
+        cls = EXECUTORS.load(suite.executor)
+    except RegistryError as exc:
+        raise _error(config, ("executor",), str(exc)) from None
+    options = _options(
+        config, ("executor_options",), cls.Options.model_validate, suite.executor_options
+    )
+    return ExecutorBinding(suite.executor, cls, options)
+
+
+__all__ = [
+    "AgentBinding",
+    "ExecutorBinding",
+    "Resolved",
+    "SandboxBinding",
+    "choose_sandbox",
+    "load",
+    "resolve",
+]
