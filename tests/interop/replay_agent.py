@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
-from harness.agents.base import AgentContext, AgentResult
+from typing import Any
+
+from harness.agents.base import Agent, AgentContext, AgentResult
+from harness.config.models import Options
 
 
-class ReplayAgent:
+class ReplayParams(Options):
+    steps: dict[str, list[dict[str, Any]]]
+
+
+class ReplayAgent(Agent):
     name = "replay"
+    Params = ReplayParams
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         task_id = getattr(ctx, "task_id", None) or ctx.task.id

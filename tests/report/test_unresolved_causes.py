@@ -41,14 +41,15 @@ def test_top_causes_then_a_count_of_the_rest():
 def test_every_output_names_the_cause(tmp_path):
     suite = write_suite(tmp_path / "s", n_tasks=3)
     (suite.parent / "broken_agent.py").write_text(
-        "from harness.agents import AgentResult\n\n\n"
-        "class Broken:\n"
+        "from harness.agents import Agent, AgentResult\n\n\n"
+        "class Broken(Agent):\n"
         "    name = 'broken'\n\n"
         "    async def run(self, ctx) -> AgentResult:\n"
         "        import no_such_module_xyz  # noqa: F401\n"
     )
     doc = yaml.safe_load(suite.read_text())
     doc["arms"][0]["agent"] = "broken_agent:Broken"
+    doc["arms"][0].pop("params", None)  # the simulated agent's; Broken takes none
     suite.write_text(yaml.safe_dump(doc))
     store = f"sqlite:///{tmp_path}/h.db"
     code, terminal, err = _main("run", str(suite), "--store", store, "-q")
