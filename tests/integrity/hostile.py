@@ -17,7 +17,8 @@ from typing import Any
 
 import anyio
 
-from harness.agents.base import AgentContext, AgentResult
+from harness.agents.base import Agent, AgentContext, AgentResult
+from harness.config.models import Options
 
 WORD = "tangerine-4471"
 PLACES = ("task", "solution", "graders", "_task", "reference", "expected")
@@ -322,10 +323,19 @@ PROBES = {
 }
 
 
-class Probe:
+class ProbeParams(Options):
+    probe: str
+    tag: int
+    port: int
+    marker: str
+    secret: str
+
+
+class Probe(Agent):
     """One hostile behaviour per arm (``params: {probe: NAME, tag: N, ...}``)."""
 
     name = "probe"
+    Params = ProbeParams
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         return await PROBES[ctx.params["probe"]](ctx, ctx.params["tag"])
