@@ -33,7 +33,9 @@ class ConfigError(HarnessError):
         self.file, self.field, self.message, self.line = file, field, message, line
         where = f"{file}:{line}" if line else file
         loc = f" field '{field}':" if field else ""
-        super().__init__(f"{where}:{loc} {message}")
+        # One line whatever the file held: a key or value with a line break is shown escaped.
+        text = f"{where}:{loc} {message}"
+        super().__init__(text.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 # --- infrastructure: retried up to the suite's max_attempts -------------------------------

@@ -111,3 +111,9 @@ def test_fuzzed_task_fields(changes):
 @given(values, values)
 def test_fuzzed_whole_documents(suite, tasks):
     _check(suite, tasks)
+
+
+def test_a_key_with_a_line_break_still_gives_one_line():
+    """Found by the fuzzer: an unknown key holding a newline broke the one-line error."""
+    _check({**GOOD_SUITE, "bo\ngus": 1}, {"tasks": [GOOD_TASK]})
+    _check(GOOD_SUITE, {"tasks": [{**GOOD_TASK, "x\r\ny": "z"}]})
