@@ -197,8 +197,8 @@ def run_page(store_url: str, run) -> str:
 
 
 TRIAL_COLUMNS = (
-    "id, arm, task_id, variant, trial_index, status, score, reason, cost_usd, latency_s, "
-    "tokens_in, tokens_out"
+    "id, arm, task_id, variant, trial_index, status, failure_kind, score, reason, cost_usd, "
+    "latency_s, tokens_in, tokens_out"
 )
 
 

@@ -193,6 +193,7 @@ def facts(t) -> list[list[tuple[str, Any, str]]]:
     """(label, value, kind) pairs in two columns; kind is 'text', 'badge' or 'code'."""
     rows = [
         ("status", t.status, "badge"),
+        ("failure kind", failure_kind_fact(t), "code" if t.failure_kind else "text"),
         ("score", num(t.score), "text"),
         ("arm", t.arm, "text"),
         ("task", t.task_id + (f" · variant {t.variant}" if t.variant else ""), "text"),
@@ -217,6 +218,14 @@ def facts(t) -> list[list[tuple[str, Any, str]]]:
     ]
     half = (len(rows) + 1) // 2
     return [rows[:half], rows[half:]]
+
+
+def failure_kind_fact(t) -> str:
+    """The agent-caused failure kind (timeout, invalid_agent_result...), or why there is none:
+    a graded verdict or an unresolved trial is not the agent's own fault."""
+    if t.failure_kind:
+        return str(t.failure_kind)
+    return "— (not an agent-caused failure)"
 
 
 def tokens_fact(t) -> str:

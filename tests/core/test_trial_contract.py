@@ -380,6 +380,9 @@ def test_html_report_and_trial_pages_show_the_stored_values(contract_run):
                     "seed": f"<code>{t['seed']}</code>",
                     "image id": f"<code>{t['image_id']}</code>",
                     "class / cluster": f"{t['task_class']} / {t['cluster']}",
+                    "failure kind": f"<code>{t['failure_kind']}</code>"
+                    if t["failure_kind"]
+                    else "— (not an agent-caused failure)",
                 }
                 for fact, value in want.items():
                     assert facts.get(fact) == value, (t["id"], fact, facts.get(fact), value)

@@ -4,7 +4,10 @@ one trial id, per arm."""
 from __future__ import annotations
 
 import json
+import re
+import threading
 
+import httpx
 import yaml
 
 from harness.report.causes import cause_kind, unresolved_causes
@@ -68,3 +71,43 @@ def test_every_output_names_the_cause(tmp_path):
 
     code, md, _ = _main("report", "--markdown", "--store", store)
     assert "Failed by the agent's own fault" in md and "no\\_such\\_module\\_xyz" in md
+
+    html_file = tmp_path / "report.html"
+    code, _, err = _main("report", "--store", store, "--html", str(html_file), "-q")
+    assert code == 0, err
+    html = html_file.read_text()
+    assert "Failed by the agent's own fault (by kind)" in html
+    row = re.search(
+        r"<tr><td>base</td><td><code>failed: agent_error</code></td>"
+        r"<td class='n'>(\d+)</td>",
+        html,
+    )
+    assert row and int(row.group(1)) == cause["count"], "by-kind count (n) in the HTML report"
+    _viewer_shows_failure_kind(store, cause["trial_id"], "agent_error")
+
+
+def _viewer_shows_failure_kind(store: str, trial_id: int, kind: str) -> None:
+    """The trial page has a 'failure kind' fact and the run's trial list a column with it."""
+    from harness.store import Store
+    from harness.viewer.server import make_server
+
+    s = Store(store)
+    try:
+        run_id = s.trial(trial_id).run_id
+    finally:
+        s.close()
+    server = make_server(store, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with httpx.Client(base_url=base, timeout=30) as client:
+            page = client.get(f"/trial/{trial_id}").text
+            facts = dict(re.findall(r"<tr><th>([^<]+)</th><td>(.*?)</td></tr>", page))
+            assert facts.get("failure kind") == f"<code>{kind}</code>", facts
+            listing = client.get(f"/run/{run_id}/trials").text
+            assert "<th>failure kind</th>" in listing
+            assert f'<a href="/trial/{trial_id}">' in listing
+            assert listing.count(f'<code class="failure-kind">{kind}</code>') == 6
+    finally:
+        server.shutdown()
+        server.server_close()

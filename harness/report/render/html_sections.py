@@ -272,12 +272,23 @@ def infra(
         for arm in rr.arms
         for c in ((_arm(data, arm).get("unresolved_causes") or {}).get("causes") or [])
     ]
+    agent_failures = [
+        {"arm": arm, **c}
+        for arm in rr.arms
+        for c in ((_arm(data, arm).get("agent_failure_causes") or {}).get("causes") or [])
+    ]
+    agent_other = {
+        arm: int((_arm(data, arm).get("agent_failure_causes") or {}).get("other") or 0)
+        for arm in rr.arms
+    }
     return {
         "plot": svg,
         "statuses": statuses,
         "rows": rows,
         "kinds": error_kinds[:50],
         "causes": causes,
+        "agent_failures": agent_failures,
+        "agent_other": {a: n for a, n in agent_other.items() if n},
         "note": note,
     }
 
