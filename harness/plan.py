@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from harness.config.loader import ResolvedSuite
 from harness.seeds import derive_seed, trial_seed
+
+if TYPE_CHECKING:
+    from harness.release.records import TrialRecord
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def _block(resolved: ResolvedSuite, arm_names: list[str], task_ids: list[str], i
     return jobs
 
 
-def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[dict]) -> list[Job]:
+def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[TrialRecord]) -> list[Job]:
     """Phase 2 of adaptive repeats: extra trial indices for discordant or unstable tasks.
 
     ``rows`` are the run's trial rows (a list of dicts, or ``Store.trial_columns`` output with
@@ -78,7 +82,10 @@ def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[dict]) -> 
         return []
     if isinstance(rows, dict):
         keys = list(rows)
-        rows = [dict(zip(keys, vals, strict=True)) for vals in zip(*rows.values(), strict=True)]
+        rows = [
+            cast("TrialRecord", dict(zip(keys, vals, strict=True)))
+            for vals in zip(*rows.values(), strict=True)
+        ]
     arm_names = [a.name for a in suite.arms]
     per_index = len(arm_names)
     if suite.variants:  # the costliest task bounds the spend per extra index

@@ -17,6 +17,7 @@ import random
 from collections import defaultdict
 from typing import Any
 
+from harness.release.records import DesignSummary, TrialRecord
 from harness.seeds import derive_seed
 
 
@@ -25,7 +26,7 @@ def _order_key(seed: int, task_id: str) -> float:
 
 
 def select_repeats(
-    rows: list[dict[str, Any]],
+    rows: list[TrialRecord],
     arms: list[str],
     *,
     first_k: int,
@@ -80,7 +81,7 @@ def design_summary(
     repeats: dict[str, Any] | None,
     trials_per_task: int,
     counts: dict[str, list[int]],
-) -> dict[str, Any]:
+) -> DesignSummary:
     """Name the trial design and its spend from the suite's ``repeats`` settings and the
     trials each task received per arm (``counts[arm]`` = trials per task).
 

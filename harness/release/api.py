@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.release.records import GateResult, RunComparison
 
 
 def compare_runs(
@@ -15,7 +16,7 @@ def compare_runs(
     *,
     force: bool = False,
     confidence: float = 0.95,
-) -> dict[str, Any]:
+) -> RunComparison:
     """``harness compare A B``: preconditions, the paired comparison, A/A floor, screens.
 
     Returns the comparison dict with ``differences`` (empty when pairable) and
@@ -34,7 +35,7 @@ def compare_runs(
     rows_a = [r for r in all_a if r["arm"] == a.arm]
     rows_b = [r for r in all_b if r["arm"] == b.arm]
     diffs = differences(a.run.config or {}, rows_a, b.run.config or {}, rows_b, (a.label, b.label))
-    out: dict[str, Any] = {
+    out: RunComparison = {
         "baseline_side": a.label,
         "candidate_side": b.label,
         "differences": diffs,
@@ -53,7 +54,7 @@ def compare_runs(
         phase_one_trials=phase_one_trials(a.run, b.run),
     )
     c = paired_comparison(rows_a, rows_b, **kw)
-    out.update(c)
+    out = {**out, **c}
     out["within_run"] = a.run.id == b.run.id
     if not out["within_run"]:
         out["note"] = (
@@ -66,7 +67,10 @@ def compare_runs(
         n = paired_comparison(rows_a, [r for r in all_a if r["arm"] == aa], **kw)
         crn = uses_common_random_numbers(a.run.config, aa)
         out["noise_floor"] = noise_floor(n, aa, common_random_numbers=crn)
-    headline_flat = c["estimate"] is not None and c["lo"] <= 0 <= c["hi"]
+    lo, hi = c.get("lo"), c.get("hi")
+    headline_flat = (
+        c["estimate"] is not None and lo is not None and hi is not None and lo <= 0 <= hi
+    )
     out["screens"] = class_screens(
         rows_a,
         rows_b,
@@ -120,7 +124,7 @@ def suite_name_of(name_or_file: str) -> str:
     return data["name"]
 
 
-def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> dict[str, Any]:
+def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> GateResult:
     """``harness gate RUN``: the run's policy (suite ``gate:`` or ``--policy``) applied."""
     from harness.config.models import GatePolicy
     from harness.release.gate import evaluate_gate

@@ -14,9 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from harness.release.records import TrialRecord
+from harness.report.records import ArmRate, Comparison, Dropped, PairTable
+
+if TYPE_CHECKING:
+    from harness.stats.estimate import Estimate
 
 RESOLVED = ("passed", "failed")
 
@@ -34,7 +40,7 @@ PAIRING_TRIAL = "per-trial (shared seed blocks)"
 PAIRING_TASK = "per-task"
 
 
-def outcome(row: dict[str, Any], denominator: str = "failure") -> float | None:
+def outcome(row: TrialRecord, denominator: str = "failure") -> float | None:
     """A trial's 0/1 outcome, or None when the row leaves the denominator.
 
     ``denominator="failure"`` (the default, the conservative reading of the when-not-to-ship guide) counts an
@@ -53,7 +59,7 @@ def outcome(row: dict[str, Any], denominator: str = "failure") -> float | None:
 
 
 def task_rates(
-    rows: Iterable[dict[str, Any]], denominator: str = "failure"
+    rows: Iterable[TrialRecord], denominator: str = "failure"
 ) -> tuple[dict[str, float], dict[str, str]]:
     """Per-task success rates over the task-as-written trials (variants left out), and each
     task's cluster: the per-task aggregation every interval over tasks starts from."""
@@ -72,7 +78,7 @@ def task_rates(
 COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index", "seed", "variant")
 
 
-TrialRows = Iterable[dict[str, Any]] | Mapping[str, Any]
+TrialRows = Iterable[TrialRecord] | Mapping[str, Any]
 """Trial rows as dicts, or as columns (a mapping of equal-length sequences or arrays)."""
 NULL: Any = None
 """Python None as a numpy operand: ``np.equal(column, NULL)`` marks the missing values."""
@@ -220,7 +226,7 @@ def paired_comparison(
     weights: bool = True,
     variants: bool = False,
     phase_one_trials: int | None = None,
-) -> dict[str, Any]:
+) -> Comparison:
     """Paired comparison of candidate (B) against baseline (A) on the tasks both ran.
 
     Estimand: Σ_j w_j (p̂_Bj − p̂_Aj) / Σ_j w_j, the weighted mean over paired tasks of the
@@ -277,13 +283,13 @@ def paired_comparison(
     only_a = sorted(set(ta.ids.tolist()) - set(tb.ids.tolist()))
     only_b = sorted(set(tb.ids.tolist()) - set(ta.ids.tolist()))
     no_verdict = common[~ok].tolist()
-    dropped = {
+    dropped: Dropped = {
         "n": len(only_a) + len(only_b) + len(no_verdict),
         "baseline_only": only_a[:20],
         "candidate_only": only_b[:20],
         "no_resolved_trial": no_verdict[:20],
     }
-    out: dict[str, Any] = {
+    out: Comparison = {
         "confidence": confidence,
         "estimator": ESTIMATOR_ALL,
         "fixed_rule": FIXED_RULE,
@@ -304,23 +310,25 @@ def paired_comparison(
     }
     if not paired:
         out.update(
-            estimate=None,
-            lo=None,
-            hi=None,
-            n_clusters=0,
-            method=None,
-            independent_unit=None,
-            interval_warning=None,
-            table={"both_pass": 0, "fixed": 0, "broke": 0, "both_fail": 0},
-            signs={"improved": 0, "worse": 0, "tied": 0},
-            p_value=None,
-            p_values={},
-            test=None,
-            pairing=None,
-            design="no paired tasks",
-            baseline=None,
-            candidate=None,
-            tasks=[],
+            {
+                "estimate": None,
+                "lo": None,
+                "hi": None,
+                "n_clusters": 0,
+                "method": None,
+                "independent_unit": None,
+                "interval_warning": None,
+                "table": {"both_pass": 0, "fixed": 0, "broke": 0, "both_fail": 0},
+                "signs": {"improved": 0, "worse": 0, "tied": 0},
+                "p_value": None,
+                "p_values": {},
+                "test": None,
+                "pairing": None,
+                "design": "no paired tasks",
+                "baseline": None,
+                "candidate": None,
+                "tasks": [],
+            }
         )
         return out
 
@@ -335,7 +343,7 @@ def paired_comparison(
     d = rb - ra
     single = bool(np.all(na == 1) and np.all(nb == 1))
     pass_a, pass_b = ra >= 0.5, rb >= 0.5
-    table = {
+    table: PairTable = {
         "both_pass": int(np.count_nonzero(pass_a & pass_b)),
         "fixed": int(np.count_nonzero(~pass_a & pass_b)),
         "broke": int(np.count_nonzero(pass_a & ~pass_b)),
@@ -363,51 +371,53 @@ def paired_comparison(
     else:
         design = "unequal trials per task (e.g. adaptive repeats)"
     out.update(
-        estimate=diff.estimate,
-        lo=diff.lo,
-        hi=diff.hi,
-        se=diff.se,
-        n_clusters=len(set(clusters)),
-        independent_unit=diff.unit,
-        n_units=diff.n_units,
-        method=diff.method,
-        method_key=diff.method_key,
-        interval_warning=diff.warning,
-        table=table,
-        signs=signs,
-        p_value=p_values["two-sided"],
-        p_values=p_values,
-        test=test,
-        pairing=PAIRING_TRIAL if shared else PAIRING_TASK,
-        design=design,
-        baseline=_arm_record(base),
-        candidate=_arm_record(cand),
-        tasks=[
-            {
-                "task_id": t,
-                "task_class": k,
-                "cluster": c,
-                "baseline": a,
-                "candidate": b,
-                "n_baseline": x,
-                "n_candidate": y,
-            }
-            for t, k, c, a, b, x, y in zip(
-                paired,
-                ta.task_class[ia].tolist(),
-                clusters,
-                ra.tolist(),
-                rb.tolist(),
-                na.tolist(),
-                nb.tolist(),
-                strict=True,
-            )
-        ],
+        {
+            "estimate": diff.estimate,
+            "lo": diff.lo,
+            "hi": diff.hi,
+            "se": diff.se,
+            "n_clusters": len(set(clusters)),
+            "independent_unit": diff.unit,
+            "n_units": diff.n_units,
+            "method": diff.method,
+            "method_key": diff.method_key,
+            "interval_warning": diff.warning,
+            "table": table,
+            "signs": signs,
+            "p_value": p_values["two-sided"],
+            "p_values": p_values,
+            "test": test,
+            "pairing": PAIRING_TRIAL if shared else PAIRING_TASK,
+            "design": design,
+            "baseline": _arm_record(base),
+            "candidate": _arm_record(cand),
+            "tasks": [
+                {
+                    "task_id": t,
+                    "task_class": k,
+                    "cluster": c,
+                    "baseline": a,
+                    "candidate": b,
+                    "n_baseline": x,
+                    "n_candidate": y,
+                }
+                for t, k, c, a, b, x, y in zip(
+                    paired,
+                    ta.task_class[ia].tolist(),
+                    clusters,
+                    ra.tolist(),
+                    rb.tolist(),
+                    na.tolist(),
+                    nb.tolist(),
+                    strict=True,
+                )
+            ],
+        }
     )
     return out
 
 
-def _arm_record(e) -> dict[str, Any]:
+def _arm_record(e: Estimate) -> ArmRate:
     """One arm's rate over the paired tasks, with n, unit and the shared method."""
     return {
         "rate": e.estimate,
@@ -420,7 +430,7 @@ def _arm_record(e) -> dict[str, Any]:
     }
 
 
-def _phase_one(rows_a: TrialRows, rows_b: TrialRows, k: int, **kw: Any) -> dict[str, Any]:
+def _phase_one(rows_a: TrialRows, rows_b: TrialRows, k: int, **kw: Any) -> Comparison:
     """The adaptive-repeats comparison: the phase-one estimate as headline, all trials beside."""
     first_a = _first(rows_a, k)
     first_b = _first(rows_b, k)
@@ -428,11 +438,16 @@ def _phase_one(rows_a: TrialRows, rows_b: TrialRows, k: int, **kw: Any) -> dict[
     every = paired_comparison(rows_a, rows_b, **kw)
     head["estimator"] = ESTIMATOR_PHASE_ONE.format(k=k)
     head["all_trials"] = {
-        key: every.get(key)
-        for key in ("estimate", "lo", "hi", "baseline", "candidate", "n_trials", "design")
+        "estimate": every.get("estimate"),
+        "lo": every.get("lo"),
+        "hi": every.get("hi"),
+        "baseline": every.get("baseline"),
+        "candidate": every.get("candidate"),
+        "n_trials": every["n_trials"],
+        "design": every["design"],
+        "estimator": ESTIMATOR_ALL + " (biased under adaptive repeats)",
     }
-    head["all_trials"]["estimator"] = ESTIMATOR_ALL + " (biased under adaptive repeats)"
-    head["design"] = every.get("design")
+    head["design"] = every["design"]
     head["n_trials"] = every["n_trials"]
     head["tasks"] = every["tasks"]
     return head

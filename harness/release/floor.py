@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.report.records import Comparison, NoiseFloor
+
 DEGENERATE = (
     "degenerate A/A floor: the copy agreed with its baseline on every task (exactly zero), "
     "so it measures no noise and says nothing about false positives"
@@ -30,10 +32,11 @@ def uses_common_random_numbers(config: dict[str, Any] | None, arm: str) -> bool:
 
 
 def noise_floor(
-    comparison: dict[str, Any], arm: str, *, common_random_numbers: bool = False
-) -> dict[str, Any] | None:
+    comparison: Comparison, arm: str, *, common_random_numbers: bool = False
+) -> NoiseFloor | None:
     """The A/A record every view prints: estimate with interval, n, unit, and the flags."""
-    if comparison.get("estimate") is None:
+    lo, hi = comparison.get("lo"), comparison.get("hi")
+    if comparison.get("estimate") is None or lo is None or hi is None:
         return None
     signs = comparison["signs"]
     exact_zero = signs["improved"] == 0 and signs["worse"] == 0
@@ -42,9 +45,9 @@ def noise_floor(
     return {
         "arm": arm,
         "estimate": comparison["estimate"],
-        "lo": comparison["lo"],
-        "hi": comparison["hi"],
-        "half_width": (comparison["hi"] - comparison["lo"]) / 2,
+        "lo": lo,
+        "hi": hi,
+        "half_width": (hi - lo) / 2,
         "n": comparison["n"],
         "unit": comparison["unit"],
         "n_clusters": comparison["n_clusters"],
@@ -52,7 +55,7 @@ def noise_floor(
         "table": comparison["table"],
         "signs": signs,
         "p_value": comparison["p_value"],
-        "excludes_zero": comparison["lo"] > 0 or comparison["hi"] < 0,
+        "excludes_zero": lo > 0 or hi < 0,
         "degenerate": degenerate,
         "degenerate_reason": reason,
     }

@@ -29,6 +29,17 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from harness.release.records import (
+    ArmCoverage,
+    Coverage,
+    GateResult,
+    MustNeverCheck,
+    Sequential,
+    ThresholdCheck,
+    TrialRecord,
+)
+from harness.report.records import Comparison
+
 VERDICTS = ("improvement", "non-inferior", "inconclusive", "regression", "no-verdict")
 MAY_SHIP = ("improvement", "non-inferior")
 
@@ -74,16 +85,16 @@ def interval_level(policy, confidence: float | None = None) -> float:
 
 
 def primary_verdict(
-    comparison: dict[str, Any], policy, confidence: float | None = None
+    comparison: Comparison, policy, confidence: float | None = None
 ) -> tuple[str, str]:
     """(verdict, the sentence behind it) for a ``paired_comparison`` result under ``policy``.
 
     ``comparison`` must have been computed at ``interval_level(policy, confidence)``.
     """
-    if comparison.get("estimate") is None:
+    lo, hi = comparison.get("lo"), comparison.get("hi")
+    if comparison.get("estimate") is None or lo is None or hi is None:
         return "no-verdict", "no task has a verdict in both arms: nothing to compare"
     c = policy.confidence if confidence is None else confidence
-    lo, hi = comparison["lo"], comparison["hi"]
     alpha = 1 - c
     bound = "one-sided" if policy.sides == "one-sided" else "two-sided"
     ci = f"{bound} {_level(c)} bounds [{lo:+.3f}, {hi:+.3f}]"
@@ -121,14 +132,14 @@ def _level(c: float) -> str:
 
 
 def threshold_check(
-    rows: list[dict[str, Any]],
+    rows: list[TrialRecord],
     policy,
     *,
     cluster_key: str,
     denominator: str,
     confidence: float,
     phase_one_trials: int | None = None,
-) -> dict[str, Any]:
+) -> ThresholdCheck:
     """The candidate's own rate against ``policy.bar``: the shared interval method, one-sided
     (or two-sided) bounds at ``confidence``, and the posterior probability P(p > bar).
 
@@ -147,7 +158,7 @@ def threshold_check(
     per_task, clusters = task_rates(rows, denominator)
     tasks = sorted(per_task)
     bar = policy.bar
-    out: dict[str, Any] = {"bar": bar, "n": len(tasks), "unit": "task", "prior": POSTERIOR_PRIOR}
+    out: ThresholdCheck = {"bar": bar, "n": len(tasks), "unit": "task", "prior": POSTERIOR_PRIOR}
     if not tasks:
         return {**out, "verdict": "no-verdict", "why": "the candidate has no resolved task"}
     est = mean_estimate(
@@ -186,10 +197,10 @@ def threshold_check(
 
 
 def _must_never(
-    rows_b: list[dict], classes: list[str], flagged_tasks: set[str]
-) -> list[dict[str, Any]]:
-    checks: list[dict[str, Any]] = []
-    groups: dict[str, list[dict]] = {f"class {c}": [] for c in classes}
+    rows_b: list[TrialRecord], classes: list[str], flagged_tasks: set[str]
+) -> list[MustNeverCheck]:
+    checks: list[MustNeverCheck] = []
+    groups: dict[str, list[TrialRecord]] = {f"class {c}": [] for c in classes}
     if flagged_tasks:
         groups["tasks marked must_never"] = []
     for r in rows_b:
@@ -231,8 +242,8 @@ def _must_never(
     return checks
 
 
-def _coverage(rows: dict[str, list[dict]], limit: float) -> dict[str, Any]:
-    arms: dict[str, Any] = {}
+def _coverage(rows: dict[str, list[TrialRecord]], limit: float) -> Coverage:
+    arms: dict[str, ArmCoverage] = {}
     by_class: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for arm, rs in rows.items():
         unresolved = sum(1 for r in rs if r["status"] not in ("passed", "failed"))
@@ -261,7 +272,7 @@ def _coverage(rows: dict[str, list[dict]], limit: float) -> dict[str, Any]:
 
 
 def evaluate_gate(
-    rows: list[dict[str, Any]],
+    rows: list[TrialRecord],
     policy,
     *,
     arms: list[str],
@@ -269,7 +280,7 @@ def evaluate_gate(
     trials_per_task: int = 1,
     run_id: str | None = None,
     look: int | None = None,
-) -> dict[str, Any]:
+) -> GateResult:
     """Apply a ``GatePolicy`` to one run's trial rows; returns the verdict with its numbers.
 
     ``config`` is the run's stored resolved config (suite settings, tasks with their
@@ -290,7 +301,7 @@ def evaluate_gate(
     denominator = suite.get("denominator", "failure")
     adaptive = (suite.get("repeats") or {}).get("mode") == "adaptive"
     phase_one = trials_per_task if adaptive else None
-    by_arm: dict[str, list[dict]] = defaultdict(list)
+    by_arm: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in rows:
         by_arm[r["arm"]].append(r)
     rows_a = by_arm.get(baseline, []) if baseline else []
@@ -382,18 +393,19 @@ def evaluate_gate(
     design = design_summary(suite.get("repeats"), trials_per_task, counts)
     warnings: list[str] = []
     if noise and noise["degenerate"]:
-        warnings.append(noise["degenerate_reason"])
+        warnings.append(noise["degenerate_reason"] or "degenerate noise floor")
     elif noise and noise["excludes_zero"]:
         warnings.append(
             f"the A/A arm moved ({noise['estimate']:+.3f}, interval excludes 0): the run is "
             "noisier than its intervals assume (drift, leaking state, or a nondeterministic grader)"
         )
     head = threshold if threshold is not None else primary
-    if head and head.get("interval_warning"):
-        warnings.append(head["interval_warning"])
+    head_warning = head.get("interval_warning") if head else None
+    if head_warning:
+        warnings.append(head_warning)
     if primary and primary["dropped"]["n"]:
         warnings.append(f"{primary['dropped']['n']} task(s) not in both arms were left unpaired")
-    primary_out = None
+    primary_out: Comparison | None = None
     if primary is not None:
         primary_out = {**primary, "verdict": stat_verdict, "why": why, "interval_level": level}
         if threshold is not None:
@@ -422,7 +434,7 @@ def evaluate_gate(
     }
 
 
-def _sequential(policy, look: int | None) -> dict[str, Any] | None:
+def _sequential(policy, look: int | None) -> Sequential | None:
     """This look's share of the season's error rate, or None for a one-off gate."""
     if not policy.sequential:
         return None
@@ -490,7 +502,7 @@ def _arms(policy, suite: dict[str, Any], arms: list[str]) -> tuple[str | None, s
     return pair
 
 
-def _trials_per_task(rows: list[dict[str, Any]]) -> list[int]:
+def _trials_per_task(rows: list[TrialRecord]) -> list[int]:
     """Trials of the task as written (no variants) per task, in sorted task order."""
     per_task = Counter(r["task_id"] for r in rows if (r.get("variant") or "") == "")
     return [per_task[t] for t in sorted({r["task_id"] for r in rows})]

@@ -12,6 +12,9 @@ import hashlib
 import json
 from typing import Any
 
+from harness.release.records import TrialRecord
+from harness.report.records import Comparison
+
 
 def short_hash(value: Any, n: int = 8) -> str:
     """A short stable hash of a JSON-able value ('-' for empty)."""
@@ -21,7 +24,9 @@ def short_hash(value: Any, n: int = 8) -> str:
     return hashlib.sha256(blob).hexdigest()[:n]
 
 
-def headline(rows: list[dict], confidence: float = 0.95, denominator: str = "failure") -> dict:
+def headline(
+    rows: list[TrialRecord], confidence: float = 0.95, denominator: str = "failure"
+) -> dict:
     """Mean of per-task rates with the shared interval (``harness.stats.mean_estimate``, as
     the report), with n tasks, clusters and trials. One cluster: its tasks are the unit."""
     from harness.release.compare import task_rates
@@ -48,13 +53,13 @@ def headline(rows: list[dict], confidence: float = 0.95, denominator: str = "fai
     }
 
 
-def fingerprint(rows: list[dict]) -> dict[str, Any]:
+def fingerprint(rows: list[TrialRecord]) -> dict[str, Any]:
     """What pairing needs to be equal: tasks, grader versions, image ids."""
     tasks = sorted({r["task_id"] for r in rows})
     graders = sorted(
         {f"{g}={v}" for r in rows for g, v in (r.get("grader_versions") or {}).items()}
     )
-    images = sorted({r["image_id"] for r in rows if r.get("image_id")})
+    images = sorted({img for r in rows if (img := r.get("image_id"))})
     return {"tasks": tasks, "graders": graders, "images": images}
 
 
@@ -76,7 +81,7 @@ def why_unpairable(fa: dict[str, Any], fb: dict[str, Any]) -> list[str]:
 
 def suite_history(
     runs: list[Any],
-    rows_by_run: dict[str, list[dict]],
+    rows_by_run: dict[str, list[TrialRecord]],
     *,
     confidence: float = 0.95,
     sequential: bool = False,
@@ -98,7 +103,7 @@ def suite_history(
     from harness.stats import alpha_for_look, schedule_name
 
     entries: list[dict[str, Any]] = []
-    last: dict[str, tuple[Any, list[dict], dict]] = {}
+    last: dict[str, tuple[Any, list[TrialRecord], dict]] = {}
     for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
         rows = rows_by_run.get(run.id, [])
         level = 1 - alpha_for_look(1 - confidence, look) if sequential else confidence
@@ -117,7 +122,7 @@ def suite_history(
                 c, aa, common_random_numbers=uses_common_random_numbers(run.config, aa)
             )
             if noise is not None:
-                noise["floor"] = max(abs(c["lo"]), abs(c["hi"]))
+                noise["floor"] = max(abs(noise["lo"] or 0.0), abs(noise["hi"] or 0.0))
         arms_out = []
         for arm in run.arms:
             ar = [r for r in rows if r["arm"] == arm]
@@ -180,12 +185,13 @@ def suite_history(
     }
 
 
-def _call(c: dict[str, Any]) -> str:
+def _call(c: Comparison) -> str:
     """A move read off its interval: 'regression' (all below 0), 'improvement', or 'none'."""
-    if c.get("estimate") is None:
+    lo, hi = c.get("lo"), c.get("hi")
+    if c.get("estimate") is None or lo is None or hi is None:
         return "none"
-    if c["hi"] < 0:
+    if hi < 0:
         return "regression"
-    if c["lo"] > 0:
+    if lo > 0:
         return "improvement"
     return "none"

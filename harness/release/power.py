@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.release.records import TrialRecord
+
 
 def tasks_needed(
     base: float,
@@ -56,8 +58,8 @@ def tasks_needed(
 
 
 def run_sensitivity(
-    rows_a: list[dict],
-    rows_b: list[dict],
+    rows_a: list[TrialRecord],
+    rows_b: list[TrialRecord],
     alpha: float = 0.05,
     power: float = 0.8,
     denominator: str = "failure",

@@ -11,6 +11,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from harness.release.records import TrialRecord
+
 
 def _short(value: Any, n: int = 12) -> str:
     s = "none" if value is None else str(value)
@@ -24,11 +26,11 @@ def _names(items: list[str], limit: int = 5) -> str:
     return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _tasks(rows: list[dict]) -> set[str]:
+def _tasks(rows: list[TrialRecord]) -> set[str]:
     return {r["task_id"] for r in rows}
 
 
-def _grader_versions(rows: list[dict], tasks: set[str]) -> dict[str, set[str]]:
+def _grader_versions(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for r in rows:
         if r["task_id"] in tasks:
@@ -37,11 +39,12 @@ def _grader_versions(rows: list[dict], tasks: set[str]) -> dict[str, set[str]]:
     return out
 
 
-def _images(rows: list[dict], tasks: set[str]) -> dict[str, set[str]]:
+def _images(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for r in rows:
-        if r["task_id"] in tasks and r.get("image_id"):
-            out[r["task_id"]].add(r["image_id"])
+        image = r.get("image_id")
+        if r["task_id"] in tasks and image:
+            out[r["task_id"]].add(image)
     return out
 
 
@@ -51,9 +54,9 @@ def _canon(value: Any) -> str:
 
 def differences(
     config_a: dict[str, Any],
-    rows_a: list[dict],
+    rows_a: list[TrialRecord],
     config_b: dict[str, Any],
-    rows_b: list[dict],
+    rows_b: list[TrialRecord],
     labels: tuple[str, str] = ("A", "B"),
 ) -> list[dict[str, str]]:
     """Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.

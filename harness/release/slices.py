@@ -8,6 +8,13 @@ while another improves by the same amount; that pattern is called out, not avera
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from harness.release.records import ClassScreen, Screens, TrialRecord
+
+if TYPE_CHECKING:
+    from harness.release.compare import TrialRows
+
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -37,8 +44,8 @@ def class_refusal(n_clusters: int) -> str:
 
 
 def class_screens(
-    rows_a: list[dict],
-    rows_b: list[dict],
+    rows_a: TrialRows,
+    rows_b: TrialRows,
     *,
     alpha: float = 0.05,
     cluster_key: str = "cluster",
@@ -46,7 +53,7 @@ def class_screens(
     weights: bool = True,
     headline_flat: bool = True,
     phase_one_trials: int | None = None,
-) -> dict[str, Any]:
+) -> Screens:
     """Per-class paired comparisons (candidate − baseline) with Holm-adjusted p-values.
 
     Returns {"classes": [...], "holm_alpha", "look_here": [classes], "opposite_moves":
@@ -60,7 +67,7 @@ def class_screens(
 
     by_a, by_b = _by_class(rows_a), _by_class(rows_b)
     clustered = _clustered(rows_a, cluster_key)
-    out: list[dict[str, Any]] = []
+    out: list[ClassScreen] = []
     for cls in sorted(set(by_a) & set(by_b)):
         c = paired_comparison(
             by_a[cls],
@@ -71,7 +78,8 @@ def class_screens(
             weights=weights,
             phase_one_trials=phase_one_trials,
         )
-        if not c["n_tasks"]:
+        base, cand = c["baseline"], c["candidate"]
+        if not c["n_tasks"] or base is None or cand is None:
             continue
         lo, hi, warning = c["lo"], c["hi"], c["interval_warning"]
         if clustered and c["n_clusters"] < CLASS_MIN_CLUSTERS:
@@ -84,10 +92,10 @@ def class_screens(
                 "n": c["n"],
                 "unit": c["unit"],
                 "n_clusters": c["n_clusters"],
-                "baseline": c["baseline"]["rate"],
-                "candidate": c["candidate"]["rate"],
-                "baseline_interval": [c["baseline"]["lo"], c["baseline"]["hi"]],
-                "candidate_interval": [c["candidate"]["lo"], c["candidate"]["hi"]],
+                "baseline": base["rate"],
+                "candidate": cand["rate"],
+                "baseline_interval": [base["lo"], base["hi"]],
+                "candidate_interval": [cand["lo"], cand["hi"]],
                 "estimate": c["estimate"],
                 "lo": lo,
                 "hi": hi,
@@ -163,7 +171,7 @@ def _by_class(rows: Any) -> dict[str, Any]:
             str(c): {k: np.asarray(v)[cls == c] for k, v in rows.items()}
             for c in sorted(set(cls.tolist()))
         }
-    out: dict[str, list[dict]] = defaultdict(list)
+    out: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in rows:
         out[r.get("task_class") or "default"].append(r)
     return out

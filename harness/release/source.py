@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from harness.errors import ConfigError
+from harness.release.records import TrialRecord
 from harness.store.tables import Trial, column_names
 
 ROW_COLUMNS = column_names(
@@ -29,11 +30,14 @@ ROW_COLUMNS = column_names(
 )
 
 
-def load_rows(store, run_id: str) -> list[dict[str, Any]]:
+def load_rows(store, run_id: str) -> list[TrialRecord]:
     """Every trial row of a run as a plain dict (JSON columns decoded)."""
     cols = store.trial_columns(run_id, ROW_COLUMNS)
     keys = list(cols)
-    rows = [dict(zip(keys, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+    rows = [
+        cast(TrialRecord, dict(zip(keys, vals, strict=True)))
+        for vals in zip(*cols.values(), strict=True)
+    ]
     for r in rows:
         gv = r.get("grader_versions")
         if isinstance(gv, str):

@@ -4,7 +4,8 @@ and one trial id, so "46 harness errors" comes with the line that says what brok
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+
+from harness.report.records import ArmReport, Cause, UnresolvedCauses
 
 TOP = 5
 """Causes listed per arm; the rest are counted as 'other causes'."""
@@ -24,7 +25,7 @@ def status_of(kind: str) -> str:
     return kind.split(": ", 1)[0]
 
 
-def unresolved_causes(rows: list[tuple[str, str, str, int]]) -> dict[str, dict[str, Any]]:
+def unresolved_causes(rows: list[tuple[str, str, str, int]]) -> dict[str, UnresolvedCauses]:
     """Per arm: ``{"causes": [{kind, count, example, trial_id}], "other": n}`` from
     (arm, status, reason, trial id) rows of unresolved trials."""
     counts: dict[str, Counter[str]] = {}
@@ -33,10 +34,10 @@ def unresolved_causes(rows: list[tuple[str, str, str, int]]) -> dict[str, dict[s
         kind = cause_kind(status, reason)
         counts.setdefault(arm, Counter())[kind] += 1
         first.setdefault((arm, kind), (reason, trial_id))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, UnresolvedCauses] = {}
     for arm, counter in counts.items():
         top = counter.most_common(TOP)
-        causes = []
+        causes: list[Cause] = []
         for kind, n in top:
             reason, trial_id = first[(arm, kind)]
             example = " ".join(reason.split())
@@ -50,15 +51,20 @@ def unresolved_causes(rows: list[tuple[str, str, str, int]]) -> dict[str, dict[s
     return out
 
 
-def causes_lines(arm: dict[str, Any], key: str = "unresolved_causes") -> list[str]:
+def causes_lines(arm: ArmReport, key: str = "unresolved_causes") -> list[str]:
     """Plain lines for terminal and Markdown: '12× harness_error: X, e.g. trial 42: "msg"'.
     ``key``: ``unresolved_causes``, or ``agent_failure_causes`` (failures the agent caused:
     ``failed: timeout``, ``failed: invalid_agent_result``...)."""
-    section = arm.get(key) or {}
+    found = (
+        arm.get("agent_failure_causes")
+        if key == "agent_failure_causes"
+        else arm.get("unresolved_causes")
+    )
+    section = found or UnresolvedCauses(causes=[], other=0)
     lines = [
         f'{c["count"]}× {c["kind"]}, e.g. trial {c["trial_id"]}: "{c["example"]}"'
-        for c in section.get("causes") or []
+        for c in section["causes"]
     ]
-    if section.get("other"):
+    if section["other"]:
         lines.append(f"{section['other']} more in other causes")
     return lines

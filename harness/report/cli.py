@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.report.records import Report
 from harness.store import Store, resolve_url
 
 
@@ -17,7 +18,7 @@ def load_report(
     *,
     n_resamples: int | None = None,
     timings: dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """THE report-data entry point: the report dict for ``run_id`` (default: latest run).
 
     The shape is documented in ``harness.report.data``; it is JSON-serialisable. Pass a

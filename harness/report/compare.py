@@ -7,10 +7,8 @@ is not available the section is omitted.
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.report.load import RunData, comparison_rows, empty_arm
-from harness.report.records import ReportSettings
+from harness.report.records import Comparison, ReportSettings
 
 
 def comparison_available(settings: ReportSettings) -> bool:
@@ -27,7 +25,7 @@ def comparison_available(settings: ReportSettings) -> bool:
 
 def primary_comparison(
     data: RunData, settings: ReportSettings, seed: int = 0
-) -> tuple[dict[str, Any] | None, str | None]:
+) -> tuple[Comparison | None, str | None]:
     """(comparison dict or None, warning or None) for the suite's ``report.primary`` arms.
 
     Under adaptive repeats the headline is the phase-one estimate (``estimator`` says so).
@@ -53,4 +51,5 @@ def primary_comparison(
         )
     except Exception as exc:  # a broken comparison must not take the whole report down
         return None, f"primary comparison failed: {type(exc).__name__}: {exc}"
-    return {"baseline_arm": baseline, "candidate_arm": candidate, **dict(result)}, None
+    out: Comparison = {"baseline_arm": baseline, "candidate_arm": candidate, **result}
+    return out, None

@@ -88,7 +88,7 @@ over tasks is formed, so repeated trials never shrink an interval as if they wer
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -98,7 +98,15 @@ from harness.report import sections as sec
 from harness.report import usage as use
 from harness.report.deltas import arm_roles, arm_settings, deltas_section
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
-from harness.report.records import ReportSettings, Versions
+from harness.report.records import (
+    ArmReport,
+    PassAtK,
+    Report,
+    ReportSettings,
+    RunSummary,
+    Success,
+    Versions,
+)
 from harness.stats.task_units import Unit, choose_unit, mean_interval
 
 FEW_EFFECTIVE_CLUSTERS = 5
@@ -171,7 +179,7 @@ def build_report(
     n_resamples: int = DEFAULT_RESAMPLES,
     prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
     suite: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """The whole report for one run (pure: arrays in, JSON-able dict out). ``suite`` is the
     run's stored suite: arm roles and settings, and the description, come from it."""
     seed = int(run.get("seed") or 0)
@@ -183,7 +191,7 @@ def build_report(
     )
     arm_names = list(run.get("arms") or [])
     arm_names += [a for a in data.arms if a not in arm_names]
-    arms: dict[str, Any] = {}
+    arms: dict[str, ArmReport] = {}
     warnings: list[str] = []
     for name in arm_names:
         arms[name] = arm_report(
@@ -202,7 +210,10 @@ def build_report(
     roles = arm_roles(suite, list(arms))
     return {
         "schema": SCHEMA,
-        "run": {k: run.get(k) for k in RUN_KEYS} | {"description": suite.get("description") or ""},
+        "run": cast(
+            RunSummary,
+            {k: run.get(k) for k in RUN_KEYS} | {"description": suite.get("description") or ""},
+        ),
         "settings": settings,
         "estimand": ESTIMAND,
         "sampling_unit": _sampling_unit(arms),
@@ -216,7 +227,7 @@ def build_report(
     }
 
 
-def _arm_warnings(name: str, arm: dict[str, Any]) -> list[str]:
+def _arm_warnings(name: str, arm: ArmReport) -> list[str]:
     """The arm's warnings worth repeating at the top: interval, latency, missing trials."""
     out = []
     w = (arm.get("success") or {}).get("warning")
@@ -233,7 +244,7 @@ def _arm_warnings(name: str, arm: dict[str, Any]) -> list[str]:
     return out
 
 
-def _sampling_unit(arms: dict[str, Any]) -> str:
+def _sampling_unit(arms: dict[str, ArmReport]) -> str:
     """What counts as one independent observation, in words, across the arms."""
     unit_kinds = {a["unit"]["kind"] for a in arms.values() if a.get("unit")}
     if unit_kinds == {"cluster"}:
@@ -269,7 +280,7 @@ def _versions(run: dict[str, Any], data: RunData) -> Versions:
     }
 
 
-def _empty_sections() -> dict[str, Any]:
+def _empty_sections() -> ArmReport:
     """The estimate sections of an arm with no counted task."""
     return {
         "success": None,
@@ -296,7 +307,7 @@ def _arm_counts(
     scheduled: tuple[int, int],
     denominator: str,
     confidence: float,
-) -> dict[str, Any]:
+) -> ArmReport:
     """Trial accounting of one arm: scheduled, completed, unresolved, by status, crashes."""
     codes, counts = np.unique(arm.status, return_counts=True)
     by_status = {errors.STATUSES[int(c)]: int(n) for c, n in zip(codes, counts, strict=True)}
@@ -330,14 +341,14 @@ def _success(
     unit: Unit,
     effective: float,
     conf: float,
-) -> dict[str, Any]:
+) -> Success:
     """The headline success record, with a warning when its interval is not to be trusted."""
-    success = mean_interval(rates, unit, conf)
-    success.update(
-        n_clusters=len(set(clusters.tolist())),
-        n_trials=int(n.sum()),
-        estimand=ESTIMAND,
-    )
+    success: Success = {
+        **mean_interval(rates, unit, conf),
+        "n_clusters": len(set(clusters.tolist())),
+        "n_trials": int(n.sum()),
+        "estimand": ESTIMAND,
+    }
     if unit.warning:
         success["warning"] = unit.warning
     elif unit.kind == "cluster" and effective < FEW_EFFECTIVE_CLUSTERS:
@@ -349,9 +360,9 @@ def _success(
     return success
 
 
-def _consistency(hat: list[dict[str, Any]], trials_per_task: int) -> dict[str, Any] | None:
+def _consistency(hat: list[PassAtK], trials_per_task: int) -> PassAtK | None:
     """pass^k at k = trials per task, read as the chance that every trial of a task succeeds."""
-    consistency = next((dict(p) for p in hat if p["k"] == trials_per_task), None)
+    consistency = next((p.copy() for p in hat if p["k"] == trials_per_task), None)
     if consistency is None or trials_per_task < 2:
         return None
     consistency["estimand"] = (
@@ -372,7 +383,7 @@ def arm_report(
     n_resamples: int,
     prediction_resamples: int,
     seed: int,
-) -> dict[str, Any]:
+) -> ArmReport:
     """One arm's sections."""
     confidence = settings["confidence"]
     denominator = settings["denominator"]

@@ -19,7 +19,7 @@ import numpy as np
 from harness.release.floor import CRN, DEGENERATE, uses_common_random_numbers
 from harness.release.slices import CLASS_MIN_CLUSTERS, class_refusal
 from harness.report.load import ArmTrials, RunData
-from harness.report.records import ReportSettings
+from harness.report.records import ArmSetting, ClassDeltas, NoiseFloor, PairedDelta, ReportSettings
 from harness.report.sections import task_outcomes
 
 DELTAS_METHOD = "weighted mean of per-task rate differences; the shared interval method"
@@ -45,11 +45,11 @@ def arm_roles(suite: dict[str, Any], arms: list[str]) -> dict[str, str | None]:
     return {"baseline": baseline, "candidate": candidate if baseline else None, "aa": aa}
 
 
-def arm_settings(suite: dict[str, Any], roles: dict[str, str | None]) -> dict[str, Any]:
+def arm_settings(suite: dict[str, Any], roles: dict[str, str | None]) -> dict[str, ArmSetting]:
     """Per arm as the suite declares it: role, agent, model name and params."""
     names = {v: k for k, v in roles.items() if v}
     label = {"baseline": "baseline", "candidate": "candidate", "aa": "A/A copy of baseline"}
-    out: dict[str, Any] = {}
+    out: dict[str, ArmSetting] = {}
     for spec in suite.get("arms", []):
         if not isinstance(spec, dict) or not spec.get("name"):
             continue
@@ -89,7 +89,7 @@ def class_deltas(
     denominator: str,
     confidence: float,
     cluster_key: str = "cluster",
-) -> dict[str, Any] | None:
+) -> ClassDeltas | None:
     """Paired per-class deltas (candidate − baseline) over tasks both arms ran, or None."""
     from harness.stats import mean_estimate
 
@@ -108,10 +108,10 @@ def class_deltas(
     every = [i for g in groups.values() for i in g]
     clustered = len({i[2] for i in every}) < len(every)
 
-    def diff(items: list[tuple[float, float, str, float]], slice_: bool) -> dict[str, Any]:
+    def diff(items: list[tuple[float, float, str, float]], slice_: bool) -> PairedDelta:
         cand, base, cl, w = (np.array(v) for v in zip(*items, strict=True))
         e = mean_estimate(cand - base, cl, weights=w, kind="difference", confidence=confidence)
-        out: dict[str, Any] = {
+        out: PairedDelta = {
             "estimate": e.estimate,
             "lo": e.lo,
             "hi": e.hi,
@@ -125,7 +125,7 @@ def class_deltas(
         if e.warning:
             out["warning"] = e.warning
         if slice_ and clustered and out["n_clusters"] < CLASS_MIN_CLUSTERS:
-            out.update(lo=None, hi=None, warning=class_refusal(out["n_clusters"]))
+            out.update({"lo": None, "hi": None, "warning": class_refusal(out["n_clusters"])})
         return out
 
     return {
@@ -143,7 +143,7 @@ def deltas_section(
     roles: dict[str, str | None],
     settings: ReportSettings,
     suite: dict[str, Any] | None = None,
-) -> dict[str, Any] | None:
+) -> ClassDeltas | None:
     """Per-class deltas of the candidate, with the A/A arm's overall delta as noise floor."""
     base, cand, aa = roles.get("baseline"), roles.get("candidate"), roles.get("aa")
     if not base or not cand:
@@ -160,7 +160,7 @@ def deltas_section(
             o = floor["overall"]
             exact_zero = o["improved"] == 0 and o["worse"] == 0
             crn = uses_common_random_numbers({"suite": suite or {}}, aa)
-            out["noise_floor"] = {
+            floor_record: NoiseFloor = {
                 "arm": aa,
                 "estimate": o["estimate"],
                 "lo": o["lo"],
@@ -171,4 +171,5 @@ def deltas_section(
                 "degenerate": exact_zero or crn,
                 "degenerate_reason": CRN if crn else DEGENERATE if exact_zero else None,
             }
+            out["noise_floor"] = floor_record
     return out

@@ -4,27 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-
-class Interval(TypedDict, total=False):
-    """An estimate with its interval: every rate, delta and cost record in the report.
-
-    A record without a computable interval has ``lo``/``hi`` None; one without any counted
-    unit has ``estimate`` None.
-    """
-
-    estimate: float | None
-    lo: float | None
-    hi: float | None
-    n: int
-    """How many independent units the interval rests on."""
-    unit: str
-    """What ``n`` counts: 'task', 'trial', 'attempt', 'cluster'."""
-    confidence: float
-    method: str
-    """How the interval was computed, in words."""
-    se: float | None
-    warning: str | None
-    note: str | None
+from harness.stats.records import Interval
 
 
 class PassAtK(Interval, total=False):
@@ -57,6 +37,43 @@ class ArmRate(TypedDict, total=False):
     lo: float | None
     hi: float | None
     n: int
+    unit: str
+    method: str | None
+    warning: str | None
+
+
+class Dropped(TypedDict):
+    """Tasks left unpaired (first 20 of each kind)."""
+
+    n: int
+    baseline_only: list[str]
+    candidate_only: list[str]
+    no_resolved_trial: list[str]
+
+
+class PairedTask(TypedDict):
+    """One paired task: each arm's success rate and trial count."""
+
+    task_id: str
+    task_class: str
+    cluster: str
+    baseline: float
+    candidate: float
+    n_baseline: int
+    n_candidate: int
+
+
+class AllTrials(TypedDict, total=False):
+    """Under adaptive repeats: the all-trials numbers (biased), beside the phase-one headline."""
+
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    baseline: ArmRate | None
+    candidate: ArmRate | None
+    n_trials: dict[str, int]
+    design: str
+    estimator: str
 
 
 class Comparison(Interval, total=False):
@@ -67,14 +84,33 @@ class Comparison(Interval, total=False):
     n_tasks: int
     n_clusters: int
     table: PairTable
-    test: str
+    test: str | None
     p_value: float | None
     estimator: str
     design: str
-    baseline: ArmRate
-    candidate: ArmRate
+    baseline: ArmRate | None
+    candidate: ArmRate | None
     fixed_rule: str
     interval_warning: str | None
+    denominator: str
+    weights: str
+    dropped: Dropped
+    n_trials: dict[str, int]
+    """Trials over the paired tasks, per role ('baseline', 'candidate')."""
+    unresolved: dict[str, int]
+    independent_unit: str | None
+    n_units: int
+    signs: dict[str, int]
+    """Paired tasks whose rate went up ('improved'), down ('worse') or stayed ('tied')."""
+    p_values: dict[str, float]
+    """One- and two-sided p-values by alternative: 'two-sided', 'greater', 'less'."""
+    pairing: str | None
+    tasks: list[PairedTask]
+    all_trials: AllTrials
+    verdict: str
+    """In a gate result: the rule's verdict on this comparison."""
+    why: str
+    interval_level: float
 
 
 PerTrialTokens = TypedDict(
@@ -139,7 +175,7 @@ class UsageSection(TypedDict):
     steps: Steps
 
 
-class InfraSection(TypedDict):
+class InfraSection(TypedDict, total=False):
     """Crash accounting: unresolved trials by kind and the per-attempt crash rate."""
 
     infra_error_trials: int
@@ -149,6 +185,7 @@ class InfraSection(TypedDict):
     attempts_by_outcome: dict[str, int]
     infra_error_attempts: int
     crash_rate: Interval | None
+    unresolved_by_class: list[ClassUnresolved]
 
 
 class ReportSettings(TypedDict):
@@ -189,3 +226,271 @@ class DiagramBin(TypedDict):
     """Mean stated confidence of the bin's trials."""
     success: float
     n: int
+
+
+class PredictionCheck(TypedDict, total=False):
+    """The fit checked at the largest observed k against the unbiased estimate there."""
+
+    k: int
+    fitted: float | None
+    fitted_interval: list[float | None]
+    observed_unbiased: float | None
+    observed_interval: list[float | None] | None
+    n: int
+    unit: str
+
+
+class Prediction(TypedDict, total=False):
+    """pass^k (or pass@k) beyond the observed k, from the fitted Beta model: a prediction,
+    never a measurement."""
+
+    prediction: bool
+    estimand: str
+    ks: list[int]
+    points: list[PassAtK]
+    a: float | None
+    b: float | None
+    method: str
+    check: PredictionCheck
+    note: str
+    n_tasks: int
+
+
+class Stratum(TypedDict):
+    name: str
+    tasks: int
+    weight_share: float
+    """The stratum's share of the task weights."""
+    estimate: float
+
+
+class Stratified(Interval, total=False):
+    """The design-weighted success rate over declared strata."""
+
+    n_eff: float
+    strata: list[Stratum]
+
+
+class Robustness(Interval, total=False):
+    """Variant − original success on paired tasks (meaning-preserving rewordings)."""
+
+    p_value: float | None
+    n_pairs: int
+    n_tasks: int
+    variants: list[str]
+    original_rate: float | None
+    variant_rate: float | None
+    original_interval: list[float | None]
+    variant_interval: list[float | None]
+
+
+class Calibration(Interval, total=False):
+    """Expected calibration error of the agent's stated confidence."""
+
+    ece: float | None
+    n_tasks: int
+    bins: int
+    mean_confidence: float | None
+    success_rate: float | None
+    success_interval: list[float | None]
+    mean_confidence_interval: list[float | None]
+    diagram: list[DiagramBin]
+
+
+class Harm(Interval, total=False):
+    """How often and how badly the arm's trials did harm (graders' severity scores)."""
+
+    harmful_trials: int
+    trials: int
+    mean_severity: float | None
+    trial_share: float | None
+    trial_mean_severity: float | None
+    max_severity: float | None
+
+
+class Reliability(TypedDict):
+    consistency: PassAtK | None
+    robustness: Robustness | None
+    calibration: Calibration | None
+    harm: Harm | None
+
+
+class UnitChoice(TypedDict):
+    """Which unit the arm's intervals resample or cluster on, and why."""
+
+    kind: str
+    n_units: int
+    reason: str
+    effective_clusters: float
+
+
+Slices = dict[str, list[SliceRow]]
+"""Success by task class ('class') and by cluster ('cluster')."""
+
+
+class Success(Interval, total=False):
+    """The arm's headline success rate."""
+
+    n_clusters: int
+    n_trials: int
+    estimand: str
+
+
+class Cause(TypedDict):
+    """One cause of unresolved trials: its kind, count, and one example."""
+
+    kind: str
+    count: int
+    example: str
+    trial_id: int
+
+
+class UnresolvedCauses(TypedDict):
+    causes: list[Cause]
+    other: int
+    """Unresolved trials with a cause outside the top ones."""
+
+
+class ArmReport(TypedDict, total=False):
+    """One arm's section of the report (see ``harness.report.data``)."""
+
+    tasks: int
+    clusters: int
+    trials_scheduled: int
+    trials_completed: int
+    trials_unresolved: int
+    trials_missing: int
+    variant_trials_scheduled: int
+    by_status: dict[str, int]
+    denominator: str
+    infra: InfraSection
+    tasks_without_resolved_trials: int
+    unit: UnitChoice
+    success: Success | None
+    pass_hat_k: list[PassAtK]
+    pass_at_k: list[PassAtK]
+    pass_hat_k_predicted: Prediction | None
+    pass_at_k_predicted: Prediction | None
+    unstable_tasks: int
+    unstable_task_ids: list[str]
+    slices: Slices
+    stratified: Stratified | None
+    reliability: Reliability
+    usage: UsageSection
+    unresolved_causes: UnresolvedCauses
+    agent_failure_causes: UnresolvedCauses
+    """Failures the agent itself caused (timeouts, invalid results), by kind."""
+    """Top causes of unresolved trials (``harness.report.causes``), when loaded from a store."""
+
+
+class PairedDelta(Interval, total=False):
+    """The candidate's paired delta over a set of tasks, with the tasks that moved."""
+
+    n_clusters: int
+    improved: int
+    worse: int
+
+
+_ClassName = TypedDict("_ClassName", {"class": str}, total=False)
+
+
+class ClassDelta(PairedDelta, _ClassName, total=False):
+    """The candidate's paired delta on one task class."""
+
+
+class NoiseFloor(Interval, total=False):
+    """The A/A arm's delta against its baseline: how far identical arms drift apart."""
+
+    arm: str
+    degenerate: bool
+    """True when the floor cannot show noise (no task moved, or common random numbers)."""
+    degenerate_reason: str | None
+    excludes_zero: bool
+    half_width: float
+    n_clusters: int
+    table: PairTable
+    signs: dict[str, int]
+    p_value: float | None
+    floor: float
+    """The larger distance of the interval's ends from 0 (``harness release history``)."""
+
+
+class ClassDeltas(TypedDict, total=False):
+    """Paired per-class deltas of the candidate; the A/A arm's delta is the noise floor."""
+
+    baseline: str
+    candidate: str
+    overall: PairedDelta
+    by_class: list[ClassDelta]
+    method: str
+    confidence: float
+    noise_floor: NoiseFloor | None
+
+
+class ArmSetting(TypedDict, total=False):
+    """An arm as the suite declares it."""
+
+    role: str | None
+    agent: str | None
+    model: str | None
+    params: dict[str, Any] | None
+    """Free-form agent parameters, as written in the suite."""
+
+
+class RunSummary(TypedDict, total=False):
+    """The run's row as the report shows it (``RUN_KEYS`` plus the suite's description)."""
+
+    id: str
+    suite: str
+    status: str
+    started_at: str | None
+    finished_at: str | None
+    harness_version: str | None
+    config_hash: str | None
+    sandbox: str | None
+    seed: int | None
+    trials_per_task: int | None
+    image_ids: dict[str, str | None]
+    description: str
+    arms: list[str]
+
+
+class Report(TypedDict, total=False):
+    """The whole report of one run: the contract the renderers and the viewer read."""
+
+    schema: str
+    run: RunSummary
+    settings: ReportSettings
+    estimand: str
+    sampling_unit: str
+    versions: Versions
+    arms: dict[str, ArmReport]
+    roles: dict[str, str | None]
+    arm_settings: dict[str, ArmSetting]
+    comparison: Comparison | None
+    class_deltas: ClassDeltas | None
+    warnings: list[str]
+
+
+class ClassUnresolved(TypedDict):
+    """Trials without a verdict in one task class (share of the class's trials, Wilson)."""
+
+    name: str
+    trials: int
+    unresolved: int
+    estimate: float
+    lo: float
+    hi: float
+    n: int
+    unit: str
+    confidence: float
+    method: str
+
+
+class ErrorKind(TypedDict):
+    """Unresolved trials of one arm with one status and error kind."""
+
+    arm: str
+    status: str
+    kind: str
+    count: int

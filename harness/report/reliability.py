@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, VariantPairs
-from harness.report.records import DiagramBin
+from harness.report.records import Calibration, DiagramBin, Harm, Robustness
 from harness.report.sections import boot_name, num
 from harness.stats import expected_calibration_error, harm_rate, mean_estimate, robustness_drop
 from harness.stats.task_bootstrap import ece_bootstrap_interval, group_codes
@@ -25,7 +25,7 @@ def robustness_section(
     unit: Unit,
     denominator: str,
     confidence: float,
-) -> dict[str, Any] | None:
+) -> Robustness | None:
     """Paired change in success between variant trials and the original trial of the same
     (task, trial index), hence the same seed; negative = a drop (metrics guide)."""
     if pairs is None or pairs.task.size == 0:
@@ -37,7 +37,7 @@ def robustness_section(
     pert = (pairs.status[keep] == PASSED_CODE).astype(float)
     orig = (pairs.original_status[keep] == PASSED_CODE).astype(float)
     tasks = pairs.task[keep]
-    out: dict[str, Any] = {
+    out: Robustness = {
         "estimand": "mean over (task, trial) pairs of variant success minus original success",
         "n_pairs": int(pert.size),
         "n_tasks": len(set(tasks.tolist())),
@@ -79,7 +79,7 @@ def calibration_section(
     n_resamples: int,
     rng: np.random.Generator,
     confidence: float,
-) -> dict[str, Any] | None:
+) -> Calibration | None:
     """Expected calibration error of stated confidences over resolved trials (metrics guide)."""
     resolved = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
     has = resolved & ~np.isnan(arm.confidence) & include[arm.task_index]
@@ -138,9 +138,7 @@ def reliability_diagram(conf: np.ndarray, y: np.ndarray, bins: int) -> list[Diag
     ]
 
 
-def harm_section(
-    arm: ArmTrials, unit: Unit, include: np.ndarray, confidence: float
-) -> dict[str, Any] | None:
+def harm_section(arm: ArmTrials, unit: Unit, include: np.ndarray, confidence: float) -> Harm | None:
     """Share of resolved trials with harm severity > 0, and mean severity (metrics guide).
 
     Per-task shares are averaged over tasks (equal to the trial share when every task has

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
+from harness.report.records import Interval, PassAtK, Prediction, SliceRow, Stratified
 from harness.stats import (
     kish_effective_n,
     mean_estimate,
@@ -66,7 +67,7 @@ def pass_k_section(
     ks: list[int],
     *,
     confidence: float,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[PassAtK], list[PassAtK]]:
     """Mean unbiased per-task pass^k and pass@k for each k, with the shared interval method.
 
     Only tasks with at least k counted trials enter k's estimate (the estimators need n >= k).
@@ -90,7 +91,7 @@ def pass_k_section(
     counts = valid.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         est = np.where(valid, values, 0.0).sum(axis=0) / counts
-    records: list[dict[str, Any]] = []
+    records: list[Interval] = []
     # The one interval method for a mean of per-task values (harness.stats.mean_estimate):
     # CR1 + t over clusters, so few clusters never fall back to resampling tasks.
     for col in range(values.shape[1]):
@@ -99,7 +100,7 @@ def pass_k_section(
         if unit.kind == "cluster" and unit.labels is not None:
             sub = Unit("cluster", unit.labels[m], unit.n_units, unit.reason)
         mi = mean_interval(values[m, col], sub, confidence)
-        rec = {
+        rec: Interval = {
             "lo": mi["lo"],
             "hi": mi["hi"],
             "method": f"mean of unbiased per-task estimates; {mi['method']}",
@@ -107,8 +108,8 @@ def pass_k_section(
         if mi.get("warning"):
             rec["warning"] = mi["warning"]
         records.append(rec)
-    out_hat: list[dict[str, object]] = []
-    out_at: list[dict[str, object]] = []
+    out_hat: list[PassAtK] = []
+    out_at: list[PassAtK] = []
     for j, k in enumerate(ks):
         for out, col in ((out_hat, j), (out_at, len(ks) + j)):
             out.append(
@@ -134,15 +135,15 @@ def prediction_section(
     c: np.ndarray,
     unit: Unit,
     trials: int,
-    observed_hat: list[dict[str, Any]],
+    observed_hat: list[PassAtK],
     *,
     n_resamples: int,
     seed: int,
     confidence: float,
-) -> dict[str, Any]:
+) -> Prediction:
     """Beta-binomial predicted pass^k beyond the trials run (agent-evaluation guide), marked a prediction."""
     ks = sorted({k for k in (2 * trials, 4 * trials, 8, 16, 32) if k > trials})
-    base: dict[str, Any] = {
+    base: Prediction = {
         "prediction": True,
         "estimand": "mean over tasks of p_j^k with task rates p_j ~ Beta(a, b) fitted to the "
         "per-task counts; a model-based prediction, not an observation",
@@ -166,7 +167,7 @@ def prediction_section(
         )
     except ValueError as exc:  # every task passed or every task failed: no spread to fit
         return {**base, "points": [], "note": f"not fitted: {exc}"}
-    points = [
+    points: list[PassAtK] = [
         {
             "k": int(k),
             "estimate": num(pred.estimate[i]),
@@ -211,7 +212,7 @@ def pass_at_prediction_section(
     n_resamples: int,
     seed: int,
     confidence: float,
-) -> dict[str, Any] | None:
+) -> Prediction | None:
     """Beta-binomial predicted pass@k for every k from 1 to max(2 × trials, 32), marked a
     prediction; None with fewer than three tasks or one trial per task (nothing to fit the
     spread of task rates from)."""
@@ -263,7 +264,7 @@ def slices_section(
     n_trials: np.ndarray,
     confidence: float,
     unit_labels: np.ndarray | None = None,
-) -> list[dict[str, Any]]:
+) -> list[SliceRow]:
     """One entry per label value: tasks, trials, mean per-task rate and its interval.
 
     The interval is the shared method (``mean_interval``) over the slice's own independent
@@ -285,11 +286,17 @@ def slices_section(
         else:
             sub = Unit("task", None, int(m.sum()), "the slice's tasks")
         mi = mean_interval(rates[m], sub, confidence)
-        rec = {
+        rec: SliceRow = {
             "name": str(name),
             "tasks": int(m.sum()),
             "trials": int(n_trials[m].sum()),
-            **{k: mi[k] for k in ("estimate", "lo", "hi", "n", "unit", "confidence", "method")},
+            "estimate": mi["estimate"],
+            "lo": mi["lo"],
+            "hi": mi["hi"],
+            "n": mi["n"],
+            "unit": mi["unit"],
+            "confidence": mi["confidence"],
+            "method": mi["method"],
         }
         if sub_labels is not None and n_cl == 1:
             rec["warning"] = (
@@ -308,7 +315,7 @@ def stratified_section(
     weights: np.ndarray,
     unit: Unit,
     confidence: float,
-) -> dict[str, Any] | None:
+) -> Stratified | None:
     """Reweighted estimate with Kish n_eff when strata or non-unit weights are declared.
 
     With strata: Σ_h w_h p̂_h with w_h the stratum's share of the task weights and the seed
@@ -319,7 +326,7 @@ def stratified_section(
     if rates.size == 0 or (not declared.any() and np.all(weights == 1.0)):
         return None
     n_eff = kish_effective_n(weights)
-    base = {
+    base: Stratified = {
         "estimand": "success rate over the population the task weights describe",
         "n": int(rates.size),
         "n_eff": n_eff,
@@ -347,10 +354,8 @@ def stratified_section(
             strata=labels,
         )
         est = e.estimate
-        extra = {"warning": e.warning} if e.warning else {}
-        return {
+        out: Stratified = {
             **base,
-            **extra,
             "estimate": est,
             "se": e.se,
             "lo": e.lo,
@@ -367,5 +372,8 @@ def stratified_section(
                 for i in range(names.size)
             ],
         }
+        if e.warning:
+            out["warning"] = e.warning
+        return out
     mi = mean_interval(rates, unit, confidence, weights=weights)
-    return {**base, **{k: v for k, v in mi.items() if k not in ("n", "unit")}}
+    return {**mi, **base}

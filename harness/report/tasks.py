@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
+from harness.report.records import ErrorKind, Report
 from harness.store.tables import Trial, column_names
 
 RESOLVED = ("passed", "failed")
@@ -84,12 +84,12 @@ class RunRows:
         return len(self.cols.get("id", []))
 
 
-def load_rows(store, report: dict[str, Any]) -> RunRows:
+def load_rows(store, report: Report) -> RunRows:
     """The run's trial columns, with arm roles and policy from the report data."""
     run_id = report["run"]["id"]
     cols = store.trial_columns(run_id, TRIAL_COLUMNS)
     roles = report.get("roles") or {}
-    settings = report.get("settings") or {}
+    settings = report.get("settings")
     arms = list(report.get("arms") or {})
     for a in cols.get("arm", []):
         if a not in arms:
@@ -101,8 +101,8 @@ def load_rows(store, report: dict[str, Any]) -> RunRows:
         baseline=roles.get("baseline"),
         candidate=roles.get("candidate"),
         aa_arm=roles.get("aa"),
-        denominator=settings.get("denominator", "failure"),
-        confidence=settings.get("confidence", 0.95),
+        denominator=settings["denominator"] if settings else "failure",
+        confidence=settings["confidence"] if settings else 0.95,
     )
 
 
@@ -144,7 +144,7 @@ def task_rows(rr: RunRows) -> list[TaskRow]:
     return sorted(out.values(), key=lambda r: r.task_id)
 
 
-def error_kinds(store, run_id: str) -> list[dict[str, Any]]:
+def error_kinds(store, run_id: str) -> list[ErrorKind]:
     """Unresolved trials by arm, status and error kind, most frequent first."""
     from sqlalchemy import text
 

@@ -4,12 +4,11 @@ crashes and unresolved trials. Pure functions over arrays; statistics from ``har
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
 from harness.report.records import (
+    ClassUnresolved,
     CostSummary,
     InfraSection,
     Interval,
@@ -219,7 +218,7 @@ def unresolved_by_class(
     classes: np.ndarray,
     resolved: np.ndarray,
     confidence: float,
-) -> list[dict[str, Any]]:
+) -> list[ClassUnresolved]:
     """Per task class: trials, trials without a verdict, and their share (Wilson over trials,
     which may be correlated within a task). ``classes`` and ``resolved`` are per trial."""
     if classes.size == 0:

@@ -8,12 +8,12 @@ docs/statistics.md ("Sampling unit", "Mean of per-task rates").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from harness.stats.estimate import FEW_CLUSTERS, Kind, mean_estimate
 from harness.stats.intervals import wilson_interval
+from harness.stats.records import Interval
 
 MIN_CLUSTERS = 2
 """Clusters needed for a cluster-level interval. With one cluster nothing can be said about
@@ -81,7 +81,7 @@ def mean_interval(
     weights: np.ndarray | None = None,
     bounded: bool = True,
     kind: Kind | None = None,
-) -> dict[str, Any]:
+) -> Interval:
     """Estimate and interval for the (weighted) mean of per-task values, as a report record.
 
     The method is ``harness.stats.mean_estimate``'s, the one every view uses: CR1 + t on
@@ -90,7 +90,7 @@ def mean_interval(
     leaves the interval unclipped.
     """
     n = int(values.size)
-    out: dict[str, Any] = {"n": n, "unit": "task", "confidence": confidence}
+    out: Interval = {"n": n, "unit": "task", "confidence": confidence}
     if n == 0:
         return {**out, "estimate": None, "lo": None, "hi": None, "method": "no tasks"}
     k: Kind = kind or ("rate" if bounded else "score")
@@ -101,7 +101,7 @@ def mean_interval(
         kind=k,
         confidence=confidence,
     )
-    rec: dict[str, Any] = {
+    rec: Interval = {
         **out,
         "estimate": e.estimate,
         "lo": e.lo,

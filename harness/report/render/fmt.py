@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from harness.report.records import Comparison, Interval, PassAtK
+from harness.report.records import (
+    Comparison,
+    InfraSection,
+    Interval,
+    Latency,
+    PassAtK,
+    PredictionCheck,
+    Report,
+)
 
 
 def pct(x: float | None, digits: int = 1) -> str:
@@ -37,14 +43,14 @@ def delta_text(r: Interval | None) -> str:
     return f"{signed_pts(r['estimate'])} [{signed_pts(r.get('lo'))}, {signed_pts(r.get('hi'))}]"
 
 
-def noise_floor_text(report: dict[str, Any]) -> str | None:
+def noise_floor_text(report: Report) -> str | None:
     """The A/A noise floor with its n and interval, marked when degenerate (None: no A/A arm).
 
     A floor of exactly zero (or from arms sharing trial random numbers) says nothing about
     false-positive rates, so every view that prints it must say so, not just the HTML."""
-    deltas = report.get("class_deltas") or {}
-    floor = deltas.get("noise_floor")
-    if not floor:
+    deltas = report.get("class_deltas")
+    floor = deltas.get("noise_floor") if deltas else None
+    if not deltas or not floor:
         return None
     text = (
         f"noise floor (A/A, {floor['arm']} − {deltas.get('baseline')}): {delta_text(floor)} "
@@ -103,12 +109,12 @@ def select_ks(points: list[PassAtK], limit: int = 10) -> list[PassAtK]:
     return chosen
 
 
-def denominator_text(report: dict[str, Any]) -> str:
+def denominator_text(report: Report) -> str:
     s = report.get("settings", {})
     return s.get("denominator_text") or s.get("denominator", "failure")
 
 
-def unresolved_by_class_text(infra: dict[str, Any]) -> str:
+def unresolved_by_class_text(infra: InfraSection) -> str:
     """'unresolved share by class: a 0/12, b 2/10 (20.0% [5.7%, 51.0%])' (one line)."""
     parts = []
     for row in infra.get("unresolved_by_class") or []:
@@ -148,7 +154,7 @@ def interval_text(x: float | None, interval: list | None) -> str:
     return f"{pct(x)} [{pct(interval[0])}, {pct(interval[1])}]"
 
 
-def fit_check_text(chk: dict) -> str:
+def fit_check_text(chk: PredictionCheck) -> str:
     """The beta-binomial fit check: fitted vs observed pass^k, each with interval and n."""
     return (
         f"fitted {interval_text(chk.get('fitted'), chk.get('fitted_interval'))} vs observed "
@@ -157,12 +163,12 @@ def fit_check_text(chk: dict) -> str:
     )
 
 
-def latency_text(lat: dict) -> str:
+def latency_text(lat: Latency) -> str:
     """Latency p50 and p95 with their order-statistic intervals, in seconds."""
 
-    def one(key: str) -> str:
-        iv = lat.get(f"{key}_interval")
+    def one(key: str, seconds: float, iv: list[float] | None) -> str:
         ends = f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else ""
-        return f"{key} {lat[f'{key}_s']:.2f} s{ends}"
+        return f"{key} {seconds:.2f} s{ends}"
 
-    return f"{one('p50')}, {one('p95')}"
+    p50 = one("p50", lat["p50_s"], lat.get("p50_interval"))
+    return f"{p50}, {one('p95', lat['p95_s'], lat.get('p95_interval'))}"

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.release.records import GateResult
 from harness.report import tasks as tk
+from harness.report.records import Comparison, ErrorKind, Report
 from harness.report.render import html_sections as hs
 from harness.report.render.templating import render_template
 from harness.viewer import DEFAULT_VIEWER_URL
@@ -71,7 +74,7 @@ def build_html(
     return render(data, rr, error_kinds=kinds, gate=gate, viewer_url=viewer_url)
 
 
-def gate_verdict(store, data: dict[str, Any]) -> dict[str, Any] | None:
+def gate_verdict(store, data: Report) -> GateResult | None:
     """The release gate's verdict when the suite declares a ``gate:`` policy, else None.
 
     The gate reports its own errors (``harness gate``); here a failing gate only leaves the
@@ -87,15 +90,15 @@ def gate_verdict(store, data: dict[str, Any]) -> dict[str, Any] | None:
         result = gate_run(store, run.id)
     except Exception:  # noqa: BLE001 - optional section; never lose the report over it
         return None
-    return result if isinstance(result, dict) and result.get("verdict") else None
+    return result if result.get("verdict") else None
 
 
 def render(
-    data: dict[str, Any],
+    data: Report,
     rr: tk.RunRows,
     *,
-    error_kinds: list[dict[str, Any]] | None = None,
-    gate: dict[str, Any] | None = None,
+    error_kinds: list[ErrorKind] | None = None,
+    gate: GateResult | None = None,
     viewer_url: str | None = DEFAULT_VIEWER_URL,
 ) -> str:
     """The report page for report data ``data`` and the run's per-task rows ``rr``."""
@@ -131,7 +134,7 @@ def _short_json(v: Any, limit: int = 80) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def header(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any]:
+def header(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any]:
     """The run's facts (suite, status, versions, images) and its arms as declared."""
     info = data["run"]
     kv = [
@@ -147,7 +150,8 @@ def header(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict
         ("seed", info.get("seed")),
         ("trials per task", info.get("trials_per_task")),
     ]
-    graders = (data.get("versions") or {}).get("grader_versions") or {}
+    versions = data.get("versions")
+    graders = (versions["grader_versions"] if versions else None) or {}
     if graders:
         kv.append(
             (
@@ -176,7 +180,7 @@ def header(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict
     }
 
 
-def gate_context(gate: dict[str, Any]) -> dict[str, Any]:
+def gate_context(gate: GateResult) -> dict[str, Any]:
     """The gate's verdict, the sentence behind it, its policy, checks and warnings."""
     verdict = str(gate.get("verdict", "")).strip()
     low = verdict.lower()
@@ -211,7 +215,7 @@ def gate_context(gate: dict[str, Any]) -> dict[str, Any]:
         checks.append(
             ("unresolved coverage", cov["status"], f"worst share {hs.pct(cov.get('worst_share'))}")
         )
-    primary: dict[str, Any] = gate["primary"] if isinstance(gate.get("primary"), dict) else {}
+    primary: Mapping[str, Any] = gate.get("primary") or {}
     cannot = gate.get("cannot_establish") or []
     return {
         "verdict": verdict,
@@ -228,13 +232,13 @@ def gate_context(gate: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def headline(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any]:
+def headline(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any]:
     """Success per arm with its interval and n, the primary comparison, class slices."""
     arms = data.get("arms") or {}
     rows, methods = [], set()
     for arm in rr.arms:
-        a = arms.get(arm) or {}
-        s = a.get("success") or {}
+        a: Mapping[str, Any] = arms.get(arm) or {}
+        s: Mapping[str, Any] = a.get("success") or {}
         if s.get("method"):
             methods.add(s["method"])
         rows.append(
@@ -247,7 +251,7 @@ def headline(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> di
                 "a": a,
             }
         )
-    settings = data.get("settings") or {}
+    settings: Mapping[str, Any] = data.get("settings") or {}
     comp = data.get("comparison") or None
     if comp and comp.get("estimate") is None:
         comp = None
@@ -267,9 +271,10 @@ def headline(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> di
     }
 
 
-def _comparison_extra(comp: dict[str, Any]) -> str:
+def _comparison_extra(comp: Comparison) -> str:
+    values: Mapping[str, Any] = comp
     bits = [
-        f"{label} = {hs.num(comp[key])}"
+        f"{label} = {hs.num(values[key])}"
         for key, label in (
             ("p_value", "p"),
             ("n", "n"),
@@ -287,7 +292,7 @@ def _comparison_extra(comp: dict[str, Any]) -> str:
     return "; ".join(bits)
 
 
-def class_slices(data: dict[str, Any], rr: tk.RunRows) -> dict[str, Any] | None:
+def class_slices(data: Report, rr: tk.RunRows) -> dict[str, Any] | None:
     """Success by task class per arm (the report data's class slices); None below 2 classes."""
     arms = data.get("arms") or {}
     by_arm = {

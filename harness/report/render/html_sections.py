@@ -10,10 +10,12 @@ cost plot come from ``harness.stats``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from harness.release.records import GateResult
 from harness.report import tasks as tk
+from harness.report.records import ArmReport, ErrorKind, Report, UnresolvedCauses
 from harness.report.render.numbers import num, pct
 from harness.report.render.plots import arm_colors
 
@@ -41,28 +43,36 @@ def plot(name: str, draw: Callable[[], str], caption: str) -> dict[str, Any]:
         return {"missing": str(exc)}
 
 
-def _arm(data: dict[str, Any], arm: str) -> dict[str, Any]:
+def _arm(data: Report, arm: str) -> ArmReport:
     return (data.get("arms") or {}).get(arm) or {}
 
 
-def usage_of(data: dict[str, Any], arm: str) -> dict[str, Any]:
+def usage_of(data: Report, arm: str) -> Mapping[str, Any]:
     return _arm(data, arm).get("usage") or {}
 
 
-def _delta_row(label: str, r: dict[str, Any], n: Any, overall: bool = False) -> dict[str, Any]:
+def _causes(arm: ArmReport, key: str = "unresolved_causes") -> UnresolvedCauses:
+    """The arm's top causes of unresolved trials, or of failures the agent caused."""
+    found = (
+        arm.get("agent_failure_causes")
+        if key == "agent_failure_causes"
+        else arm.get("unresolved_causes")
+    )
+    return found or {"causes": [], "other": 0}
+
+
+def _delta_row(label: str, r: Mapping[str, Any], n: Any, overall: bool = False) -> dict[str, Any]:
     return {"label": label, "estimate": r.get("estimate"), "lo": r.get("lo"), "hi": r.get("hi"),
             "n": n, "overall": overall, "warning": r.get("warning")}  # fmt: skip
 
 
-def forest(
-    data: dict[str, Any], gate: dict[str, Any] | None, rr: tk.RunRows
-) -> dict[str, Any] | None:
+def forest(data: Report, gate: GateResult | None, rr: tk.RunRows) -> dict[str, Any] | None:
     """Per-class paired deltas: the gate's screens when a gate ran, else the report data's
     ``class_deltas``; the A/A noise floor from the gate, else from the report data."""
     from harness.report.render import plots
 
     report_deltas = data.get("class_deltas") or None
-    g: dict[str, Any] = gate or {}
+    g: Mapping[str, Any] = gate or {}
     screens = (g.get("screens") or {}).get("classes") or []
     base, cand = rr.baseline, rr.candidate
     noise = None
@@ -108,7 +118,7 @@ def forest(
     return {"plot": svg, "rows": rows, "noise": noise, "noise_row": noise_row, "note": method}
 
 
-def passk(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
+def passk(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
     """Observed pass^k and pass@k per arm with the report's beta-binomial predictions."""
     from harness.report.render import plots
 
@@ -148,16 +158,18 @@ def passk(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[
     return {"plot": svg, "ks": list(range(1, trials + 1)), "rows": rows, "note": note}
 
 
-def cost(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
+def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
     """Cost per trial against success per arm (``usage.cost.per_trial_usd``), with the Pareto
     front and the upper convex hull."""
     from harness.report.render import plots
     from harness.stats import pareto_front, upper_convex_hull
 
-    points, rows, sources = [], [], set()
+    points: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    sources: set[str] = set()
     for arm in rr.arms:
         a = _arm(data, arm)
-        usage = a.get("usage") or {}
+        usage: Mapping[str, Any] = a.get("usage") or {}
         cst, lat = usage.get("cost") or {}, usage.get("latency") or {}
         per_trial = cst.get("per_trial_usd") or {}
         if per_trial.get("estimate") is not None:
@@ -206,15 +218,14 @@ def cost(data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]) -> dict[s
     return {"plot": svg, "rows": rows, "note": note}
 
 
-def calibration(
-    data: dict[str, Any], rr: tk.RunRows, colors: dict[str, str]
-) -> dict[str, Any] | None:
+def calibration(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
     """Reliability diagram and ECE per arm, from ``reliability.calibration``."""
     from harness.report.render import plots
 
-    arms = {}
+    arms: dict[str, dict[str, Any]] = {}
     for arm in rr.arms:
-        cal = (_arm(data, arm).get("reliability") or {}).get("calibration")
+        rel = _arm(data, arm).get("reliability")
+        cal = rel["calibration"] if rel else None
         if cal:
             arms[arm] = {"n": cal["n"], "ece": cal["ece"], "bins": cal["diagram"], "record": cal}
     if not arms:
@@ -233,9 +244,7 @@ def calibration(
     }
 
 
-def infra(
-    data: dict[str, Any], rr: tk.RunRows, error_kinds: list[dict[str, Any]]
-) -> dict[str, Any] | None:
+def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> dict[str, Any] | None:
     """Trials by final status per arm, retried attempts, crash rate, and error kinds."""
     from harness.report.render import plots
 
@@ -267,19 +276,14 @@ def infra(
         "no verdict after its retries is unresolved and "
         + ("counts as a failure." if rr.denominator == "failure" else "is excluded from rates.")
     )
-    causes = [
-        {"arm": arm, **c}
-        for arm in rr.arms
-        for c in ((_arm(data, arm).get("unresolved_causes") or {}).get("causes") or [])
-    ]
+    causes = [{"arm": arm, **c} for arm in rr.arms for c in _causes(_arm(data, arm))["causes"]]
     agent_failures = [
         {"arm": arm, **c}
         for arm in rr.arms
-        for c in ((_arm(data, arm).get("agent_failure_causes") or {}).get("causes") or [])
+        for c in _causes(_arm(data, arm), "agent_failure_causes")["causes"]
     ]
     agent_other = {
-        arm: int((_arm(data, arm).get("agent_failure_causes") or {}).get("other") or 0)
-        for arm in rr.arms
+        arm: _causes(_arm(data, arm), "agent_failure_causes")["other"] for arm in rr.arms
     }
     return {
         "plot": svg,

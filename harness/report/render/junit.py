@@ -9,12 +9,12 @@ text node.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any
 
+from harness.release.records import GateResult
 from harness.report.render.release import decision_lines
 
 
-def gate_cases(g: dict[str, Any]) -> list[tuple[str, str | None, str, str]]:
+def gate_cases(g: GateResult) -> list[tuple[str, str | None, str, str]]:
     """(name, failure type or None, message, detail) per check of the gate result ``g``."""
     cases: list[tuple[str, str | None, str, str]] = []
     for m in g["must_never"]:
@@ -31,7 +31,8 @@ def gate_cases(g: dict[str, Any]) -> list[tuple[str, str | None, str, str]]:
         )
     )
     head, lines = decision_lines(g)
-    decision = g["threshold"] if g.get("threshold") else g["primary"]
+    decision = g["threshold"] or g["primary"]
+    assert decision is not None  # a gate without a threshold rule always has a comparison
     stat, why = decision["verdict"], decision["why"]
     name = (
         f"threshold {g['candidate']} > {g['policy']['bar']:g}"
@@ -43,7 +44,7 @@ def gate_cases(g: dict[str, Any]) -> list[tuple[str, str | None, str, str]]:
     return cases
 
 
-def gate_junit(g: dict[str, Any]) -> str:
+def gate_junit(g: GateResult) -> str:
     """The gate result ``g`` as a JUnit XML document (one testsuite)."""
     cases = gate_cases(g)
     counts = {"tests": str(len(cases)), "failures": str(sum(1 for c in cases if c[1]))}

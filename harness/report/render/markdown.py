@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from harness.report.causes import causes_lines
+from harness.report.records import ArmReport, Report
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
@@ -26,7 +28,7 @@ from harness.report.render.fmt import (
 CLUSTER_ROWS = 10
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Report) -> str:
     run = report["run"]
     s = report.get("settings", {})
     lines = [
@@ -73,7 +75,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     for name, a in report["arms"].items():
         lines += ["", f"### Arm `{name}`", ""]
         lines += _arm(a)
-    v = report.get("versions") or {}
+    v: Mapping[str, Any] = report.get("versions") or {}
     graders = ", ".join(f"{g} {'/'.join(vs)}" for g, vs in (v.get("grader_versions") or {}).items())
     images = ", ".join(f"`{k}`={x}" for k, x in (v.get("image_ids") or {}).items())
     lines += [
@@ -86,7 +88,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _arm(a: dict[str, Any]) -> list[str]:
+def _arm(a: ArmReport) -> list[str]:
     infra = a.get("infra") or {}
     out = [
         f"Unresolved trials: {infra.get('infra_error_trials', 0)} infra, "
@@ -105,8 +107,9 @@ def _arm(a: dict[str, Any]) -> list[str]:
     if agent_caused:
         out += ["", "Failed by the agent's own fault (by kind):", ""]
         out += [f"- {_inline(line)}" for line in agent_caused] + [""]
-    if a.get("success", {}) and a["success"].get("warning"):
-        out.append(f"> {a['success']['warning']}")
+    succ = a.get("success")
+    if succ and succ.get("warning"):
+        out.append(f"> {succ['warning']}")
     if a.get("pass_hat_k"):
         at = {p["k"]: p for p in a["pass_at_k"]}
         out += ["", "| k | pass^k (CI) | pass@k (CI) | tasks |", "| ---: | --- | --- | ---: |"]
@@ -128,14 +131,14 @@ def _arm(a: dict[str, Any]) -> list[str]:
     return out + _slices(a) + _reliability_and_usage(a)
 
 
-def _slices(a: dict[str, Any]) -> list[str]:
+def _slices(a: ArmReport) -> list[str]:
     """Success by class and by cluster (lowest clusters only), and the stratified estimate."""
     out: list[str] = []
     for what, limit in (("class", None), ("cluster", CLUSTER_ROWS)):
         rows = a["slices"][what]
         if len(rows) < 2:
             continue
-        shown = sorted(rows, key=lambda r: r["estimate"])[:limit] if limit else rows
+        shown = sorted(rows, key=lambda r: r["estimate"] or 0.0)[:limit] if limit else rows
         note = f" (lowest {len(shown)} of {len(rows)})" if len(shown) < len(rows) else ""
         out += [
             "",
@@ -159,13 +162,13 @@ def _slices(a: dict[str, Any]) -> list[str]:
     return out
 
 
-def _reliability_and_usage(a: dict[str, Any]) -> list[str]:
+def _reliability_and_usage(a: ArmReport) -> list[str]:
     """One line of reliability figures and one of tokens, cost, latency and steps."""
     out: list[str] = []
     rel = a["reliability"]
     items = []
-    if rel.get("consistency"):
-        items.append(f"consistency pass^{rel['consistency']['k']} {rate_text(rel['consistency'])}")
+    if cons := rel.get("consistency"):
+        items.append(f"consistency pass^{cons['k']} {rate_text(cons)}")
     r = rel.get("robustness")
     if r and r.get("estimate") is not None:
         items.append(

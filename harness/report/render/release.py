@@ -11,7 +11,8 @@ from typing import Any
 
 from rich.table import Table
 
-from harness.report.records import ArmRate
+from harness.release.records import DesignSummary, GateResult, RunComparison, Screens
+from harness.report.records import ArmRate, Comparison, NoiseFloor
 from harness.report.render.narrow import dropped_note, fit
 
 
@@ -32,7 +33,7 @@ def rate(r: ArmRate | None, n: int) -> str:
     return f"{r['rate']:.1%} [{r['lo']:.1%}, {r['hi']:.1%}] (n={r.get('n', n)} tasks)"
 
 
-def rate_cell(x: float | None, interval: list[float] | None, n: int) -> str:
+def rate_cell(x: float | None, interval: list[float | None] | None, n: int) -> str:
     """A rate with its interval and n, compact enough for a table cell."""
     if x is None:
         return "—"
@@ -41,7 +42,7 @@ def rate_cell(x: float | None, interval: list[float] | None, n: int) -> str:
     return f"{x:.0%} [{interval[0]:.0%}, {interval[1]:.0%}] n={n}"
 
 
-def _pside(c: dict[str, Any], policy: dict[str, Any] | None = None) -> str:
+def _pside(c: Comparison, policy: dict[str, Any] | None = None) -> str:
     if not c.get("p_values"):
         return "no test (no paired tasks)"
     if policy and policy.get("sides") == "one-sided":
@@ -52,7 +53,7 @@ def _pside(c: dict[str, Any], policy: dict[str, Any] | None = None) -> str:
     return f"{c['test']}: two-sided p = {c['p_value']:.3g}"
 
 
-def comparison_lines(c: dict[str, Any], policy: dict[str, Any] | None = None) -> list[str]:
+def comparison_lines(c: Comparison, policy: dict[str, Any] | None = None) -> list[str]:
     """The numbers behind a paired comparison, one fact per line (plain text)."""
     if c.get("estimate") is None:
         return ["no task has a verdict in both arms: nothing to compare"]
@@ -97,7 +98,7 @@ def comparison_lines(c: dict[str, Any], policy: dict[str, Any] | None = None) ->
     return lines
 
 
-def _floor_line(n: dict[str, Any] | None) -> str:
+def _floor_line(n: NoiseFloor | None) -> str:
     if not n:
         return "noise floor: no A/A arm in this run (add aa: true to the suite to measure it)"
     if n.get("degenerate"):
@@ -113,7 +114,7 @@ def _floor_line(n: dict[str, Any] | None) -> str:
     )
 
 
-def _screen_rows(screens: dict[str, Any]) -> list[list[str]]:
+def _screen_rows(screens: Screens) -> list[list[str]]:
     rows = []
     for s in screens["classes"]:
         g = s["signs"]
@@ -141,7 +142,7 @@ def _screen_rows(screens: dict[str, Any]) -> list[list[str]]:
 SCREEN_COLS = ["class", "tasks", "base", "new", "delta (pts)", "tasks ±", "p", "p Holm", ""]
 
 
-def screen_notes(screens: dict[str, Any]) -> list[str]:
+def screen_notes(screens: Screens) -> list[str]:
     """The thresholds a screens table uses, and each class's interval warning (⚠)."""
     out = [f"thresholds: {screens['thresholds']}"] if screens.get("thresholds") else []
     out += [f"⚠ {s['class']}: {s['warning']}" for s in screens["classes"] if s.get("warning")]
@@ -149,7 +150,7 @@ def screen_notes(screens: dict[str, Any]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ terminal
-def print_compare(c: dict[str, Any]) -> None:
+def print_compare(c: RunComparison) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -171,7 +172,7 @@ def print_compare(c: dict[str, Any]) -> None:
     _print_screens(con, Table, c["screens"])
 
 
-def _print_screens(con, table_cls, screens: dict[str, Any] | None) -> None:
+def _print_screens(con, table_cls, screens: Screens | None) -> None:
     if not screens or len(screens["classes"]) < 2:
         return
     t = table_cls(title=f"Screens by class — {screens['label']}", title_justify="left")
@@ -199,7 +200,7 @@ _STYLE = {
 }
 
 
-def print_gate(g: dict[str, Any]) -> None:
+def print_gate(g: GateResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -241,7 +242,7 @@ def print_gate(g: dict[str, Any]) -> None:
     con.print("[dim]this evaluation cannot establish: " + "; ".join(g["cannot_establish"]) + "[/]")
 
 
-def decision_lines(g: dict[str, Any]) -> tuple[str, list[str]]:
+def decision_lines(g: GateResult) -> tuple[str, list[str]]:
     """(heading, lines) of the statistical decision: the threshold check or the primary
     comparison, then the sequential spending, shared by the terminal and Markdown."""
     pol = g["policy"]
@@ -262,11 +263,12 @@ def decision_lines(g: dict[str, Any]) -> tuple[str, list[str]]:
             ]
         else:
             lines.append(th["why"])
-        if g.get("primary"):
+        if primary := g.get("primary"):
             lines.append("for reference, against the baseline:")
-            lines += ["  " + x for x in comparison_lines(g["primary"])]
+            lines += ["  " + x for x in comparison_lines(primary)]
     else:
         p = g["primary"]
+        assert p is not None  # every rule but threshold compares against a baseline
         rule = pol["rule"] + (
             f" (margin {pts(pol['margin'], False)} points)" if pol["margin"] else ""
         )
@@ -283,7 +285,7 @@ def decision_lines(g: dict[str, Any]) -> tuple[str, list[str]]:
     return head, lines
 
 
-def _saved(d: dict[str, Any]) -> str:
+def _saved(d: DesignSummary) -> str:
     if d["full_repeats_trials"] == d["trials"]:
         return ""
     return f" (full repeats would cost {d['full_repeats_trials']}: {d['saved_share']:.0%} saved)"
@@ -296,7 +298,7 @@ def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def gate_markdown(g: dict[str, Any]) -> str:
+def gate_markdown(g: GateResult) -> str:
     icon = {"improvement": "✅", "non-inferior": "✅", "inconclusive": "⚠️"}.get(g["verdict"], "⛔")
     ship = "may ship" if g["may_ship"] else "do not ship"
     out = [
@@ -345,7 +347,7 @@ def gate_markdown(g: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def compare_markdown(c: dict[str, Any]) -> str:
+def compare_markdown(c: RunComparison) -> str:
     out = [f"### Paired comparison `{c['baseline_side']}` → `{c['candidate_side']}`", ""]
     out += [f"- **not comparable** ({d['check']}): {d['message']}" for d in c["differences"]]
     if c["refused"]:
@@ -355,8 +357,8 @@ def compare_markdown(c: dict[str, Any]) -> str:
     if c.get("note"):
         out.append(f"- {c['note']}")
     out.append(f"- {_floor_line(c.get('noise_floor'))}")
-    s = c["screens"]
-    if len(s["classes"]) >= 2:
+    s = c.get("screens")
+    if s and len(s["classes"]) >= 2:
         out += ["", f"Screens by class ({s['label']}):", ""]
         out += _md_table(SCREEN_COLS, _screen_rows(s))
         out += [""] + [f"- {line}" for line in screen_notes(s)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -9,7 +10,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report.causes import causes_lines
-from harness.report.records import Comparison, PairTable, SliceRow
+from harness.report.records import (
+    ArmReport,
+    Comparison,
+    PairTable,
+    Reliability,
+    Report,
+    SliceRow,
+    UsageSection,
+)
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
@@ -35,7 +44,7 @@ __all__ = ["pct", "rate_text", "render"]
 CLUSTER_ROWS = 10
 
 
-def render(report: dict[str, Any], console: Console | None = None) -> None:
+def render(report: Report, console: Console | None = None) -> None:
     console = console or Console()
     run = report["run"]
     s = report.get("settings", {})
@@ -52,8 +61,8 @@ def render(report: dict[str, Any], console: Console | None = None) -> None:
     _summary(console, report)
     for name, arm in report["arms"].items():
         _arm(console, name, arm)
-    if report.get("comparison"):
-        _comparison(console, report["comparison"])
+    if comparison := report.get("comparison"):
+        _comparison(console, comparison)
         if floor := noise_floor_text(report):
             style = "yellow" if "DEGENERATE" in floor else "dim"
             console.print(f"[{style}]{escape(floor)}[/]")
@@ -62,7 +71,7 @@ def render(report: dict[str, Any], console: Console | None = None) -> None:
         console.print(f"[yellow]warning:[/] {w}")
 
 
-def _summary(console: Console, report: dict[str, Any]) -> None:
+def _summary(console: Console, report: Report) -> None:
     table = Table(title="Per arm", title_justify="left")
     for col in (
         "arm",
@@ -87,7 +96,7 @@ def _summary(console: Console, report: dict[str, Any]) -> None:
             rate_text(crash, "attempt") if crash else "—",
         )
         if succ:
-            methods.setdefault(succ["method"], []).append(name)
+            methods.setdefault(succ["method"] or "", []).append(name)
     if note := dropped_note(fit(table, console.width, ["unstable"])):
         console.print(f"[dim]{note}[/]")
     console.print(table)
@@ -95,7 +104,7 @@ def _summary(console: Console, report: dict[str, Any]) -> None:
         console.print(f"[dim]success interval ({', '.join(names)}): {method}[/]")
 
 
-def _arm(console: Console, name: str, a: dict[str, Any]) -> None:
+def _arm(console: Console, name: str, a: ArmReport) -> None:
     console.rule(f"[bold]{name}")
     infra = a.get("infra") or {}
     console.print(
@@ -176,7 +185,7 @@ def _slices(console: Console, what: str, rows: list[SliceRow], limit: int | None
         console.print(f"[dim]⚠ {warned[0]['warning']} ({len(warned)} of {len(shown)} shown)[/]")
 
 
-def _reliability(console: Console, rel: dict[str, Any]) -> None:
+def _reliability(console: Console, rel: Reliability) -> None:
     lines = []
     c = rel.get("consistency")
     if c:
@@ -211,7 +220,7 @@ def _reliability(console: Console, rel: dict[str, Any]) -> None:
         console.print("reliability: " + "\n             ".join(lines))
 
 
-def _usage(console: Console, u: dict[str, Any]) -> None:
+def _usage(console: Console, u: UsageSection) -> None:
     tok = u["tokens"]
     cost = u["cost"]
     lat = u["latency"]
@@ -256,8 +265,8 @@ def _p(p: float | None) -> str:
     return "—" if p is None else f"{p:.3g}"
 
 
-def _versions(console: Console, report: dict[str, Any]) -> None:
-    v = report.get("versions") or {}
+def _versions(console: Console, report: Report) -> None:
+    v: Mapping[str, Any] = report.get("versions") or {}
     graders = ", ".join(f"{g} {'/'.join(vs)}" for g, vs in (v.get("grader_versions") or {}).items())
     images = ", ".join(f"{k}={str(x)[:19]}" for k, x in (v.get("image_ids") or {}).items())
     console.print(

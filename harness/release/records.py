@@ -1,0 +1,185 @@
+"""Typed shapes of what the release decisions return: gate results, screens, power plans.
+
+The comparison record itself (``paired_comparison``) and the A/A noise floor are
+``harness.report.records.Comparison`` and ``NoiseFloor``: reports and gates print the same
+record.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from harness.report.records import Comparison, NoiseFloor, PairTable
+
+
+class TrialRecord(TypedDict, total=False):
+    """One trial row as the release code reads it (``source.load_rows``; tests build them)."""
+
+    arm: str
+    task_id: str
+    variant: str
+    """'' for the task as written, else the variant's name."""
+    trial_index: int
+    seed: int
+    cluster: str
+    task_class: str | None
+    weight: float
+    status: str
+    passed: bool | None
+    cost_usd: float | None
+    grader_versions: dict[str, str]
+    image_id: str | None
+
+
+_ClassName = TypedDict("_ClassName", {"class": str}, total=False)
+
+
+class ClassScreen(_ClassName, total=False):
+    """One task class's paired comparison inside the screens (never a verdict)."""
+
+    n_tasks: int
+    n: int
+    unit: str
+    n_clusters: int
+    baseline: float | None
+    candidate: float | None
+    baseline_interval: list[float | None]
+    candidate_interval: list[float | None]
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    method: str | None
+    warning: str | None
+    table: PairTable
+    signs: dict[str, int]
+    p_value: float | None
+    p_values: dict[str, float]
+    p_holm: float
+    """The two-sided p-value after Holm's adjustment over the classes."""
+    look_here: bool
+
+
+class Screens(TypedDict):
+    """Per-class screens with Holm-adjusted p-values: where to look next."""
+
+    classes: list[ClassScreen]
+    holm_alpha: float
+    look_here: list[str]
+    opposite_moves: dict[str, list[str]] | None
+    note: str | None
+    label: str
+    confidence: float
+    thresholds: str
+
+
+class DesignSummary(TypedDict):
+    """The trial design and its spend (fixed or adaptive repeats)."""
+
+    design: str
+    trials: int
+    full_repeats_trials: int
+    repeated_tasks: int
+    saved_share: float
+
+
+class MustNeverCheck(TypedDict):
+    """One must-never class (or the flagged tasks): asserted, never tested."""
+
+    name: str
+    status: str
+    """'violated', 'unverified' or 'held'."""
+    trials: int
+    failures: list[str]
+    unresolved: list[str]
+    message: str
+
+
+class ArmCoverage(TypedDict):
+    trials: int
+    unresolved: int
+    share: float
+
+
+class Coverage(TypedDict):
+    """Trials without a verdict per arm (and per class where any), against the limit."""
+
+    name: str
+    limit: float
+    arms: dict[str, ArmCoverage]
+    by_class: dict[str, dict[str, dict[str, int]]]
+    worst_share: float
+    status: str
+    """'ok' or 'exceeded'."""
+
+
+class Sequential(TypedDict):
+    """This look's share of the season's error rate."""
+
+    look: int
+    alpha: float
+    confidence: float
+    schedule: str
+    spent: str
+
+
+class ThresholdCheck(TypedDict, total=False):
+    """The candidate's own rate against the policy's bar, with P(p > bar)."""
+
+    bar: float
+    n: int
+    unit: str
+    prior: str
+    estimate: float
+    lo: float
+    hi: float
+    n_clusters: int
+    method: str
+    interval_warning: str | None
+    n_eff: float
+    p_above_bar: float
+    verdict: str
+    why: str
+
+
+class RunComparison(Comparison, total=False):
+    """``harness compare A B``: the paired comparison with its preconditions, A/A floor and
+    screens (no numbers when the sides differ and the comparison was refused)."""
+
+    baseline_side: str
+    candidate_side: str
+    differences: list[dict[str, str]]
+    """Why the sides cannot be paired: each a 'check' and its 'message'."""
+    forced: bool
+    refused: bool
+    within_run: bool
+    noise_floor: NoiseFloor | None
+    screens: Screens | None
+
+
+class GateResult(TypedDict):
+    """The gate's verdict with every number behind it (``evaluate_gate``)."""
+
+    run_id: str | None
+    verdict: str
+    verdict_label: str
+    may_ship: bool
+    blocked_by_must_never: bool
+    exit_code: int
+    reasons: list[str]
+    policy: dict[str, Any]
+    """The policy as written (its pydantic dump), so the result says what rule it applied."""
+    baseline: str | None
+    candidate: str
+    must_never: list[MustNeverCheck]
+    coverage: Coverage
+    primary: Comparison | None
+    threshold: ThresholdCheck | None
+    sequential: Sequential | None
+    noise_floor: NoiseFloor | None
+    screens: Screens | None
+    design: DesignSummary
+    warnings: list[str]
+    cannot_establish: list[str]
+    suite: NotRequired[str]
+    """Set by ``gate_run``: the run's suite, and where the policy came from."""
+    policy_source: NotRequired[str]
