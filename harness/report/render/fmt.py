@@ -10,6 +10,7 @@ from harness.report.records import (
     PassAtK,
     PredictionCheck,
     Report,
+    Tokens,
 )
 
 
@@ -83,7 +84,7 @@ def count(x: int | float | None) -> str:
     return "—" if x is None else f"{int(x):,}"
 
 
-def tokens_text(tok: dict[str, Any]) -> str:
+def tokens_text(tok: Tokens) -> str:
     """An arm's tokens (``usage.tokens``): sums and means per trial over the trials whose
     usage is known, with their n; unknown (never 0) when no trial's usage is known."""
     known = tok.get("known_trials", tok["trials"])
