@@ -110,7 +110,9 @@ def run(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Run a suite (or resume a run) and print its summary."""
+    """Long because the signature declares one typer option per ``harness run`` flag.
+
+    Run a suite (or resume a run) and print its summary."""
     from harness.errors import Interrupted
 
     if suite is None and resume is None:

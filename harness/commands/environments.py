@@ -94,7 +94,9 @@ def validate(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
+    """Long because the signature declares one typer option per ``harness validate`` flag.
+
+    Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
     from rich.console import Console
     from rich.table import Table
 

@@ -168,7 +168,7 @@ def plan_cmd(
     """Power planning: tasks needed for a lift (--base, --lift), tasks to show a rate above a
     bar (--bar, --rate; one-sided α), or the smallest effect a finished run could have
     detected (--run), unpaired and paired."""
-    from harness.report.render.release import print_plan
+    from harness.report.render.planning import print_plan
 
     if bar is not None:
         from harness.release.power import tasks_for_threshold
@@ -220,7 +220,7 @@ def history(
     moves beyond the A/A noise floor, and which runs cannot be paired."""
     from harness.release.api import history as suite_history
     from harness.release.api import suite_name_of
-    from harness.report.render.release import print_history
+    from harness.report.render.planning import print_history
 
     h = suite_history(_store(store), suite_name_of(suite), limit, sequential=sequential)
     if as_json:

@@ -97,6 +97,9 @@ def _usage(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _log(run: dict[str, Any], arm: dict[str, Any], trials: list[dict], events: dict) -> dict:
+    """Long because it maps one arm's trials to Inspect's log schema field by field.
+
+    One Inspect eval log (a dict) for one arm of the run."""
     tasks = (run["config"] or {}).get("tasks", {})
     model = (arm.get("model") or {}).get("name") or f"harness/{arm.get('agent', arm['name'])}"
     samples, usage_total = [], {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}

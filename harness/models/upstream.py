@@ -86,7 +86,9 @@ async def send(
     *,
     stream: bool,
 ) -> UpstreamReply:
-    """POST ``payload`` to the upstream's ``api.path``; retry what is transient.
+    """Long because the retry loop handles every transport outcome (connect error, timeout, transient status) in one place.
+
+    POST ``payload`` to the upstream's ``api.path``; retry what is transient.
 
     Returns the first non-transient reply (a 2xx, or a 4xx the program should see). Raises
     ``UpstreamExhausted`` when the retries run out. The caller closes ``reply.stream``.

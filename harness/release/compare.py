@@ -227,7 +227,9 @@ def paired_comparison(
     variants: bool = False,
     phase_one_trials: int | None = None,
 ) -> Comparison:
-    """Paired comparison of candidate (B) against baseline (A) on the tasks both ran.
+    """Long because one pass over the paired tasks yields the estimate, the exact test, the design label and the per-task rows; split, each part would redo the pairing.
+
+    Paired comparison of candidate (B) against baseline (A) on the tasks both ran.
 
     Estimand: Σ_j w_j (p̂_Bj − p̂_Aj) / Σ_j w_j, the weighted mean over paired tasks of the
     per-task success-rate difference (candidate − baseline; positive means the candidate is

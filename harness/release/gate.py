@@ -30,7 +30,6 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from harness.release.records import (
-    ArmCoverage,
     Coverage,
     GateResult,
     MustNeverCheck,
@@ -38,7 +37,7 @@ from harness.release.records import (
     ThresholdCheck,
     TrialRecord,
 )
-from harness.report.records import Comparison
+from harness.report.records import Comparison, NoiseFloor
 
 VERDICTS = ("improvement", "non-inferior", "inconclusive", "regression", "no-verdict")
 MAY_SHIP = ("improvement", "non-inferior")
@@ -196,81 +195,6 @@ def threshold_check(
     }
 
 
-def _must_never(
-    rows_b: list[TrialRecord], classes: list[str], flagged_tasks: set[str]
-) -> list[MustNeverCheck]:
-    checks: list[MustNeverCheck] = []
-    groups: dict[str, list[TrialRecord]] = {f"class {c}": [] for c in classes}
-    if flagged_tasks:
-        groups["tasks marked must_never"] = []
-    for r in rows_b:
-        cls = r.get("task_class") or "default"
-        if cls in classes:
-            groups[f"class {cls}"].append(r)
-        if r["task_id"] in flagged_tasks:
-            groups["tasks marked must_never"].append(r)
-    for name, rows in groups.items():
-        failed = sorted(
-            {f"{r['task_id']}#{r['trial_index']}" for r in rows if r["status"] == "failed"}
-        )
-        unresolved = sorted(
-            {
-                f"{r['task_id']}#{r['trial_index']}"
-                for r in rows
-                if r["status"] not in ("passed", "failed")
-            }
-        )
-        status = "violated" if failed else "unverified" if (unresolved or not rows) else "held"
-        checks.append(
-            {
-                "name": f"must-never: {name}",
-                "status": status,
-                "trials": len(rows),
-                "failures": failed,
-                "unresolved": unresolved,
-                "message": (
-                    f"{len(failed)} failure(s) of the candidate: {', '.join(failed[:10])}"
-                    if failed
-                    else f"{len(unresolved)} trial(s) without a verdict"
-                    if unresolved
-                    else "no trials of the candidate in this class"
-                    if not rows
-                    else f"0 failures in {len(rows)} trials (asserted, not tested)"
-                ),
-            }
-        )
-    return checks
-
-
-def _coverage(rows: dict[str, list[TrialRecord]], limit: float) -> Coverage:
-    arms: dict[str, ArmCoverage] = {}
-    by_class: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    for arm, rs in rows.items():
-        unresolved = sum(1 for r in rs if r["status"] not in ("passed", "failed"))
-        arms[arm] = {
-            "trials": len(rs),
-            "unresolved": unresolved,
-            "share": unresolved / len(rs) if rs else 1.0,
-        }
-        for r in rs:
-            c = by_class[r.get("task_class") or "default"][arm]
-            c[0] += r["status"] not in ("passed", "failed")
-            c[1] += 1
-    worst = max((a["share"] for a in arms.values()), default=1.0)
-    return {
-        "name": "unresolved coverage",
-        "limit": limit,
-        "arms": arms,
-        "by_class": {
-            cls: {arm: {"unresolved": u, "trials": n} for arm, (u, n) in d.items()}
-            for cls, d in sorted(by_class.items())
-            if any(u for u, _ in d.values())
-        },
-        "worst_share": worst,
-        "status": "ok" if worst <= limit else "exceeded",
-    }
-
-
 def evaluate_gate(
     rows: list[TrialRecord],
     policy,
@@ -281,7 +205,9 @@ def evaluate_gate(
     run_id: str | None = None,
     look: int | None = None,
 ) -> GateResult:
-    """Apply a ``GatePolicy`` to one run's trial rows; returns the verdict with its numbers.
+    """Long because it is the gate's decision order (must-never, coverage, rule, A/A floor, screens), read top to bottom as the module doc lists it.
+
+    Apply a ``GatePolicy`` to one run's trial rows; returns the verdict with its numbers.
 
     ``config`` is the run's stored resolved config (suite settings, tasks with their
     ``must_never`` flags); the primary arms come from the policy, else the suite's primary
@@ -290,6 +216,7 @@ def evaluate_gate(
     """
     from harness.release.adaptive import design_summary
     from harness.release.compare import paired_comparison
+    from harness.release.evidence import coverage_check, must_never_checks
     from harness.release.floor import noise_floor, uses_common_random_numbers
     from harness.release.slices import class_screens
 
@@ -308,9 +235,9 @@ def evaluate_gate(
     rows_b = by_arm.get(candidate, [])
 
     flagged = {t for t, d in (config.get("tasks") or {}).items() if d.get("must_never")}
-    must_never = _must_never(rows_b, list(policy.must_never), flagged)
+    must_never = must_never_checks(rows_b, list(policy.must_never), flagged)
     arm_rows = {candidate: rows_b} if baseline is None else {baseline: rows_a, candidate: rows_b}
-    coverage = _coverage(arm_rows, policy.max_unresolved)
+    coverage = coverage_check(arm_rows, policy.max_unresolved)
     sequential = _sequential(policy, look)
     confidence = sequential["confidence"] if sequential else policy.confidence
     level = interval_level(policy, confidence)
@@ -360,23 +287,9 @@ def evaluate_gate(
         )
 
     violated = [c for c in must_never if c["status"] == "violated"]
-    unverified = [c for c in must_never if c["status"] == "unverified"]
-    reasons: list[str] = []
-    if violated:
-        verdict = "no-verdict"
-        reasons += [f"{c['name']} violated: {c['message']}" for c in violated]
-    if unverified:
-        verdict = "no-verdict"
-        reasons += [f"{c['name']} unverified: {c['message']}" for c in unverified]
-    if coverage["status"] == "exceeded":
-        verdict = "no-verdict"
-        reasons.append(
-            f"unresolved share {coverage['worst_share']:.1%} exceeds max_unresolved "
-            f"{policy.max_unresolved:.1%}: repair the infrastructure or graders and re-run"
-        )
-    if not reasons:
-        verdict = stat_verdict
-        reasons.append(why)
+    reasons = _blocking_reasons(must_never, coverage, policy.max_unresolved)
+    verdict = "no-verdict" if reasons else stat_verdict
+    reasons = reasons or [why]
     headline_flat = stat_verdict not in ("improvement", "regression")
     screens = None
     if baseline:
@@ -391,20 +304,7 @@ def evaluate_gate(
         )
     counts = {arm: _trials_per_task(rs) for arm, rs in arm_rows.items()}
     design = design_summary(suite.get("repeats"), trials_per_task, counts)
-    warnings: list[str] = []
-    if noise and noise["degenerate"]:
-        warnings.append(noise["degenerate_reason"] or "degenerate noise floor")
-    elif noise and noise["excludes_zero"]:
-        warnings.append(
-            f"the A/A arm moved ({noise['estimate']:+.3f}, interval excludes 0): the run is "
-            "noisier than its intervals assume (drift, leaking state, or a nondeterministic grader)"
-        )
-    head = threshold if threshold is not None else primary
-    head_warning = head.get("interval_warning") if head else None
-    if head_warning:
-        warnings.append(head_warning)
-    if primary and primary["dropped"]["n"]:
-        warnings.append(f"{primary['dropped']['n']} task(s) not in both arms were left unpaired")
+    warnings = _gate_warnings(noise, threshold if threshold is not None else primary, primary)
     primary_out: Comparison | None = None
     if primary is not None:
         primary_out = {**primary, "verdict": stat_verdict, "why": why, "interval_level": level}
@@ -432,6 +332,48 @@ def evaluate_gate(
         "warnings": warnings,
         "cannot_establish": _limits(policy, stat_verdict),
     }
+
+
+def _blocking_reasons(
+    must_never: list[MustNeverCheck], coverage: Coverage, max_unresolved: float
+) -> list[str]:
+    """Why there is no verdict whatever the statistics say: violated or unverified
+    must-never checks, too many trials without a verdict. Empty when nothing blocks."""
+    reasons = [
+        f"{c['name']} {c['status']}: {c['message']}"
+        for status in ("violated", "unverified")
+        for c in must_never
+        if c["status"] == status
+    ]
+    if coverage["status"] == "exceeded":
+        reasons.append(
+            f"unresolved share {coverage['worst_share']:.1%} exceeds max_unresolved "
+            f"{max_unresolved:.1%}: repair the infrastructure or graders and re-run"
+        )
+    return reasons
+
+
+def _gate_warnings(
+    noise: NoiseFloor | None,
+    head: ThresholdCheck | Comparison | None,
+    primary: Comparison | None,
+) -> list[str]:
+    """What the reader must know before trusting the numbers: a moved or degenerate A/A
+    floor, the headline interval's own warning, tasks left unpaired."""
+    warnings: list[str] = []
+    if noise and noise["degenerate"]:
+        warnings.append(noise["degenerate_reason"] or "degenerate noise floor")
+    elif noise and noise["excludes_zero"]:
+        warnings.append(
+            f"the A/A arm moved ({noise['estimate']:+.3f}, interval excludes 0): the run is "
+            "noisier than its intervals assume (drift, leaking state, or a nondeterministic grader)"
+        )
+    head_warning = head.get("interval_warning") if head else None
+    if head_warning:
+        warnings.append(head_warning)
+    if primary and primary["dropped"]["n"]:
+        warnings.append(f"{primary['dropped']['n']} task(s) not in both arms were left unpaired")
+    return warnings
 
 
 def _sequential(policy, look: int | None) -> Sequential | None:

@@ -87,7 +87,9 @@ def suite_history(
     sequential: bool = False,
     first_look: int = 1,
 ) -> dict[str, Any]:
-    """Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
+    """Long because each run's row and its move from the previous run of the same arm come from one walk over the runs in order.
+
+    Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
     from the previous run of the same arm (paired when pairable), flagged against the A/A
     noise floor of the later run when it has one, and read as a regression or improvement
     when its interval excludes 0.

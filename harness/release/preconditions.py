@@ -59,7 +59,9 @@ def differences(
     rows_b: list[TrialRecord],
     labels: tuple[str, str] = ("A", "B"),
 ) -> list[dict[str, str]]:
-    """Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.
+    """Long because it is a flat list of independent precondition checks, a few lines each, in the order they are reported.
+
+    Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.
 
     ``config_*`` is a run's stored resolved config (keys suite, tasks, environments);
     ``rows_*`` the side's trial rows. Checks: task ids; grader versions (from the trial

@@ -54,7 +54,9 @@ def class_screens(
     headline_flat: bool = True,
     phase_one_trials: int | None = None,
 ) -> Screens:
-    """Per-class paired comparisons (candidate − baseline) with Holm-adjusted p-values.
+    """Long because the Holm adjustment, the opposite-move rule and the look-here flags read the same per-class list in turn.
+
+    Per-class paired comparisons (candidate − baseline) with Holm-adjusted p-values.
 
     Returns {"classes": [...], "holm_alpha", "look_here": [classes], "opposite_moves":
     {"up": [...], "down": [...]} | None, "note"}. ``look_here`` holds classes whose

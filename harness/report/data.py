@@ -384,7 +384,9 @@ def arm_report(
     prediction_resamples: int,
     seed: int,
 ) -> ArmReport:
-    """One arm's sections."""
+    """Long because it assembles the arm's sections in the order of the report schema (module doc), one call each.
+
+    One arm's sections."""
     confidence = settings["confidence"]
     denominator = settings["denominator"]
     rng = np.random.default_rng(seed)

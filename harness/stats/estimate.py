@@ -220,7 +220,9 @@ def mean_estimate(
     confidence: float = 0.95,
     strata: object | None = None,
 ) -> Estimate:
-    """Estimate and interval for the (weighted) mean of per-task values, method by design.
+    """Long because the choice of interval method by design (one unit, no variation, clusters, tasks) stays in one place so every view shares it.
+
+    Estimate and interval for the (weighted) mean of per-task values, method by design.
 
     Estimand: Σ_i w_i x_i / Σ_i w_i over the population of clusters (or tasks) the suite was
     drawn from, x_i a task's rate (mean over its trials), paired difference (candidate −
