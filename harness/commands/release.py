@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from harness import exitcodes
+
+if TYPE_CHECKING:
+    from harness.release.records import Sensitivity, TasksNeeded, ThresholdPlan
 
 StoreOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional
@@ -176,6 +179,7 @@ def plan_cmd(
         if rate is None:
             typer.echo("error: --bar needs --rate (the agent's assumed true rate)", err=True)
             raise typer.Exit(exitcodes.BAD_CONFIG)
+        out: TasksNeeded | Sensitivity | ThresholdPlan
         try:
             out = tasks_for_threshold(rate, bar, alpha, power, design_effect)
         except ValueError as exc:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError
-from harness.release.records import GateResult, RunComparison
+from harness.release.records import GateResult, History, RunComparison, Sensitivity
 
 
 def compare_runs(
@@ -161,7 +160,7 @@ def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> GateR
     return out
 
 
-def run_power(store, run_id: str, alpha: float, power: float) -> dict[str, Any]:
+def run_power(store, run_id: str, alpha: float, power: float) -> Sensitivity:
     """``harness plan --run RUN``: what the run's primary comparison could have detected."""
     from harness.release.power import run_sensitivity
     from harness.release.source import get_run, load_rows, primary_arms, suite_config
@@ -179,7 +178,7 @@ def run_power(store, run_id: str, alpha: float, power: float) -> dict[str, Any]:
         power,
         suite_config(run).get("denominator", "failure"),
     )
-    out.update(run_id=run.id, baseline=baseline, candidate=candidate)
+    out.update({"run_id": run.id, "baseline": baseline, "candidate": candidate})
     return out
 
 
@@ -189,7 +188,7 @@ def history(
     limit: int = 30,
     confidence: float = 0.95,
     sequential: bool = False,
-) -> dict[str, Any]:
+) -> History:
     """``harness history SUITE``: the suite's last ``limit`` runs, oldest first; with
     ``sequential`` each move's look number counts every run of the suite, shown or not."""
     from harness.release.history import suite_history

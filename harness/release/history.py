@@ -12,7 +12,14 @@ import hashlib
 import json
 from typing import Any
 
-from harness.release.records import TrialRecord
+from harness.release.records import (
+    Fingerprint,
+    Headline,
+    History,
+    HistoryArm,
+    HistoryRun,
+    TrialRecord,
+)
 from harness.report.records import Comparison
 
 
@@ -26,7 +33,7 @@ def short_hash(value: Any, n: int = 8) -> str:
 
 def headline(
     rows: list[TrialRecord], confidence: float = 0.95, denominator: str = "failure"
-) -> dict:
+) -> Headline:
     """Mean of per-task rates with the shared interval (``harness.stats.mean_estimate``, as
     the report), with n tasks, clusters and trials. One cluster: its tasks are the unit."""
     from harness.release.compare import task_rates
@@ -53,7 +60,7 @@ def headline(
     }
 
 
-def fingerprint(rows: list[TrialRecord]) -> dict[str, Any]:
+def fingerprint(rows: list[TrialRecord]) -> Fingerprint:
     """What pairing needs to be equal: tasks, grader versions, image ids."""
     tasks = sorted({r["task_id"] for r in rows})
     graders = sorted(
@@ -63,7 +70,7 @@ def fingerprint(rows: list[TrialRecord]) -> dict[str, Any]:
     return {"tasks": tasks, "graders": graders, "images": images}
 
 
-def why_unpairable(fa: dict[str, Any], fb: dict[str, Any]) -> list[str]:
+def why_unpairable(fa: Fingerprint, fb: Fingerprint) -> list[str]:
     out = []
     if fa["tasks"] != fb["tasks"]:
         a, b = set(fa["tasks"]), set(fb["tasks"])
@@ -86,7 +93,7 @@ def suite_history(
     confidence: float = 0.95,
     sequential: bool = False,
     first_look: int = 1,
-) -> dict[str, Any]:
+) -> History:
     """Long because each run's row and its move from the previous run of the same arm come from one walk over the runs in order.
 
     Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
@@ -104,8 +111,8 @@ def suite_history(
     from harness.release.source import primary_arms
     from harness.stats import alpha_for_look, schedule_name
 
-    entries: list[dict[str, Any]] = []
-    last: dict[str, tuple[Any, list[TrialRecord], dict]] = {}
+    entries: list[HistoryRun] = []
+    last: dict[str, tuple[Any, list[TrialRecord], Fingerprint]] = {}
     for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
         rows = rows_by_run.get(run.id, [])
         level = 1 - alpha_for_look(1 - confidence, look) if sequential else confidence
@@ -125,12 +132,12 @@ def suite_history(
             )
             if noise is not None:
                 noise["floor"] = max(abs(noise["lo"] or 0.0), abs(noise["hi"] or 0.0))
-        arms_out = []
+        arms_out: list[HistoryArm] = []
         for arm in run.arms:
             ar = [r for r in rows if r["arm"] == arm]
             fp = fingerprint(ar)
-            costs = [r["cost_usd"] for r in ar if r.get("cost_usd") is not None]
-            entry: dict[str, Any] = {
+            costs = [cost for r in ar if (cost := r.get("cost_usd")) is not None]
+            entry: HistoryArm = {
                 "arm": arm,
                 **headline(ar, confidence, denominator),
                 "cost_usd": sum(costs) if costs else None,

@@ -8,9 +8,8 @@ information (its real sample size is b + c). Metrics guide: SD(d)² = D − δ²
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from harness.release.records import TrialRecord
+from harness.release.records import Sensitivity, TasksNeeded, ThresholdPlan, TrialRecord
 
 
 def tasks_needed(
@@ -19,7 +18,7 @@ def tasks_needed(
     discordance: float | None = None,
     alpha: float = 0.05,
     power: float = 0.8,
-) -> dict[str, Any]:
+) -> TasksNeeded:
     """Tasks for an unpaired and a paired comparison to detect ``base`` → ``base + lift``.
 
     Without ``discordance`` (the share of tasks the arms disagree on, best measured in a
@@ -27,18 +26,12 @@ def tasks_needed(
     """
     from harness.stats import cases_needed, cases_needed_paired, discordant_pairs_needed
 
-    out: dict[str, Any] = {
-        "base": base,
-        "lift": lift,
-        "alpha": alpha,
-        "power": power,
-        "unpaired_per_arm": cases_needed(base, lift, alpha, power),
-    }
+    unpaired = cases_needed(base, lift, alpha, power)
     if discordance is not None:
         ds = [discordance]
     else:
         ds = sorted({round(min(1.0, abs(lift) * m), 4) for m in (1.5, 2, 3, 4)})
-    paired = []
+    paired: list[dict[str, float | int | None]] = []
     for d in ds:
         if abs(lift) >= d:
             continue
@@ -52,9 +45,15 @@ def tasks_needed(
         row["exact_discordant_needed"] = exact
         row["tasks_for_exact_test"] = math.ceil(exact / d) if exact else None
         paired.append(row)
-    out["paired"] = paired
-    out["discordance_assumed"] = discordance is None
-    return out
+    return {
+        "base": base,
+        "lift": lift,
+        "alpha": alpha,
+        "power": power,
+        "unpaired_per_arm": unpaired,
+        "paired": paired,
+        "discordance_assumed": discordance is None,
+    }
 
 
 def run_sensitivity(
@@ -63,7 +62,7 @@ def run_sensitivity(
     alpha: float = 0.05,
     power: float = 0.8,
     denominator: str = "failure",
-) -> dict[str, Any]:
+) -> Sensitivity:
     """The smallest lift this run could have detected, from its tasks and measured discordance.
 
     Discordance is measured as mean(d²) over paired tasks, d = per-task rate difference
@@ -86,7 +85,7 @@ def run_sensitivity(
     from harness.stats import mean_estimate
 
     b_int = mean_estimate([ra[t] for t in tasks], [ca[t] for t in tasks], kind="rate")
-    out: dict[str, Any] = {
+    out: Sensitivity = {
         "n_tasks": n,
         "n_clusters": n_clusters,
         "baseline_rate": base,
@@ -127,7 +126,7 @@ def cluster_discordance(diffs: list[float], clusters: list[str]) -> float:
 
 def tasks_for_threshold(
     rate: float, bar: float, alpha: float = 0.05, power: float = 0.8, design_effect: float = 1.0
-) -> dict[str, Any]:
+) -> ThresholdPlan:
     """Tasks needed to show p > ``bar`` (one-sided at α) with ``power`` when the true rate is
     ``rate``: the score test Wilson's lower bound inverts,
 

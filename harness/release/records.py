@@ -7,7 +7,7 @@ record.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, final
 
 from harness.report.records import Comparison, NoiseFloor, PairTable
 
@@ -183,3 +183,123 @@ class GateResult(TypedDict):
     suite: NotRequired[str]
     """Set by ``gate_run``: the run's suite, and where the policy came from."""
     policy_source: NotRequired[str]
+
+
+class Fingerprint(TypedDict):
+    """What pairing two runs of an arm needs to be equal: tasks, grader versions, images."""
+
+    tasks: list[str]
+    graders: list[str]
+    images: list[str]
+
+
+class Headline(TypedDict, total=False):
+    """An arm's success rate in one run (mean of per-task rates, the shared interval)."""
+
+    rate: float | None
+    lo: float | None
+    hi: float | None
+    method: str
+    warning: str | None
+    n: int
+    unit: str
+    n_tasks: int
+    n_clusters: int
+    n_trials: int
+
+
+class Move(TypedDict, total=False):
+    """The change of an arm from its previous run: paired when pairable, else why not."""
+
+    from_run: str
+    paired: bool
+    cannot_pair: list[str]
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    n: int
+    unit: str
+    level: float
+    """The interval's confidence (below ``confidence`` under sequential looks)."""
+    look: int
+    call: str
+    """'regression', 'improvement' or 'none', read off the interval."""
+    beyond_noise_floor: bool | None
+
+
+class HistoryArm(Headline, total=False):
+    arm: str
+    cost_usd: float | None
+    cost_known_trials: int
+    images: str
+    graders: str
+    move: Move | None
+
+
+class HistoryRun(TypedDict):
+    run_id: str
+    started_at: str | None
+    status: str
+    config: str
+    """The first 8 characters of the run's config hash."""
+    noise_floor: NoiseFloor | None
+    arms: list[HistoryArm]
+
+
+class History(TypedDict):
+    """``harness history SUITE``: the suite's runs oldest first, each arm's rate and move."""
+
+    runs: list[HistoryRun]
+    confidence: float
+    sequential: bool
+    schedule: str
+    suite: NotRequired[str]
+
+
+@final
+class TasksNeeded(TypedDict):
+    """Tasks for an unpaired and a paired comparison to detect ``base`` → ``base + lift``."""
+
+    base: float
+    lift: float
+    alpha: float
+    power: float
+    unpaired_per_arm: int
+    paired: list[dict[str, float | int | None]]
+    """Per discordance: tasks, win rate, discordant tasks, the exact test's needs."""
+    discordance_assumed: bool
+
+
+@final
+class Sensitivity(TypedDict, total=False):
+    """The smallest lift a run could have detected, from its tasks and discordance."""
+
+    n_tasks: int
+    n_clusters: int
+    baseline_rate: float
+    baseline_interval: list[float | None]
+    baseline_method: str | None
+    discordance: float
+    discordant_tasks: int
+    alpha: float
+    power: float
+    mde_unpaired: float | None
+    mde_paired: float | None
+    cluster_discordance: float
+    mde_paired_clusters: float
+    run_id: str
+    baseline: str | None
+    candidate: str
+
+
+@final
+class ThresholdPlan(TypedDict):
+    """Tasks needed to show the rate exceeds a bar (one-sided)."""
+
+    rate: float
+    bar: float
+    alpha: float
+    power: float
+    sides: str
+    design_effect: float
+    tasks: int

@@ -7,13 +7,12 @@ renderers' (``harness.report.render.release``).
 
 from __future__ import annotations
 
-from typing import Any
-
+from harness.release.records import History, Sensitivity, TasksNeeded, ThresholdPlan
 from harness.report.render.narrow import dropped_note, fit
 from harness.report.render.release import pct, pts
 
 
-def print_plan(p: dict[str, Any]) -> None:
+def print_plan(p: TasksNeeded | Sensitivity | ThresholdPlan) -> None:
     from rich.console import Console
 
     con = Console()
@@ -74,7 +73,7 @@ def print_plan(p: dict[str, Any]) -> None:
         )
 
 
-def print_history(h: dict[str, Any]) -> None:
+def print_history(h: History) -> None:
     from rich.console import Console
     from rich.table import Table
 
