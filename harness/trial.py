@@ -13,7 +13,6 @@ import secrets
 import shutil
 import tempfile
 import time
-import traceback
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,9 +40,11 @@ from harness.sandbox.base import (
     snapshot_state,
 )
 from harness.store import now
-from harness.store.tables import AttemptRow, TrialKey, TrialRow
+from harness.store.tables import AttemptRow, TrialRow
 from harness.tools.client import ToolServer
 from harness.trajectory import Event
+from harness.trial_rows import attempt_row as attempt_row  # re-exported: executors import it
+from harness.trial_rows import severity, traceback_text, trial_row
 
 if TYPE_CHECKING:  # resolving happens before any trial; trials only read its result
     from harness.resolve import Resolved
@@ -175,7 +176,9 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             raise
         except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
             rc.breaker.after_attempt(True)
-            attempts.append(attempt_row(job, rc, number, errors.classify(exc), _tb(exc), started))
+            attempts.append(
+                attempt_row(job, rc, number, errors.classify(exc), traceback_text(exc), started)
+            )
             return error_record(job, rc, errors.classify(exc), exc, attempts, started)
         rc.breaker.after_attempt(True)
         attempts.append(attempt_row(job, rc, number, "ok", None, started))
@@ -300,7 +303,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
         _remove_dir(socket_dir)
 
     return TrialRecord(
-        trial=_trial_row(
+        trial=trial_row(
             job,
             rc,
             task,
@@ -320,7 +323,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             },
             answer=result.answer,
             confidence=result.confidence,
-            harm_severity=max((_severity(h) for h in harms), default=0.0),
+            harm_severity=max((severity(h) for h in harms), default=0.0),
             grader_versions={v.grader: v.version for v in verdicts},
             failure_kind=failure.reason if failure else None,
         ),
@@ -438,102 +441,10 @@ async def _grade(graders: list[Grader], evidence: Evidence) -> list[Verdict]:
         except errors.GraderError:
             raise
         except Exception as exc:
-            raise errors.GraderError(f"grader '{grader.type_name}' crashed: {_tb(exc)}") from exc
+            raise errors.GraderError(
+                f"grader '{grader.type_name}' crashed: {traceback_text(exc)}"
+            ) from exc
     return verdicts
-
-
-_SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
-
-
-def _severity(harm: Harm) -> float:
-    s = harm.get("severity", 1.0)
-    return float(_SEVERITY.get(s, s)) if isinstance(s, str) else float(s)
-
-
-def _tb(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(exc)).strip()[-4000:]
-
-
-def _key(job: Job, rc: RunContext) -> TrialKey:
-    """The columns that name a trial: shared by its final row and its attempt rows."""
-    return TrialKey(
-        run_id=rc.run_id,
-        arm=job.arm,
-        task_id=job.task_id,
-        variant=job.variant,
-        trial_index=job.trial_index,
-    )
-
-
-def _trial_row(
-    job: Job,
-    rc: RunContext,
-    task: Task,
-    status: str,
-    started: datetime,
-    latency: float,
-    usage: Usage,
-    sandbox: Sandbox | None,
-    *,
-    passed: bool | None,
-    score: float | None,
-    reason: str,
-    evidence: dict[str, Any] | None = None,
-    answer: str | None = None,
-    confidence: float | None = None,
-    harm_severity: float = 0.0,
-    grader_versions: dict[str, str] | None = None,
-    error: str | None = None,
-    attempts: int = 1,
-    failure_kind: str | None = None,
-) -> TrialRow:
-    tokens_in, tokens_cached, tokens_out = usage.recorded_tokens()
-    return TrialRow(
-        **_key(job, rc).model_dump(),
-        seed=job.seed,
-        cluster=task.cluster_id,
-        task_class=task.class_,
-        stratum=task.stratum,
-        weight=task.weight,
-        status=status,
-        passed=passed,
-        score=score,
-        reason=reason,
-        evidence=evidence or {},
-        answer=answer,
-        confidence=confidence,
-        tokens_in=tokens_in,
-        tokens_cached=tokens_cached,
-        tokens_out=tokens_out,
-        cost_usd=usage.cost_usd,
-        latency_s=latency,
-        steps=usage.steps,
-        model_calls=usage.model_calls,
-        malformed_tool_calls=usage.malformed_tool_calls,
-        image_id=(sandbox.image_id if sandbox is not None else None)
-        or rc.image_ids.get(task.environment or "", None),
-        attempts=attempts,
-        harm_severity=harm_severity,
-        grader_versions=grader_versions or {},
-        error=error,
-        failure_kind=failure_kind,
-        started_at=started,
-        finished_at=now(),
-    )
-
-
-def attempt_row(
-    job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started: datetime
-) -> AttemptRow:
-    """The row of attempt ``number`` of ``job``, ended by ``outcome`` ('ok' or an error kind)."""
-    return AttemptRow(
-        **_key(job, rc).model_dump(),
-        attempt=number,
-        outcome=outcome,
-        error=error,
-        started_at=started,
-        finished_at=now(),
-    )
 
 
 def error_record(
@@ -546,7 +457,7 @@ def error_record(
 ) -> TrialRecord:
     """The record of a trial that ended without a verdict (``status``: an error kind)."""
     task = rc.resolved.task(job.task_id).task
-    trial = _trial_row(
+    trial = trial_row(
         job,
         rc,
         task,
@@ -558,7 +469,7 @@ def error_record(
         passed=None,
         score=None,
         reason=f"{type(exc).__name__}: {exc}"[:2000],
-        error=_tb(exc),
+        error=traceback_text(exc),
         attempts=len(attempts),
     )
     return TrialRecord(trial=trial, attempts=attempts, events=[])

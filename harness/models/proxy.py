@@ -37,7 +37,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ from harness.errors import BudgetExceeded, ConfigError, ModelUnavailable
 from harness.models.client import ChatClient, ModelUsage
 from harness.models.metering import CHARS_PER_TOKEN, estimate_usage, meter_call
 from harness.models.pricing import cost, price_for
+from harness.models.responder import Responder, proxy_error, quiet_writes
 from harness.models.sse import SSESplitter
 from harness.models.upstream import UpstreamExhausted, send
 from harness.models.wire import APIS, PROVIDER_APIS, StreamState, WireAPI, api_for_path
@@ -63,37 +64,6 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 32 * 1024 * 1024
 NO_RETRY = ("x-should-retry", "false")
 """Tells the OpenAI and Anthropic SDKs not to retry: the proxy has retried already."""
-
-
-class _Responder:
-    """Writes one HTTP response on an h11 connection: whole, or streamed event by event."""
-
-    def __init__(self, conn: h11.Connection, stream: SocketStream, redact: Any):
-        self.conn, self.stream, self.redact = conn, stream, redact
-        self.started = False
-
-    async def json(
-        self, status: int, payload: dict[str, Any], headers: Sequence[tuple[str, str]] = ()
-    ) -> None:
-        data = self.redact(json.dumps(payload)).encode()
-        head = [("content-type", "application/json"), ("content-length", str(len(data)))]
-        await self._send(h11.Response(status_code=status, headers=head + list(headers)))
-        await self._send(h11.Data(data=data))
-        await self._send(h11.EndOfMessage())
-
-    async def start_stream(self, status: int) -> None:
-        head = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
-        await self._send(h11.Response(status_code=status, headers=head))
-
-    async def event(self, raw: bytes) -> None:
-        await self._send(h11.Data(data=raw))
-
-    async def end(self) -> None:
-        await self._send(h11.EndOfMessage())
-
-    async def _send(self, event: Any) -> None:
-        self.started = True
-        await self.stream.send(self.conn.send(event))
 
 
 class MeteringProxy:
@@ -157,16 +127,16 @@ class MeteringProxy:
                     request, body = await self._read_request(conn, stream)
                 except (h11.RemoteProtocolError, ValueError) as exc:
                     if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                        with _quiet():
-                            await _Responder(conn, stream, str).json(
-                                400, {"error": _err(str(exc), "bad")}
+                        with quiet_writes():
+                            await Responder(conn, stream, str).json(
+                                400, {"error": proxy_error(str(exc), "bad")}
                             )
                     return
                 except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                     return
                 if request is None:
                     return
-                out = _Responder(conn, stream, self.client.redact)
+                out = Responder(conn, stream, self.client.redact)
                 try:
                     await self._handle(request, body, out)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -175,8 +145,8 @@ class MeteringProxy:
                     log.exception("metering proxy failed on %s", request.target)
                     if out.started:
                         return
-                    with _quiet():
-                        await out.json(500, {"error": _err("proxy error")}, [NO_RETRY])
+                    with quiet_writes():
+                        await out.json(500, {"error": proxy_error("proxy error")}, [NO_RETRY])
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                     return
                 try:
@@ -215,12 +185,14 @@ class MeteringProxy:
         key = headers.get("x-api-key", "").strip().encode()
         return hmac.compare_digest(bearer, want) or hmac.compare_digest(key, want)
 
-    async def _handle(self, request: h11.Request, body: bytes, out: _Responder) -> None:
+    async def _handle(self, request: h11.Request, body: bytes, out: Responder) -> None:
         method = request.method.decode()
         path = request.target.decode().split("?", 1)[0].rstrip("/")
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in request.headers}
         if not self._authorised(headers):
-            await out.json(401, {"error": _err("invalid harness proxy token", "invalid_api_key")})
+            await out.json(
+                401, {"error": proxy_error("invalid harness proxy token", "invalid_api_key")}
+            )
             return
         if method == "GET" and path.endswith("/models"):
             model = {"id": self.settings.name, "object": "model", "owned_by": "harness"}
@@ -248,7 +220,7 @@ class MeteringProxy:
             payload["model"] = self.settings.name
         await self._forward(api, payload, requested, headers, out)
 
-    async def _unserved(self, method: str, path: str, api: WireAPI | None, out: _Responder) -> None:
+    async def _unserved(self, method: str, path: str, api: WireAPI | None, out: Responder) -> None:
         """A request the proxy cannot serve: the suite's configuration, not the agent."""
         served = ", ".join(f"{APIS[n].path}" for n in self.served)
         if api is not None:
@@ -275,7 +247,7 @@ class MeteringProxy:
         payload: dict[str, Any],
         requested: Any,
         headers: dict[str, str],
-        out: _Responder,
+        out: Responder,
     ) -> None:
         start = time.monotonic()
         self.calls += 1
@@ -315,7 +287,7 @@ class MeteringProxy:
                 args={**info, "status": reply.status},
                 latency_s=reply.latency_s,
             )
-            await out.json(reply.status, data or {"error": _err("upstream error")})
+            await out.json(reply.status, data or {"error": proxy_error("upstream error")})
             return
         content, tools = api.summary(data)
         usage = api.usage(data)
@@ -333,7 +305,7 @@ class MeteringProxy:
         wanted: bool,
         info: dict[str, Any],
         start: float,
-        out: _Responder,
+        out: Responder,
         chars: int,
     ) -> None:
         """Pass a stream on event by event; meter the usage; end it early on a budget."""
@@ -456,7 +428,7 @@ class MeteringProxy:
         exc: UpstreamExhausted,
         info: dict[str, Any],
         start: float,
-        out: _Responder,
+        out: Responder,
     ) -> None:
         """Retries used up: an infrastructure error; tell the SDK not to retry on top."""
         self.infra_error = exc
@@ -478,22 +450,6 @@ class MeteringProxy:
 
     def _budget_error(self, api: WireAPI) -> dict[str, Any]:
         return api.error_body(*self._budget_reason())
-
-
-def _err(message: str, type_: str = "harness_proxy_error") -> dict[str, Any]:
-    return {"message": message, "type": type_, "code": type_}
-
-
-class _quiet:
-    """Suppress the errors of writing to a connection the program already closed."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
-        return kind is not None and issubclass(
-            kind, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, h11.ProtocolError)
-        )
 
 
 @asynccontextmanager

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.report.records import Report
-from harness.store import Store, resolve_url
+from harness.report.records import Report, RunSummary
+from harness.store import Run, Store, resolve_url
 
 
 def load_report(
@@ -52,20 +52,7 @@ def load_report(
     finally:
         store.close()
     t1 = time.perf_counter()
-    info = {
-        "id": run.id,
-        "suite": run.suite_name,
-        "status": run.status,
-        "started_at": run.started_at.isoformat() if run.started_at else None,
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "harness_version": run.harness_version,
-        "config_hash": run.config_hash,
-        "sandbox": run.sandbox,
-        "seed": run.seed,
-        "trials_per_task": run.trials_per_task,
-        "image_ids": run.image_ids,
-        "arms": list(run.arms or []),
-    }
+    info = _run_summary(run)
     report = build_report(
         info,
         data,
@@ -145,3 +132,21 @@ def print_report(
         from harness.report.render.terminal import render
 
         render(data)
+
+
+def _run_summary(run: Run) -> RunSummary:
+    """The run's row as the report shows it (times as ISO strings)."""
+    return {
+        "id": run.id,
+        "suite": run.suite_name,
+        "status": run.status,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "harness_version": run.harness_version,
+        "config_hash": run.config_hash,
+        "sandbox": run.sandbox,
+        "seed": run.seed,
+        "trials_per_task": run.trials_per_task,
+        "image_ids": run.image_ids,
+        "arms": list(run.arms or []),
+    }

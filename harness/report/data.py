@@ -88,6 +88,7 @@ over tasks is formed, so repeated trials never shrink an interval as if they wer
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -171,7 +172,7 @@ def scheduled_per_arm(config: dict[str, Any], trials: int, jobs_planned: int, n_
 
 
 def build_report(
-    run: dict[str, Any],
+    run: Mapping[str, Any],
     data: RunData,
     *,
     settings: ReportSettings,
@@ -254,7 +255,7 @@ def _sampling_unit(arms: dict[str, ArmReport]) -> str:
     return "per arm (see arms.*.unit)"
 
 
-def _versions(run: dict[str, Any], data: RunData) -> Versions:
+def _versions(run: Mapping[str, Any], data: RunData) -> Versions:
     import json
 
     images: set[str] = set()

@@ -1,0 +1,73 @@
+"""Schema migrations of the store: (version, function(connection)), applied in order by
+``Store.migrate`` under its lock. Append; never edit an applied one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection
+from sqlmodel import SQLModel
+
+from harness.store.tables import TrajectoryEvent, Trial, table_of
+
+
+def _v1(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn)
+
+
+def _v2(conn: Connection) -> None:
+    """trials.malformed_tool_calls (a store made by v1 of today's tables already has it)."""
+    if "malformed_tool_calls" not in {c["name"] for c in inspect(conn).get_columns("trials")}:
+        conn.execute(
+            text("ALTER TABLE trials ADD COLUMN malformed_tool_calls INTEGER NOT NULL DEFAULT 0")
+        )
+
+
+_TOKEN_COLUMNS = ("tokens_in", "tokens_cached", "tokens_out")
+
+
+def _v3(conn: Connection) -> None:
+    """trials.tokens_* become nullable (None: the model endpoint reported no usage).
+
+    SQLite cannot drop a NOT NULL constraint in place: the table is rebuilt from today's
+    declaration. ``trajectory_events`` references it, so it is rebuilt too (renaming
+    ``trials`` first re-points that reference at the old copy; the copies are dropped child
+    first), all inside the migration's transaction with foreign keys still enforced."""
+    columns = {c["name"]: c for c in inspect(conn).get_columns("trials")}
+    if all(columns[c]["nullable"] for c in _TOKEN_COLUMNS):
+        return  # made by v1 of today's tables
+    if conn.dialect.name != "sqlite":
+        for name in _TOKEN_COLUMNS:
+            conn.execute(text(f"ALTER TABLE trials ALTER COLUMN {name} DROP NOT NULL"))
+        return
+    tables = [table_of(Trial), table_of(TrajectoryEvent)]  # parent first
+    for table in tables:
+        for index in inspect(conn).get_indexes(table.name):
+            conn.execute(text(f'DROP INDEX "{index["name"]}"'))
+        conn.execute(text(f'ALTER TABLE "{table.name}" RENAME TO "_v3_old_{table.name}"'))
+    for table in tables:
+        table.create(conn)
+        old = {c["name"] for c in inspect(conn).get_columns(f"_v3_old_{table.name}")}
+        names = ", ".join(f'"{c.name}"' for c in table.columns if c.name in old)
+        conn.execute(
+            text(f'INSERT INTO "{table.name}" ({names}) SELECT {names} FROM "_v3_old_{table.name}"')
+        )
+    for table in reversed(tables):
+        conn.execute(text(f'DROP TABLE "_v3_old_{table.name}"'))
+
+
+def _v4(conn: Connection) -> None:
+    """trials.failure_kind: why the agent failed, when it caused the failure (a store
+    rebuilt by v3 from today's tables already has it)."""
+    if "failure_kind" not in {c["name"] for c in inspect(conn).get_columns("trials")}:
+        conn.execute(text("ALTER TABLE trials ADD COLUMN failure_kind VARCHAR"))
+
+
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
+    (1, _v1),
+    (2, _v2),
+    (3, _v3),
+    (4, _v4),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,116 @@
+"""The store rows one trial produces: its final row and one row per attempt (built here,
+written by the orchestrator's driver)."""
+
+from __future__ import annotations
+
+import traceback
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from graders.base import Harm
+from harness.agents.base import Usage
+from harness.config.models import Task
+from harness.plan import Job
+from harness.sandbox.base import Sandbox
+from harness.store import now
+from harness.store.tables import AttemptRow, TrialKey, TrialRow
+
+if TYPE_CHECKING:
+    from harness.trial import RunContext
+
+
+_SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
+
+
+def severity(harm: Harm) -> float:
+    """A harm's severity as a number: the named levels map to 1-4, numbers pass through."""
+    s = harm.get("severity", 1.0)
+    return float(_SEVERITY.get(s, s)) if isinstance(s, str) else float(s)
+
+
+def traceback_text(exc: BaseException) -> str:
+    """The exception's traceback, its last 4,000 characters (where the cause is)."""
+    return "".join(traceback.format_exception(exc)).strip()[-4000:]
+
+
+def trial_key(job: Job, rc: RunContext) -> TrialKey:
+    """The columns that name a trial: shared by its final row and its attempt rows."""
+    return TrialKey(
+        run_id=rc.run_id,
+        arm=job.arm,
+        task_id=job.task_id,
+        variant=job.variant,
+        trial_index=job.trial_index,
+    )
+
+
+def trial_row(
+    job: Job,
+    rc: RunContext,
+    task: Task,
+    status: str,
+    started: datetime,
+    latency: float,
+    usage: Usage,
+    sandbox: Sandbox | None,
+    *,
+    passed: bool | None,
+    score: float | None,
+    reason: str,
+    evidence: dict[str, Any] | None = None,
+    answer: str | None = None,
+    confidence: float | None = None,
+    harm_severity: float = 0.0,
+    grader_versions: dict[str, str] | None = None,
+    error: str | None = None,
+    attempts: int = 1,
+    failure_kind: str | None = None,
+) -> TrialRow:
+    """The final row of a trial, from its outcome and what it used."""
+    tokens_in, tokens_cached, tokens_out = usage.recorded_tokens()
+    return TrialRow(
+        **trial_key(job, rc).model_dump(),
+        seed=job.seed,
+        cluster=task.cluster_id,
+        task_class=task.class_,
+        stratum=task.stratum,
+        weight=task.weight,
+        status=status,
+        passed=passed,
+        score=score,
+        reason=reason,
+        evidence=evidence or {},
+        answer=answer,
+        confidence=confidence,
+        tokens_in=tokens_in,
+        tokens_cached=tokens_cached,
+        tokens_out=tokens_out,
+        cost_usd=usage.cost_usd,
+        latency_s=latency,
+        steps=usage.steps,
+        model_calls=usage.model_calls,
+        malformed_tool_calls=usage.malformed_tool_calls,
+        image_id=(sandbox.image_id if sandbox is not None else None)
+        or rc.image_ids.get(task.environment or "", None),
+        attempts=attempts,
+        harm_severity=harm_severity,
+        grader_versions=grader_versions or {},
+        error=error,
+        failure_kind=failure_kind,
+        started_at=started,
+        finished_at=now(),
+    )
+
+
+def attempt_row(
+    job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started: datetime
+) -> AttemptRow:
+    """The row of attempt ``number`` of ``job``, ended by ``outcome`` ('ok' or an error kind)."""
+    return AttemptRow(
+        **trial_key(job, rc).model_dump(),
+        attempt=number,
+        outcome=outcome,
+        error=error,
+        started_at=started,
+        finished_at=now(),
+    )
