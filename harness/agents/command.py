@@ -110,6 +110,10 @@ class CommandAgent(Agent):
         )
 
     async def run(self, ctx: AgentContext) -> AgentResult:
+        """Long because the program's whole life (proxy, relay, launch, wait, transcript,
+        usage) runs inside one exit stack, so every resource is released on any exit.
+
+        Run the suite's ``command`` once, on the host or in the sandbox."""
         params = ctx.params
         command = params.get("command")
         if not isinstance(command, str) or not command.strip():

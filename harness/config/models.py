@@ -8,31 +8,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# ------------------------------------------------------------------------------ ranges
-# Every number a config file may hold has a stated maximum (README, "Limits"): a typo such as
-# `trials: 1e11` is a one-line error, not a run that never ends. Integers are strict: `true`
-# is not 1 and "3" is not 3.
-MAX_SEED = 2**63 - 1
-MAX_TRIALS = 10_000  # trials per task per arm (also repeats.max_k)
-MAX_CONCURRENCY = 1_024
-MAX_SECONDS = 7 * 24 * 3600.0  # any timeout: one week
-MAX_WEIGHT = 1e6
-MAX_STEPS = 1_000_000
-MAX_TOKENS = 10**12
-MAX_ATTEMPTS = 100
-
-Seed = Annotated[int, Field(strict=True, ge=0, le=MAX_SEED, description="0 .. 2^63-1")]
-Count = Annotated[int, Field(strict=True, ge=1, le=MAX_TRIALS)]
-Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
-Money = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+from harness.config.base import (
+    MAX_ATTEMPTS,
+    MAX_CONCURRENCY,
+    MAX_STEPS,
+    MAX_TOKENS,
+    MAX_WEIGHT,
+    Count,
+    Money,
+    Seconds,
+    Seed,
+    Strict,
+)
+from harness.config.release import GatePolicy, Repeats, ReportSettings
 
 
 class Options(Strict):
@@ -136,116 +128,6 @@ class Arm(Strict):
         default_factory=dict, description="the agent's parameters, checked against its Params"
     )
     model: ModelSettings | None = None
-
-
-class PrimaryComparison(Strict):
-    baseline: str
-    candidate: str
-
-
-class ReportSettings(Strict):
-    k: list[Count] | None = Field(
-        None, max_length=1000, description="k values for pass@k / pass^k; default 1..trials"
-    )
-    cluster_key: Literal["cluster", "task"] = "cluster"
-    primary: PrimaryComparison | None = None
-    confidence: float = Field(0.95, gt=0, lt=1)
-
-    @field_validator("k")
-    @classmethod
-    def _positive(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None and any(k < 1 for k in v):
-            raise ValueError("every k must be >= 1")
-        return v
-
-
-class GatePolicy(Strict):
-    """A release rule, written before the run (when-not-to-ship guide: choose the rule before seeing scores).
-
-    ``harness gate RUN`` reads it from the suite's ``gate:`` or from ``--policy FILE``.
-    Effects are candidate − baseline success rates (fractions: 0.02 = two points).
-    """
-
-    primary: PrimaryComparison | None = Field(
-        None, description="baseline and candidate arms; default report.primary, else arms 1, 2"
-    )
-    rule: Literal["non-inferiority", "improvement", "threshold"] = Field(
-        description="non-inferiority (needs margin), improvement (interval and exact test > 0) "
-        "or threshold (the candidate's own rate: lower bound above `bar`)"
-    )
-    bar: float | None = Field(
-        None, gt=0, lt=1, description="threshold rule: the rate the candidate must exceed"
-    )
-    sequential: bool = Field(
-        False,
-        description="the gate is read run after run (nightly): each look spends part of the "
-        "error rate, so a season of looks keeps 1 − confidence overall",
-    )
-    looks: int | None = Field(
-        None,
-        strict=True,
-        ge=1,
-        le=100_000,
-        description="sequential: looks planned in a season (each spends α/looks); default an "
-        "open-ended schedule that spends α·6/(π²k²) at look k",
-    )
-    margin: float | None = Field(
-        None, gt=0, lt=1, description="tolerated loss for non-inferiority, a rate (0.02 = 2 points)"
-    )
-    sides: Literal["one-sided", "two-sided"] = Field(
-        "one-sided", description="one-sided: bound at `confidence`; two-sided: interval at it"
-    )
-    confidence: float = Field(0.95, gt=0.5, lt=1)
-    max_unresolved: float = Field(
-        0.05, ge=0, le=1, description="largest share of either arm's trials without a verdict"
-    )
-    must_never: list[str] = Field(
-        default_factory=list,
-        description="task classes where any candidate failure blocks the release (asserted, "
-        "never tested); tasks with must_never: true are always included",
-    )
-    n_resamples: int = Field(
-        10_000,
-        strict=True,
-        ge=1000,
-        le=10_000_000,
-        description="no longer read: the gate's intervals are analytic (CR1 + t); accepted so "
-        "existing policies still validate",
-    )
-
-    @model_validator(mode="after")
-    def _margin(self) -> GatePolicy:
-        if self.rule == "non-inferiority" and self.margin is None:
-            raise ValueError("rule 'non-inferiority' needs a margin (the tolerated loss)")
-        if self.rule != "non-inferiority" and self.margin is not None:
-            raise ValueError("'margin' belongs to the non-inferiority rule only")
-        if self.rule == "threshold" and self.bar is None:
-            raise ValueError("rule 'threshold' needs a bar (the rate to exceed, e.g. 0.8)")
-        if self.rule != "threshold" and self.bar is not None:
-            raise ValueError("'bar' belongs to the threshold rule only")
-        if self.looks is not None and not self.sequential:
-            raise ValueError("'looks' needs sequential: true")
-        return self
-
-
-class Repeats(Strict):
-    """How many trials each task gets. ``fixed``: ``trials`` for every task. ``adaptive``:
-    ``trials`` per task per arm first, then up to ``max_k`` only on tasks where the arms
-    disagree or a task is unstable, the same number for every arm (eval-harness guide: cost about
-    n + k·(b + c) instead of k·n). Selection is by discordance between arms, never by one
-    arm's failure: there is no way to retry only failures."""
-
-    mode: Literal["fixed", "adaptive"] = "fixed"
-    max_k: int = Field(
-        5, strict=True, ge=2, le=MAX_TRIALS, description="trials per task per arm on repeated tasks"
-    )
-    budget_trials: int | None = Field(
-        None,
-        strict=True,
-        ge=0,
-        le=MAX_TRIALS * 1000,
-        description="most trials the repeat phase may add, over all arms",
-    )
 
 
 class Suite(Strict):

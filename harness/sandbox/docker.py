@@ -28,16 +28,9 @@ Docker API failures raise ``SandboxError`` (infrastructure: retried); broken rec
 
 from __future__ import annotations
 
-import base64
-import functools
-import io
 import logging
-import posixpath
-import tarfile
-import time
 import uuid
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
@@ -46,18 +39,17 @@ from pydantic import Field
 
 from harness.config.models import Options
 from harness.errors import EnvironmentBuildError, SandboxError
-from harness.sandbox import docker_gc, docker_images, docker_network, docker_sweep
+from harness.sandbox import docker_gc, docker_images, docker_network
 from harness.sandbox.base import (
     SOCKET_MOUNT,
     Environment,
-    ExecResult,
     ImageFetch,
-    Sandbox,
     SandboxProvider,
     SandboxRequest,
     network_hosts,
 )
-from harness.sandbox.docker_images import PinnedImage, check_lock, tar_directory
+from harness.sandbox.docker_container import DockerSandbox, docker_errors
+from harness.sandbox.docker_images import PinnedImage, check_lock
 
 log = logging.getLogger(__name__)
 
@@ -67,24 +59,6 @@ NO_DAEMON_HINT = (
     "start one (as root: bash docker/ci-setup.sh) or choose `--sandbox local` "
     "(no isolation: commands run on this machine)"
 )
-_STDIN_ENV = "HARNESS_STDIN_B64"
-_STDIN_ENV_MAX = 96 * 1024  # bytes of base64; one env string may hold 128 KiB on Linux
-_HOST_GUARD_S = 15.0  # extra seconds the host waits beyond the in-container timeout
-
-
-def _errors():
-    import docker.errors
-    import requests.exceptions
-    import urllib3.exceptions
-
-    # urllib3's own errors escape unwrapped from streamed responses (exec output, archives)
-    # when the daemon goes away mid-stream.
-    return (
-        docker.errors.DockerException,
-        requests.exceptions.RequestException,
-        urllib3.exceptions.HTTPError,
-        OSError,
-    )
 
 
 def make_client(base_url: str | None, timeout: float, pool: int):
@@ -110,266 +84,6 @@ def docker_available(base_url: str | None = None, timeout: float = 3.0) -> bool:
         client.close()
 
 
-# ----------------------------------------------------------------------------- sandbox
-class DockerSandbox(Sandbox):
-    """One running container. Commands run with ``docker exec`` (``bash -c``)."""
-
-    def __init__(
-        self,
-        provider: DockerProvider,
-        container_id: str,
-        pinned: PinnedImage,
-        workdir: str,
-        socket_dir: str | None = None,
-    ):
-        self.id = container_id
-        self.image_id: str | None = pinned.image_id
-        self.workdir: str = workdir
-        self.socket_dir = socket_dir
-        self._provider = provider
-        self._uid, self._gid = pinned.uid, pinned.gid
-        self._destroyed = False
-
-    @property
-    def _api(self):
-        return self._provider._client.api
-
-    def _abs(self, path: str) -> str:
-        return posixpath.normpath(posixpath.join(self.workdir, path))
-
-    def _fail(self, exc: BaseException, what: str) -> SandboxError:
-        return SandboxError(f"sandbox {self.id[:12]}: {what} failed: {exc}")
-
-    # ------------------------------------------------------------------ exec
-    def _exec_sync(self, argv: list[str], user: str | None, env: dict[str, str]):
-        api = self._api
-        exec_id = api.exec_create(
-            self.id,
-            argv,
-            stdout=True,
-            stderr=True,
-            user=user or "",
-            environment=env or None,
-            workdir=self.workdir,
-        )["Id"]
-        out, err = api.exec_start(exec_id, demux=True)
-        code = api.exec_inspect(exec_id)["ExitCode"]
-        return code, out or b"", err or b""
-
-    async def open_process(self, cmd: str, *, stderr: Any) -> Any:
-        """A long-lived ``bash -c cmd`` in the container with stdin and stdout attached (a
-        tool server), through the ``docker exec -i`` command line; it ends when its stdin
-        closes or the container is removed."""
-        import os
-        import shutil
-        import subprocess
-
-        docker = shutil.which("docker")
-        if docker is None:
-            raise SandboxError("a tool server on Docker needs the docker command line client")
-        env = dict(os.environ)
-        if self._provider._base_url:
-            env["DOCKER_HOST"] = self._provider._base_url
-        argv = [docker, "exec", "-i", "-w", self.workdir, self.id, "bash", "-c", cmd]
-        try:
-            return await anyio.open_process(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
-            )
-        except OSError as exc:
-            raise self._fail(exc, "docker exec -i") from exc
-
-    async def exec(
-        self,
-        cmd: str,
-        *,
-        stdin: str | bytes | None = None,
-        timeout: float | None = None,
-        user: str | None = None,
-        env: dict[str, str] | None = None,
-    ) -> ExecResult:
-        """Run ``cmd`` with ``bash -c`` in the workdir.
-
-        ``timeout`` is enforced inside the container (``timeout -s KILL``, which kills the
-        command's whole process group), plus a host-side guard a few seconds later for
-        commands whose detached children keep the output open. Never raises for a non-zero
-        exit; raises ``SandboxError`` when the container is gone or Docker fails.
-        """
-        env = dict(env or {})
-        argv = ["bash", "-c", cmd]
-        if stdin is not None:
-            data = stdin.encode() if isinstance(stdin, str) else stdin
-            encoded = base64.b64encode(data).decode()
-            if len(encoded) <= _STDIN_ENV_MAX:
-                # No extra API call: stdin travels base64-encoded in an env var that is
-                # unset before the command runs.
-                env[_STDIN_ENV] = encoded
-                script = f'printf %s "${_STDIN_ENV}" | base64 -d | {{ unset {_STDIN_ENV}; exec bash -c "$1"; }}'
-                argv = ["bash", "-c", script, "harness-stdin", cmd]
-            else:
-                path = f"/tmp/.harness-stdin-{uuid.uuid4().hex}"
-                await self.write_file(path, data)
-                script = 'exec 0<"$2"; rm -f "$2" 2>/dev/null; exec bash -c "$1"'
-                argv = ["bash", "-c", script, "harness-stdin", cmd, path]
-        if timeout is not None:
-            argv = ["timeout", "-s", "KILL", f"{max(timeout, 0.001):g}", *argv]
-
-        start = time.monotonic()
-        fn = functools.partial(self._exec_sync, argv, user, env)
-        code: int | None = None
-        try:
-            # On cancellation (a budget watchdog, Ctrl-C) the call is abandoned: its thread
-            # ends when the container is destroyed, which the trial does next.
-            if timeout is None:
-                code, out, err = await self._provider._run(fn, abandon_on_cancel=True)
-            else:
-                with anyio.move_on_after(timeout + _HOST_GUARD_S):
-                    code, out, err = await self._provider._run(fn, abandon_on_cancel=True)
-        except _errors() as exc:
-            raise self._fail(exc, "exec") from exc
-        duration = time.monotonic() - start
-        if code is None:  # host guard fired: the in-container timeout did not end the stream
-            if not await self._running():
-                raise SandboxError(f"sandbox {self.id[:12]}: container died during exec")
-            return ExecResult(
-                exit_code=124,
-                stdout="",
-                stderr=f"timed out after {timeout}s (output still held open by a detached process)",
-                duration_s=duration,
-                timed_out=True,
-            )
-        if (code is None or code >= 128) and not await self.alive():
-            # The command died with its container (killed by the platform, or the daemon
-            # shut down under it): infrastructure, never the agent's or the task's fault.
-            raise SandboxError(f"sandbox {self.id[:12]}: container died during exec")
-        timed_out = timeout is not None and code == 137 and duration >= timeout
-        return ExecResult(
-            exit_code=code,
-            stdout=out.decode("utf-8", errors="replace"),
-            stderr=err.decode("utf-8", errors="replace"),
-            duration_s=duration,
-            timed_out=timed_out,
-        )
-
-    async def alive(self) -> bool:
-        """Is the container still running? Asked after a command failed; the daemon may
-        report a killed command's exit code before the container's state, so ask a few
-        times before saying yes. False also when the daemon does not answer."""
-        for delay in (0.05, 0.1, 0.2, 0.4):
-            if not await self._running():
-                return False
-            await anyio.sleep(delay)
-        return await self._running()
-
-    async def _running(self) -> bool:
-        try:
-            info = await self._provider._run(self._api.inspect_container, self.id)
-        except _errors():
-            return False
-        return bool(info.get("State", {}).get("Running"))
-
-    # ------------------------------------------------------------------ files
-    def _put(self, tar: bytes) -> None:
-        if not self._api.put_archive(self.id, "/", tar):
-            raise SandboxError(f"sandbox {self.id[:12]}: put_archive refused")
-
-    async def read_file(self, path: str) -> bytes:
-        """A file's bytes; ``FileNotFoundError`` when it does not exist."""
-        import docker.errors
-
-        target = self._abs(path)
-
-        def read() -> bytes:
-            try:
-                stream, _stat = self._api.get_archive(self.id, target)
-            except docker.errors.NotFound:
-                self._api.inspect_container(self.id)  # raises NotFound when the sandbox is gone
-                raise FileNotFoundError(target) from None
-            data = b"".join(stream)
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                member = tar.next()
-                if member is None or member.isdir():
-                    raise IsADirectoryError(target)
-                fh = tar.extractfile(member)
-                return fh.read() if fh else b""
-
-        try:
-            return await self._provider._run(read)
-        except (FileNotFoundError, IsADirectoryError):
-            raise
-        except _errors() as exc:
-            raise self._fail(exc, f"reading {target}") from exc
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        """Write ``data`` to ``path`` (relative to the workdir), creating parents; the file and
-        new directories under the workdir belong to the environment's user."""
-        target = self._abs(path)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for d in docker_images.parents_below(self.workdir, posixpath.dirname(target)):
-                ti = tarfile.TarInfo(d)
-                ti.type, ti.mode, ti.uid, ti.gid = tarfile.DIRTYPE, 0o755, self._uid, self._gid
-                ti.mtime = int(time.time())
-                tar.addfile(ti)
-            ti = tarfile.TarInfo(target.lstrip("/"))
-            ti.size, ti.mode, ti.mtime = len(data), 0o644, int(time.time())
-            ti.uid, ti.gid = self._uid, self._gid
-            tar.addfile(ti, io.BytesIO(data))
-        try:
-            await self._provider._run(self._put, buf.getvalue())
-        except _errors() as exc:
-            raise self._fail(exc, f"writing {target}") from exc
-
-    async def copy_in(self, src: Path, dest: str) -> None:
-        """Copy a host directory's contents into ``dest`` (relative to the workdir). Used for
-        hidden material after the agent finished; owned by the environment's user."""
-        target = self._abs(dest)
-        parents = docker_images.parents_below(self.workdir, target)
-        tar = await anyio.to_thread.run_sync(
-            lambda: tar_directory(Path(src), target.lstrip("/"), self._uid, self._gid, parents)
-        )
-        try:
-            await self._provider._run(self._put, tar)
-        except _errors() as exc:
-            raise self._fail(exc, f"copying {src} to {target}") from exc
-
-    # ------------------------------------------------------------------ end of turn
-    async def sweep(self) -> int:
-        """Kill everything but init and its keeper (see ``docker_sweep``); when that cannot
-        run, restart the container (files kept, every process gone). Returns the signals
-        sent, -1 after a restart."""
-        try:
-            return await docker_sweep.sweep(self)
-        except SandboxError:
-            if not await self._running():
-                raise  # the agent (or the platform) ended it: the caller asks why
-
-        def restart() -> None:
-            self._api.kill(self.id)
-            self._api.wait(self.id, timeout=30)
-            self._api.start(self.id)
-
-        try:
-            await self._provider._run(restart)
-        except _errors() as exc:
-            raise self._fail(exc, "restarting after a failed sweep") from exc
-        return -1
-
-    async def death_cause(self) -> str | None:
-        """Why the container stopped, when the agent did it (the daemon's evidence)."""
-        return await self._provider._run(docker_sweep.death_cause, self._api, self.id)
-
-    # ------------------------------------------------------------------ teardown
-    async def destroy(self, interrupted: bool = False) -> None:
-        """Kill and remove the container (no grace period). Idempotent; never raises:
-        a container that cannot be removed is logged and left to ``gc``."""
-        if self._destroyed:
-            return
-        self._destroyed = True
-        with anyio.CancelScope(shield=True):
-            await self._provider._remove(self.id)
-
-
-# ----------------------------------------------------------------------------- provider
 class DockerOptions(Options):
     """``sandbox_options`` of the ``docker`` backend (all optional)."""
 
@@ -410,7 +124,7 @@ class DockerProvider(SandboxProvider):
             self._client = make_client(base_url, api_timeout, max_concurrency)
             self._base_url = base_url
             info = self._client.info()
-        except _errors() as exc:
+        except docker_errors() as exc:
             raise SandboxError(f"no Docker daemon answers ({exc}); {NO_DAEMON_HINT}") from exc
         self._ncpu = float(info.get("NCPU") or 1)
         self._limiter = anyio.CapacityLimiter(max_concurrency)
@@ -535,7 +249,7 @@ class DockerProvider(SandboxProvider):
         kwargs = self._create_kwargs(request, pinned, await self._network_for(env, hosts))
         try:
             cid = await self._run(self._create_sync, kwargs)
-        except _errors() as exc:
+        except docker_errors() as exc:
             # A half-created container is found by its unique name and removed.
             with anyio.CancelScope(shield=True):
                 await self._remove(kwargs["name"])
@@ -562,7 +276,7 @@ class DockerProvider(SandboxProvider):
 
         try:
             await self._run(remove)
-        except _errors() as exc:
+        except docker_errors() as exc:
             log.warning("could not remove container %s (left to gc): %s", container[:12], exc)
         else:
             self._live.discard(container)
