@@ -110,8 +110,8 @@ class CommandAgent(Agent):
         )
 
     async def run(self, ctx: AgentContext) -> AgentResult:
-        """Long because the program's whole life (proxy, relay, launch, wait, transcript,
-        usage) runs inside one exit stack, so every resource is released on any exit.
+        """Long because the program's whole life (metering proxy, exchanged files, the run,
+        its answer and trajectory) runs inside one exit stack, released on any exit.
 
         Run the suite's ``command`` once, on the host or in the sandbox."""
         params = ctx.params
