@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.release.records import TrialRecord
-from harness.report.records import ArmRate, Comparison, Dropped, PairTable
+from harness.release.records import ArmRate, Comparison, Dropped, PairTable, TrialRecord
 
 if TYPE_CHECKING:
     from harness.stats.estimate import Estimate

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.records import Comparison, NoiseFloor
+from harness.release.records import Comparison, NoiseFloor
 
 DEGENERATE = (
     "degenerate A/A floor: the copy agreed with its baseline on every task (exactly zero), "

@@ -30,14 +30,15 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from harness.release.records import (
+    Comparison,
     Coverage,
     GateResult,
     MustNeverCheck,
+    NoiseFloor,
     Sequential,
     ThresholdCheck,
     TrialRecord,
 )
-from harness.report.records import Comparison, NoiseFloor
 
 VERDICTS = ("improvement", "non-inferior", "inconclusive", "regression", "no-verdict")
 MAY_SHIP = ("improvement", "non-inferior")

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from harness.release.records import (
+    Comparison,
     Fingerprint,
     Headline,
     History,
@@ -20,7 +21,6 @@ from harness.release.records import (
     HistoryRun,
     TrialRecord,
 )
-from harness.report.records import Comparison
 
 
 def short_hash(value: Any, n: int = 8) -> str:

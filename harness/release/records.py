@@ -1,15 +1,122 @@
-"""Typed shapes of what the release decisions return: gate results, screens, power plans.
-
-The comparison record itself (``paired_comparison``) and the A/A noise floor are
-``harness.report.records.Comparison`` and ``NoiseFloor``: reports and gates print the same
-record.
+"""Typed shapes of what the release decisions return: the paired comparison, the A/A noise
+floor, gate results, screens, power plans. Reports print the same comparison and floor
+records (``harness.report.records`` imports them from here: release sits below report).
 """
 
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict, final
 
-from harness.report.records import Comparison, NoiseFloor, PairTable
+from harness.stats.records import Interval
+
+
+class PairTable(TypedDict, total=False):
+    """Paired tasks by outcome in baseline and candidate."""
+
+    both_pass: int
+    fixed: int
+    broke: int
+    both_fail: int
+
+
+class ArmRate(TypedDict, total=False):
+    """One arm's success rate inside a comparison."""
+
+    rate: float | None
+    lo: float | None
+    hi: float | None
+    n: int
+    unit: str
+    method: str | None
+    warning: str | None
+
+
+class Dropped(TypedDict):
+    """Tasks left unpaired (first 20 of each kind)."""
+
+    n: int
+    baseline_only: list[str]
+    candidate_only: list[str]
+    no_resolved_trial: list[str]
+
+
+class PairedTask(TypedDict):
+    """One paired task: each arm's success rate and trial count."""
+
+    task_id: str
+    task_class: str
+    cluster: str
+    baseline: float
+    candidate: float
+    n_baseline: int
+    n_candidate: int
+
+
+class AllTrials(TypedDict, total=False):
+    """Under adaptive repeats: the all-trials numbers (biased), beside the phase-one headline."""
+
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    baseline: ArmRate | None
+    candidate: ArmRate | None
+    n_trials: dict[str, int]
+    design: str
+    estimator: str
+
+
+class Comparison(Interval, total=False):
+    """The paired comparison of candidate against baseline (``paired_comparison``)."""
+
+    baseline_arm: str
+    candidate_arm: str
+    n_tasks: int
+    n_clusters: int
+    table: PairTable
+    test: str | None
+    p_value: float | None
+    estimator: str
+    design: str
+    baseline: ArmRate | None
+    candidate: ArmRate | None
+    fixed_rule: str
+    interval_warning: str | None
+    denominator: str
+    weights: str
+    dropped: Dropped
+    n_trials: dict[str, int]
+    """Trials over the paired tasks, per role ('baseline', 'candidate')."""
+    unresolved: dict[str, int]
+    independent_unit: str | None
+    n_units: int
+    signs: dict[str, int]
+    """Paired tasks whose rate went up ('improved'), down ('worse') or stayed ('tied')."""
+    p_values: dict[str, float]
+    """One- and two-sided p-values by alternative: 'two-sided', 'greater', 'less'."""
+    pairing: str | None
+    tasks: list[PairedTask]
+    all_trials: AllTrials
+    verdict: str
+    """In a gate result: the rule's verdict on this comparison."""
+    why: str
+    interval_level: float
+
+
+class NoiseFloor(Interval, total=False):
+    """The A/A arm's delta against its baseline: how far identical arms drift apart."""
+
+    arm: str
+    degenerate: bool
+    """True when the floor cannot show noise (no task moved, or common random numbers)."""
+    degenerate_reason: str | None
+    excludes_zero: bool
+    half_width: float
+    n_clusters: int
+    table: PairTable
+    signs: dict[str, int]
+    p_value: float | None
+    floor: float
+    """The larger distance of the interval's ends from 0 (``harness release history``)."""
 
 
 class TrialRecord(TypedDict, total=False):

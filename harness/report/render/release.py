@@ -11,8 +11,15 @@ from typing import Any
 
 from rich.table import Table
 
-from harness.release.records import DesignSummary, GateResult, RunComparison, Screens
-from harness.report.records import ArmRate, Comparison, NoiseFloor
+from harness.release.records import (
+    ArmRate,
+    Comparison,
+    DesignSummary,
+    GateResult,
+    NoiseFloor,
+    RunComparison,
+    Screens,
+)
 from harness.report.render.narrow import dropped_note, fit
 
 

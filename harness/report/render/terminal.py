@@ -9,11 +9,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness.release.records import PairTable
 from harness.report.causes import causes_lines
 from harness.report.records import (
     ArmReport,
     Comparison,
-    PairTable,
     Reliability,
     Report,
     SliceRow,
