@@ -94,10 +94,12 @@ class ModelUser:
         client: Any = None,
         opens: bool = False,
     ):
-        from harness.models.client import ChatClient
+        from harness.models.settings import expand_env
 
-        self._client = client or ChatClient(settings)
-        self.settings = self._client.settings  # ${VAR} references resolved
+        # The client (and its API-key check) is made at the first turn: an agent that never
+        # talks to the user needs no key for it.
+        self._client = client
+        self.settings = client.settings if client is not None else expand_env(settings)
         self.seed = seed
         self.max_turns = max_turns
         self._turns = 0
@@ -121,6 +123,10 @@ class ModelUser:
         self._turns += 1
         self._messages.append({"role": "user", "content": agent_message})
         start = time.monotonic()
+        if self._client is None:
+            from harness.models.client import ChatClient
+
+            self._client = ChatClient(self.settings)
         response = await self._client.chat(self._messages, seed=self.seed)
         text = (response.content or "").strip()
         self._messages.append({"role": "assistant", "content": text})
