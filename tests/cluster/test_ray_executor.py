@@ -43,6 +43,7 @@ def _demo_suite(tmp: Path, n_tasks: int = 6, trials: int = 2, slow_s: float = 0,
     if slow_s:
         suite["arms"] = [{"name": "oracle", "agent": "oracle"}]
         suite.pop("report", None)
+        suite.pop("gate", None)  # the demo's gate names arms this suite no longer has
     path = tmp / "suite.yaml"
     path.write_text(yaml.safe_dump(suite))
     return path
@@ -54,9 +55,16 @@ def _rows(db: Path, sql: str = ROW) -> list[tuple]:
 
 
 def _count(db: Path) -> int:
+    """Finished trials so far, read-only: a poll must not create the store file before the
+    run does (the run then raced the poller's connection and failed to open it)."""
+    if not db.is_file():
+        return 0
     try:
-        with sqlite3.connect(db) as conn:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
             return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
+        finally:
+            conn.close()
     except sqlite3.OperationalError:
         return 0
 
@@ -202,7 +210,10 @@ def test_worker_node_lost_mid_run_loses_nothing(tmp_path, ray_cluster, docker_re
     cmd += ["--store", f"sqlite:///{db}", "-q"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert wait_for(lambda: _count(db) >= 1, timeout=180), "no trial finished"
+        if not wait_for(lambda: _count(db) >= 1, timeout=180):
+            proc.kill()
+            out, err = proc.communicate(timeout=30)
+            raise AssertionError(f"no trial finished: {err.decode()[-3000:]}")
         time.sleep(1.0)  # the next trials are now running on w1
         assert _count(db) < 12
         ray_cluster.kill("w1")

@@ -55,9 +55,16 @@ def _run_id(db: Path) -> str | None:
 
 
 def _count(db: Path) -> int:
+    """Finished trials so far, read-only: a poll must not create the store file before the
+    run does (the run then raced the poller's connection and failed to open it)."""
+    if not db.is_file():
+        return 0
     try:
-        with sqlite3.connect(db) as conn:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
             return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
+        finally:
+            conn.close()
     except sqlite3.OperationalError:
         return 0
 
