@@ -24,11 +24,9 @@ namespaces.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -49,6 +47,7 @@ from harness.sandbox.base import (
     network_hosts,
 )
 from harness.sandbox.local import _dir_digest
+from harness.sandbox.process import collect, kill_group
 
 log = logging.getLogger(__name__)
 
@@ -237,54 +236,27 @@ class BwrapSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"bwrap exec failed: {exc}") from exc
         self._groups.add(proc.pid)
-        out, err = bytearray(), bytearray()
-        timed_out = False
-
-        async def drain(stream, sink: bytearray) -> None:
-            async for chunk in stream:
-                sink.extend(chunk)
-
         try:
-            with anyio.fail_after(timeout) if timeout else contextlib.nullcontext():
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(drain, proc.stdout, out)
-                    tg.start_soon(drain, proc.stderr, err)
-                    if stdin is not None:
-                        assert proc.stdin is not None  # opened with a pipe when there is input
-                        with contextlib.suppress(
-                            anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
-                        ):
-                            await proc.stdin.send(stdin)
-                        await proc.stdin.aclose()
-                    await proc.wait()
-            code = proc.returncode
-        except TimeoutError:
-            timed_out, code = True, 124
-            err.extend(f"\ntimed out after {timeout}s".encode())
+            # bwrap and its namespace's init die with the group; the kernel kills the rest.
+            done = await collect(proc, stdin=stdin, timeout=timeout)
         finally:
-            if timed_out or proc.returncode is None:
-                # bwrap and its namespace's init die; the kernel kills the rest.
-                _kill_group(proc.pid)
-                with anyio.CancelScope(shield=True):
-                    await proc.wait()
-                    await proc.aclose()
             self._groups.discard(proc.pid)
-        stderr = err.decode("utf-8", errors="replace")
-        if code != 0 and stderr.startswith("bwrap:"):
+        stderr = done.stderr.decode("utf-8", errors="replace")
+        if done.exit_code != 0 and stderr.startswith("bwrap:"):
             raise SandboxError(f"sandbox {self.id}: {stderr.strip()[:300]}")
         return ExecResult(
-            exit_code=code if code is not None else -1,
-            stdout=out.decode("utf-8", errors="replace"),
+            exit_code=done.exit_code,
+            stdout=done.stdout.decode("utf-8", errors="replace"),
             stderr=stderr,
             duration_s=time.monotonic() - start,
-            timed_out=timed_out,
+            timed_out=done.timed_out,
         )
 
     async def sweep(self) -> int:
         """Kill every process of this trial (the agent's turn is over). Returns how many
         were still running: with one namespace per command there are normally none."""
         for pgid in list(self._groups):
-            _kill_group(pgid)
+            kill_group(pgid)
         left = 0
         if self._cgroup is not None:
             left = len(self._cgroup.pids())
@@ -325,11 +297,6 @@ class BwrapSandbox(Sandbox):
 
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(remove)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 class BwrapOptions(Options):

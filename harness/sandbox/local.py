@@ -8,11 +8,9 @@ tests, and for suites that only need answers. Isolated without Docker: ``bwrap``
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import time
 import uuid
@@ -27,6 +25,7 @@ from harness.config.models import Options
 from harness.errors import SandboxError
 from harness.sandbox import trial_dirs
 from harness.sandbox.base import Environment, ExecResult, Sandbox, SandboxProvider, SandboxRequest
+from harness.sandbox.process import collect, kill_group
 
 log = logging.getLogger(__name__)
 
@@ -87,43 +86,13 @@ class LocalSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"local exec failed: {exc}") from exc
         self._groups.add(proc.pid)
-        out, err = bytearray(), bytearray()
-        timed_out = False
-
-        async def drain(stream, sink: bytearray) -> None:
-            async for chunk in stream:
-                sink.extend(chunk)
-
-        try:
-            with anyio.fail_after(timeout) if timeout else _nullcontext():
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(drain, proc.stdout, out)
-                    tg.start_soon(drain, proc.stderr, err)
-                    if stdin is not None:
-                        assert proc.stdin is not None  # opened with a pipe when there is input
-                        # A command that never reads its input closes the pipe early: fine.
-                        with contextlib.suppress(
-                            anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
-                        ):
-                            await proc.stdin.send(stdin)
-                        await proc.stdin.aclose()
-                    await proc.wait()
-            code = proc.returncode
-        except TimeoutError:
-            timed_out, code = True, 124
-            err.extend(f"\ntimed out after {timeout}s".encode())
-        finally:
-            if timed_out or proc.returncode is None:
-                _kill_group(proc.pid)  # the command and everything it started
-                with anyio.CancelScope(shield=True):
-                    await proc.wait()
-                    await proc.aclose()
+        done = await collect(proc, stdin=stdin, timeout=timeout)
         return ExecResult(
-            exit_code=code if code is not None else -1,
-            stdout=out.decode("utf-8", errors="replace"),
-            stderr=err.decode("utf-8", errors="replace"),
+            exit_code=done.exit_code,
+            stdout=done.stdout.decode("utf-8", errors="replace"),
+            stderr=done.stderr.decode("utf-8", errors="replace"),
             duration_s=time.monotonic() - start,
-            timed_out=timed_out,
+            timed_out=done.timed_out,
         )
 
     async def read_file(self, path: str) -> bytes:
@@ -143,7 +112,7 @@ class LocalSandbox(Sandbox):
         unless they left the group: this backend cannot follow those)."""
         n = len(self._groups)
         for pgid in self._groups:
-            _kill_group(pgid)
+            kill_group(pgid)
         return n
 
     async def death_cause(self) -> str | None:
@@ -151,22 +120,9 @@ class LocalSandbox(Sandbox):
 
     async def destroy(self, interrupted: bool = False) -> None:
         for pgid in self._groups:  # background processes the trial left behind
-            _kill_group(pgid)
+            kill_group(pgid)
         self._groups.clear()
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.root, ignore_errors=True))
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 class LocalOptions(Options):
