@@ -11,7 +11,12 @@ import yaml
 from tests.cli.test_usage_errors import _main
 from tests.conftest import write_suite
 
-NOT_AGENT = "class NotAgent:\n    name = 'x'\n\n    def run(self, ctx):\n        return None\n"
+NOT_AGENT = (
+    "from harness.agents import Agent\nfrom harness.config.models import Options\n\n"
+    "class NotAgent:\n    name = 'x'\n\n    def run(self, ctx):\n        return None\n\n"
+    "class P(Options):\n    p: float = 0\n\n"
+    "class SyncAgent(Agent):\n    name = 'sync'\n    Params = P\n\n    def run(self, ctx):\n        return None\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -21,6 +26,7 @@ NOT_AGENT = "class NotAgent:\n    name = 'x'\n\n    def run(self, ctx):\n       
         ({"arms.0.agent": "helper:Missing"}, "arms[0].agent", "has no 'Missing'"),
         ({"arms.0.agent": "os:getcwd"}, "arms[0].agent", "not a class"),
         ({"arms.0.agent": "helper:NotAgent"}, "arms[0].agent", "async def run"),
+        ({"arms.0.agent": "helper:SyncAgent"}, "arms[0].agent", "is not an agent"),
         ({"arms.0.agent": "nocolon"}, "arms[0].agent", "unknown agent"),
         (
             {"arms.0.model": {"name": "m", "api_key_env": "HARNESS_TEST_UNSET_KEY"}},
