@@ -17,7 +17,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import anyio
 
@@ -27,9 +27,9 @@ from harness import errors
 from harness.agent_turn import run_agent
 from harness.agents import AgentContext, AgentResult
 from harness.agents.base import ReferenceContext, Usage, is_reference_agent
-from harness.agents.user import make_user
+from harness.agents.user import SimulatedUser, make_user
 from harness.breaker import CircuitBreaker
-from harness.config.models import Arm, Environment, Suite, Task, Variant
+from harness.config.models import Arm, Budgets, Environment, Suite, Task, Variant
 from harness.plan import Job
 from harness.sandbox.base import (
     ExecResult,
@@ -333,6 +333,22 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
     )
 
 
+class _ContextArgs(TypedDict):
+    """The fields an ``AgentContext`` and a ``ReferenceContext`` share, built once for either."""
+
+    task_id: str
+    arm: Arm
+    instruction: str
+    sandbox: Sandbox
+    environment: Environment | None
+    seed: int
+    budgets: Budgets
+    variant: Variant | None
+    user: SimulatedUser | None
+    user_opens: bool
+    tool_server: ToolServer | None
+
+
 def _agent_context(
     agent_cls: type,
     task: Task,
@@ -349,13 +365,15 @@ def _agent_context(
     instruction = variant.instruction if variant and variant.instruction else task.instruction
     user = None
     if task.user is not None:
+        # The agent's Params validated it (an int or None) when the suite was resolved.
+        turns = arm.params.get("max_user_turns")
         user = make_user(
             copy.deepcopy(task.user),
             instruction=instruction,
             seed=job.seed,
-            max_turns=arm.params.get("max_user_turns"),
+            max_turns=turns if isinstance(turns, int) else None,
         )
-    common: dict[str, Any] = dict(
+    common = _ContextArgs(
         task_id=task.id,
         arm=copy.deepcopy(arm),
         instruction=instruction,

@@ -99,7 +99,7 @@ class ModelSettings(Strict):
     max_tokens: int | None = Field(None, strict=True, ge=1, le=MAX_TOKENS)
     timeout_s: Seconds = 120.0
     max_retries: int = Field(4, strict=True, ge=0, le=MAX_ATTEMPTS)
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, object] = Field(default_factory=dict)
     price: Price | None = None
     api: Literal["openai", "anthropic"] = Field(
         "openai",
@@ -124,7 +124,7 @@ class Arm(Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     agent: str = Field(description="registered agent name or 'module:Class'")
-    params: dict[str, Any] = Field(
+    params: dict[str, object] = Field(
         default_factory=dict, description="the agent's parameters, checked against its Params"
     )
     model: ModelSettings | None = None
@@ -148,7 +148,7 @@ class Suite(Strict):
         description="auto (docker when a daemon answers, else local), local, docker, "
         "faulty (fault injection), or module:Class",
     )
-    sandbox_options: dict[str, Any] = Field(
+    sandbox_options: dict[str, object] = Field(
         default_factory=dict,
         description="options of the sandbox backend, checked against its typed options",
     )
@@ -164,7 +164,7 @@ class Suite(Strict):
         description="Ray cluster address for executor ray (host:port, ray://host:10001 or "
         "auto); default: $RAY_ADDRESS, else Ray on this machine (started if none runs)",
     )
-    executor_options: dict[str, Any] = Field(
+    executor_options: dict[str, object] = Field(
         default_factory=dict,
         exclude=True,
         description="options of the executor backend, checked against its typed options",
@@ -241,7 +241,7 @@ class GraderSpec(BaseModel):
 
 class ToolCall(Strict):
     tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, object] = Field(default_factory=dict)
 
 
 class Solution(Strict):
@@ -317,8 +317,8 @@ class Task(Strict):
 class TaskFile(Strict):
     """A file holding several tasks under ``tasks:`` with optional shared defaults."""
 
-    defaults: dict[str, Any] = Field(default_factory=dict)
-    tasks: list[dict[str, Any]] = Field(min_length=1)
+    defaults: dict[str, object] = Field(default_factory=dict)
+    tasks: list[dict[str, object]] = Field(min_length=1)
 
 
 # ------------------------------------------------------------------------------ environments
@@ -333,12 +333,18 @@ class ImageRecipe(Strict):
         return self
 
 
+def _no_parameters() -> dict[str, object]:
+    """The JSON Schema of a tool that takes no arguments."""
+    return {"type": "object", "properties": {}}
+
+
 class ToolSpec(Strict):
     """A tool the agent may call: run as ``command`` in the sandbox, arguments as JSON on stdin."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
     description: str
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, object] = Field(default_factory=_no_parameters)
+    """The tool's JSON Schema, relayed to the model as written (never read here)."""
     command: str | None = Field(
         None,
         description="shell command in the sandbox; optional when the environment has a "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -225,9 +225,9 @@ class Store:
     # -- trials -------------------------------------------------------------------------
     def write_trial(
         self,
-        trial: TrialRow | dict[str, Any],
-        attempts: Iterable[AttemptRow | dict[str, Any]] = (),
-        events: Iterable[Event | dict[str, Any]] = (),
+        trial: TrialRow | Mapping[str, object],
+        attempts: Iterable[AttemptRow | Mapping[str, object]] = (),
+        events: Iterable[Event | Mapping[str, object]] = (),
         blobs: dict[str, bytes] | None = None,
     ) -> int:
         """Write one finished trial with its attempts, events and blobs in ONE transaction.
@@ -266,7 +266,7 @@ class Store:
         except OSError as exc:
             raise StoreUnavailable(f"store write failed: {exc}") from None
 
-    def write_attempts(self, attempts: Iterable[AttemptRow | dict[str, Any]]) -> None:
+    def write_attempts(self, attempts: Iterable[AttemptRow | Mapping[str, object]]) -> None:
         """Record attempts of a trial that has no final row (interrupted)."""
         rows = [_row(AttemptRow, a) for a in attempts]
         if rows:
@@ -389,10 +389,10 @@ def _redact(url: str) -> str:
         return url.split("@")[-1]
 
 
-def _row(record: type[SQLModel], obj: SQLModel | dict[str, Any]) -> dict[str, Any]:
+def _row(record: type[SQLModel], obj: SQLModel | Mapping[str, object]) -> dict[str, object]:
     """The insert parameters of one row: a validated ``record``'s fields, without the id the
     database assigns (a table model is an instance of its record class)."""
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         obj = record.model_validate({k: v for k, v in obj.items() if k not in _ASSIGNED})
     elif not isinstance(obj, record):
         raise TypeError(f"expected a {record.__name__}, got {type(obj).__name__}")
