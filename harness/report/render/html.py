@@ -17,14 +17,21 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from harness.release.records import GateResult
 from harness.report import tasks as tk
 from harness.report.records import Comparison, ErrorKind, Report
 from harness.report.render import html_sections as hs
+from harness.report.render.contexts import (
+    ClassSlices,
+    GateSection,
+    Header,
+    HeaderArm,
+    HeadlineRow,
+    HeadlineSection,
+    ReportSections,
+)
 from harness.report.render.templating import render_template
 from harness.viewer import DEFAULT_VIEWER_URL
 
@@ -105,7 +112,7 @@ def render(
     t0 = time.perf_counter()
     rows = tk.task_rows(rr)
     colors = hs.arm_colors(rr.arms)
-    context: dict[str, Any] = {
+    context: ReportSections = {
         "header": header(data, rr, colors),
         "gate": gate_context(gate) if gate else None,
         "headline": headline(data, rr, colors),
@@ -127,17 +134,17 @@ def render(
     )
 
 
-def _short_json(v: Any, limit: int = 80) -> str:
+def _short_json(v: object, limit: int = 80) -> str:
     if not v:
         return ""
     s = json.dumps(v, default=str, separators=(",", ":"))
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def header(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any]:
+def header(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> Header:
     """The run's facts (suite, status, versions, images) and its arms as declared."""
     info = data["run"]
-    kv = [
+    kv: list[tuple[str, object]] = [
         ("suite", info.get("suite")),
         ("status", info.get("status")),
         (
@@ -160,7 +167,7 @@ def header(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, An
             )
         )
     specs = data.get("arm_settings") or {}
-    arms = [
+    arms: list[HeaderArm] = [
         {
             "name": a,
             "color": colors.get(a, hs.DEFAULT_COLOR),
@@ -180,7 +187,7 @@ def header(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, An
     }
 
 
-def gate_context(gate: GateResult) -> dict[str, Any]:
+def gate_context(gate: GateResult) -> GateSection:
     """The gate's verdict, the sentence behind it, its policy, checks and warnings."""
     verdict = str(gate.get("verdict", "")).strip()
     low = verdict.lower()
@@ -215,7 +222,7 @@ def gate_context(gate: GateResult) -> dict[str, Any]:
         checks.append(
             ("unresolved coverage", cov["status"], f"worst share {hs.pct(cov.get('worst_share'))}")
         )
-    primary: Mapping[str, Any] = gate.get("primary") or {}
+    primary = gate.get("primary") or {}
     cannot = gate.get("cannot_establish") or []
     return {
         "verdict": verdict,
@@ -223,7 +230,7 @@ def gate_context(gate: GateResult) -> dict[str, Any]:
         "reasons": reasons,
         "policy": "; ".join(bits) if policy else None,
         "policy_source": gate.get("policy_source") or "suite",
-        "primary": primary if primary.get("estimate") is not None else None,
+        "primary": gate.get("primary") if primary.get("estimate") is not None else None,
         "baseline": gate.get("baseline"),
         "candidate": gate.get("candidate"),
         "checks": checks,
@@ -232,15 +239,17 @@ def gate_context(gate: GateResult) -> dict[str, Any]:
     }
 
 
-def headline(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any]:
+def headline(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> HeadlineSection:
     """Success per arm with its interval and n, the primary comparison, class slices."""
     arms = data.get("arms") or {}
-    rows, methods = [], set()
+    rows: list[HeadlineRow] = []
+    methods: set[str] = set()
     for arm in rr.arms:
-        a: Mapping[str, Any] = arms.get(arm) or {}
-        s: Mapping[str, Any] = a.get("success") or {}
-        if s.get("method"):
-            methods.add(s["method"])
+        a = arms.get(arm) or {}
+        s = a.get("success") or {}
+        method = s.get("method")
+        if method:
+            methods.add(method)
         rows.append(
             {
                 "arm": arm,
@@ -251,11 +260,11 @@ def headline(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, 
                 "a": a,
             }
         )
-    settings: Mapping[str, Any] = data.get("settings") or {}
+    settings = data.get("settings")
     comp = data.get("comparison") or None
     if comp and comp.get("estimate") is None:
         comp = None
-    denominator = settings.get("denominator_text") or ""
+    denominator = (settings.get("denominator_text") if settings else None) or ""
     return {
         "rows": rows,
         "comparison": comp,
@@ -265,24 +274,20 @@ def headline(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, 
         "note": (
             f"Estimand: {data.get('estimand', 'success rate')}. "
             f"Interval{'s' if len(methods) > 1 else ''}: {'; '.join(sorted(methods)) or 'as reported'}, "
-            f"{hs.pct(settings.get('confidence', 0.95), 0)} confidence. "
+            f"{hs.pct(settings.get('confidence', 0.95) if settings else 0.95, 0)} confidence. "
             f"{denominator[:1].upper() + denominator[1:]}."
         ),
     }
 
 
 def _comparison_extra(comp: Comparison) -> str:
-    values: Mapping[str, Any] = comp
-    bits = [
-        f"{label} = {hs.num(values[key])}"
-        for key, label in (
-            ("p_value", "p"),
-            ("n", "n"),
-            ("n_tasks", "tasks"),
-            ("n_clusters", "clusters"),
-        )
-        if isinstance(comp.get(key), int | float)
-    ]
+    figures = (
+        ("p", comp.get("p_value")),
+        ("n", comp.get("n")),
+        ("tasks", comp.get("n_tasks")),
+        ("clusters", comp.get("n_clusters")),
+    )
+    bits = [f"{label} = {hs.num(x)}" for label, x in figures if isinstance(x, int | float)]
     if comp.get("method"):
         bits.append(str(comp["method"]))
     if comp.get("estimator"):
@@ -292,7 +297,7 @@ def _comparison_extra(comp: Comparison) -> str:
     return "; ".join(bits)
 
 
-def class_slices(data: Report, rr: tk.RunRows) -> dict[str, Any] | None:
+def class_slices(data: Report, rr: tk.RunRows) -> ClassSlices | None:
     """Success by task class per arm (the report data's class slices); None below 2 classes."""
     arms = data.get("arms") or {}
     by_arm = {

@@ -10,12 +10,38 @@ cost plot come from ``harness.stats``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from harness.release.records import GateResult
+from harness.release.records import ClassScreen, Comparison, GateResult, NoiseFloor
 from harness.report import tasks as tk
-from harness.report.records import ArmReport, ErrorKind, Report, UnresolvedCauses
+from harness.report.records import (
+    ArmReport,
+    ClassDelta,
+    ErrorKind,
+    PairedDelta,
+    Report,
+    UnresolvedCauses,
+    UsageSection,
+)
+from harness.report.render.contexts import (
+    ArmCause,
+    CalibrationArm,
+    CalibrationSection,
+    CostPoint,
+    CostRow,
+    CostSection,
+    ForestRow,
+    ForestSection,
+    InfraRow,
+    InfraSection,
+    PasskCurve,
+    PasskRow,
+    PasskSection,
+    PlotFigure,
+    TaskCell,
+    TaskTable,
+    TaskTableRow,
+)
 from harness.report.render.numbers import num, pct
 from harness.report.render.plots import arm_colors
 
@@ -31,7 +57,7 @@ STATUS_COLORS = {
 }
 
 
-def plot(name: str, draw: Callable[[], str], caption: str) -> dict[str, Any]:
+def plot(name: str, draw: Callable[[], str], caption: str) -> PlotFigure:
     """Draw one plot; a missing matplotlib becomes a note, not a crash."""
     from markupsafe import Markup
 
@@ -47,8 +73,14 @@ def _arm(data: Report, arm: str) -> ArmReport:
     return (data.get("arms") or {}).get(arm) or {}
 
 
-def usage_of(data: Report, arm: str) -> Mapping[str, Any]:
-    return _arm(data, arm).get("usage") or {}
+def usage_of(data: Report, arm: str) -> UsageSection | None:
+    return _arm(data, arm).get("usage")
+
+
+def _unknown_tokens(usage: UsageSection | None) -> int:
+    """Trials whose model endpoint reported no usage (0 when the arm has no usage data)."""
+    tokens = usage.get("tokens") if usage else None
+    return (tokens.get("unknown_trials") if tokens else None) or 0
 
 
 def _causes(arm: ArmReport, key: str = "unresolved_causes") -> UnresolvedCauses:
@@ -61,34 +93,41 @@ def _causes(arm: ArmReport, key: str = "unresolved_causes") -> UnresolvedCauses:
     return found or {"causes": [], "other": 0}
 
 
-def _delta_row(label: str, r: Mapping[str, Any], n: Any, overall: bool = False) -> dict[str, Any]:
+def _delta_row(
+    label: str,
+    r: ClassScreen | Comparison | PairedDelta | ClassDelta,
+    n: int | None,
+    overall: bool = False,
+) -> ForestRow:
     return {"label": label, "estimate": r.get("estimate"), "lo": r.get("lo"), "hi": r.get("hi"),
             "n": n, "overall": overall, "warning": r.get("warning")}  # fmt: skip
 
 
-def forest(data: Report, gate: GateResult | None, rr: tk.RunRows) -> dict[str, Any] | None:
+def forest(data: Report, gate: GateResult | None, rr: tk.RunRows) -> ForestSection | None:
     """Per-class paired deltas: the gate's screens when a gate ran, else the report data's
     ``class_deltas``; the A/A noise floor from the gate, else from the report data."""
     from harness.report.render import plots
 
     report_deltas = data.get("class_deltas") or None
-    g: Mapping[str, Any] = gate or {}
-    screens = (g.get("screens") or {}).get("classes") or []
+    found = gate.get("screens") if gate else None
+    screens = (found.get("classes") if found else None) or []
     base, cand = rr.baseline, rr.candidate
-    noise = None
-    noise_row = None
-    if screens:
+    noise: tuple[float | None, float | None] | None = None
+    noise_row: NoiseFloor | None = None
+    rows: list[ForestRow]
+    if gate and screens:
         rows = [_delta_row(str(c.get("class")), c, c.get("n_tasks")) for c in screens]
         method = "per-class deltas as computed by the release gate"
-        primary = g.get("primary") or {}
+        primary = gate.get("primary") or {}
         if primary.get("estimate") is not None:
             rows.insert(0, _delta_row("overall", primary, primary.get("n_tasks"), True))
-        floor = g.get("noise_floor") or {}
-        if floor.get("lo") is not None and floor.get("hi") is not None:
-            noise = (floor["lo"], floor["hi"])
-            noise_row = floor
+        gate_floor = gate.get("noise_floor") or {}
+        lo, hi = gate_floor.get("lo"), gate_floor.get("hi")
+        if lo is not None and hi is not None:
+            noise = (lo, hi)
+            noise_row = gate_floor
             method += "; A/A noise floor from the release gate"
-        base, cand = g.get("baseline") or base, g.get("candidate") or cand
+        base, cand = gate.get("baseline") or base, gate.get("candidate") or cand
     elif report_deltas:
         rows = [_delta_row(c["class"], c, c["n"]) for c in report_deltas["by_class"]]
         rows.insert(
@@ -97,9 +136,9 @@ def forest(data: Report, gate: GateResult | None, rr: tk.RunRows) -> dict[str, A
         method = report_deltas["method"]
     else:
         return None
-    floor = (report_deltas or {}).get("noise_floor")
+    floor = report_deltas.get("noise_floor") if report_deltas else None
     if noise is None and floor:
-        noise = (floor["lo"], floor["hi"])
+        noise = (floor.get("lo"), floor.get("hi"))
         noise_row = floor
         method += f"; A/A noise floor: {floor['method']}"
     if noise_row and noise_row.get("degenerate"):
@@ -118,15 +157,15 @@ def forest(data: Report, gate: GateResult | None, rr: tk.RunRows) -> dict[str, A
     return {"plot": svg, "rows": rows, "noise": noise, "noise_row": noise_row, "note": method}
 
 
-def passk(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
+def passk(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> PasskSection | None:
     """Observed pass^k and pass@k per arm with the report's beta-binomial predictions."""
     from harness.report.render import plots
 
     trials = int((data.get("run") or {}).get("trials_per_task") or 1)
-    curves: dict[str, dict[str, Any]] = {}
+    curves: dict[str, PasskCurve] = {}
     for arm in rr.arms:
         a = _arm(data, arm)
-        c = {
+        c: PasskCurve = {
             "pass_hat_k": a.get("pass_hat_k") or [],
             "pass_at_k": a.get("pass_at_k") or [],
             "pred_hat": (a.get("pass_hat_k_predicted") or {}).get("points") or [],
@@ -143,7 +182,7 @@ def passk(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any
         "Dashed with band: beta-binomial prediction for every k, beyond the trials run.",
     )
     predicted = [a for a, c in curves.items() if c["pred_hat"] or c["pred_at"]]
-    rows = [
+    rows: list[PasskRow] = [
         {
             "arm": arm,
             "by_k": [{p["k"]: p for p in c["pass_hat_k"]}.get(k) for k in range(1, trials + 1)],
@@ -158,42 +197,45 @@ def passk(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any
     return {"plot": svg, "ks": list(range(1, trials + 1)), "rows": rows, "note": note}
 
 
-def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
+def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> CostSection | None:
     """Cost per trial against success per arm (``usage.cost.per_trial_usd``), with the Pareto
     front and the upper convex hull."""
     from harness.report.render import plots
     from harness.stats import pareto_front, upper_convex_hull
 
-    points: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
+    points: list[CostPoint] = []
+    rows: list[CostRow] = []
     sources: set[str] = set()
     for arm in rr.arms:
         a = _arm(data, arm)
-        usage: Mapping[str, Any] = a.get("usage") or {}
-        cst, lat = usage.get("cost") or {}, usage.get("latency") or {}
-        per_trial = cst.get("per_trial_usd") or {}
-        if per_trial.get("estimate") is not None:
+        usage = a.get("usage")
+        cst = (usage.get("cost") if usage else None) or None
+        lat = (usage.get("latency") if usage else None) or {}
+        per_trial = (cst.get("per_trial_usd") if cst else None) or {}
+        cost_estimate = per_trial.get("estimate")
+        if cost_estimate is not None:
             sources.add(str(per_trial.get("method", "as reported")))
         success = a.get("success") or {}
         rows.append(
             {
                 "arm": arm,
                 "per_trial": per_trial,
-                "per_success": (cst.get("per_success_usd") or {}).get("estimate"),
-                "known": cst.get("known_trials"),
-                "trials": cst.get("trials"),
-                "tokens": usage.get("tokens") or {},
+                "per_success": ((cst.get("per_success_usd") if cst else None) or {}).get(
+                    "estimate"
+                ),
+                "known": cst.get("known_trials") if cst else None,
+                "trials": cst.get("trials") if cst else None,
+                "tokens": (usage.get("tokens") if usage else None) or None,
                 "mean_latency": lat.get("mean_s"),
                 "p95": lat.get("p95_s"),
                 "success": success,
             }
         )
-        if per_trial.get("estimate") is not None and success.get("estimate") is not None:
-            points.append({"arm": arm, "cost": per_trial["estimate"], "estimate": success["estimate"],
+        success_estimate = success.get("estimate")
+        if cost_estimate is not None and success_estimate is not None:
+            points.append({"arm": arm, "cost": cost_estimate, "estimate": success_estimate,
                            "lo": success.get("lo"), "hi": success.get("hi")})  # fmt: skip
-    unknown_tokens = any(
-        (usage_of(data, arm).get("tokens") or {}).get("unknown_trials") for arm in rr.arms
-    )
+    unknown_tokens = any(_unknown_tokens(usage_of(data, arm)) for arm in rr.arms)
     if (not points or all(p["cost"] == 0 for p in points)) and not unknown_tokens:
         return None
     if not points:  # the table still says which arms' usage is unknown
@@ -218,11 +260,11 @@ def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any]
     return {"plot": svg, "rows": rows, "note": note}
 
 
-def calibration(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[str, Any] | None:
+def calibration(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> CalibrationSection | None:
     """Reliability diagram and ECE per arm, from ``reliability.calibration``."""
     from harness.report.render import plots
 
-    arms: dict[str, dict[str, Any]] = {}
+    arms: dict[str, CalibrationArm] = {}
     for arm in rr.arms:
         rel = _arm(data, arm).get("reliability")
         cal = rel["calibration"] if rel else None
@@ -244,7 +286,7 @@ def calibration(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> dict[st
     }
 
 
-def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> dict[str, Any] | None:
+def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> InfraSection | None:
     """Trials by final status per arm, retried attempts, crash rate, and error kinds."""
     from harness.report.render import plots
 
@@ -259,7 +301,7 @@ def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> dict[st
         "infra", lambda: plots.infra_bars(counts, STATUS_COLORS), "Trials by final status per arm."
     )
     statuses = sorted({s for c in counts.values() for s in c}, key=plots.status_order)
-    rows = []
+    rows: list[InfraRow] = []
     for arm, c in counts.items():
         inf = _arm(data, arm).get("infra") or {}
         outcomes = inf.get("attempts_by_outcome") or {}
@@ -276,8 +318,10 @@ def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> dict[st
         "no verdict after its retries is unresolved and "
         + ("counts as a failure." if rr.denominator == "failure" else "is excluded from rates.")
     )
-    causes = [{"arm": arm, **c} for arm in rr.arms for c in _causes(_arm(data, arm))["causes"]]
-    agent_failures = [
+    causes: list[ArmCause] = [
+        {"arm": arm, **c} for arm in rr.arms for c in _causes(_arm(data, arm))["causes"]
+    ]
+    agent_failures: list[ArmCause] = [
         {"arm": arm, **c}
         for arm in rr.arms
         for c in _causes(_arm(data, arm), "agent_failure_causes")["causes"]
@@ -299,7 +343,7 @@ def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> dict[st
 
 def task_table(
     rows: list[tk.TaskRow], rr: tk.RunRows, base: str | None, *, task_link: str | None = None
-) -> dict[str, Any] | None:
+) -> TaskTable | None:
     """The per-task table; ``base`` is the viewer's URL ("" for same-origin links, None for
     no links), ``task_link`` a URL prefix the task id is appended to (quoted)."""
     from urllib.parse import quote
@@ -308,13 +352,13 @@ def task_table(
         return None
     paired = bool(rr.baseline and rr.candidate)
     link = None if base is None else f"{base}/trial/"
-    out = []
+    out: list[TaskTableRow] = []
     n_unstable = n_disc = 0
     for r in rows:
         unstable = any(at.unstable for at in r.arms.values())
         n_unstable += unstable
         n_disc += r.discordant > 0
-        cells: list[dict[str, Any] | None] = []
+        cells: list[TaskCell | None] = []
         for a in rr.arms:
             at = r.arms.get(a)
             if not at:

@@ -5,7 +5,8 @@ through pyplot (no global state, safe in the viewer's threads). Text stays text 
 (``svg.fonttype: none``), which keeps each plot a few kilobytes; a per-plot ``hashsalt``
 keeps element ids unique when several SVGs share one HTML document.
 
-Every function takes plain data (lists of dicts) and returns ``<svg>…</svg>``.
+Every function takes plain data (the section records of ``contexts``) and returns
+``<svg>…</svg>``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from __future__ import annotations
 import io
 import math
 import re
-from typing import Any
+from typing import TypeGuard
+
+from harness.report.records import PassAtK
+from harness.report.render.contexts import CalibrationArm, CostPoint, ForestRow, PasskCurve
 
 PALETTE = ["#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c", "#c2255c", "#0b7285", "#5c940d", "#495057"]
 
@@ -56,27 +60,29 @@ def _svg(fig, name: str) -> str:
     return re.sub(r"<svg ", f'<svg role="img" aria-label="{name}" ', text, count=1)
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: object) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def forest(
-    rows: list[dict[str, Any]],
+    rows: list[ForestRow],
     *,
-    noise: tuple[float, float] | None = None,
+    noise: tuple[float | None, float | None] | None = None,
     xlabel: str = "candidate − baseline (percentage points)",
 ) -> str:
     """Per-class paired deltas: point and interval per row, a zero line and the A/A band.
 
-    ``rows``: {"label", "estimate", "lo", "hi", "n"} in display order (overall first).
+    ``rows`` in display order (overall first); the band where both ends of ``noise`` are
+    finite.
     """
     height = 0.9 + 0.38 * len(rows)
     fig, (ax,) = _figure(7.2, height)
     ys = list(range(len(rows)))[::-1]
-    if noise is not None and _finite(noise[0]) and _finite(noise[1]):
+    band_lo, band_hi = noise if noise is not None else (None, None)
+    if _finite(band_lo) and _finite(band_hi):
         ax.axvspan(
-            100 * noise[0],
-            100 * noise[1],
+            100 * band_lo,
+            100 * band_hi,
             color="#adb5bd",
             alpha=0.35,
             lw=0,
@@ -102,44 +108,66 @@ def forest(
     return _svg(fig, "forest plot of per-class paired deltas")
 
 
-def passk(curves: dict[str, dict[str, Any]], colors: dict[str, str], trials: int) -> str:
+def _observed_predicted(c: PasskCurve, at: bool) -> tuple[list[PassAtK], list[PassAtK]]:
+    """(observed, predicted) points of pass@k (``at``) or pass^k."""
+    return (c["pass_at_k"], c["pred_at"]) if at else (c["pass_hat_k"], c["pred_hat"])
+
+
+def _points(
+    points: list[PassAtK] | None,
+) -> tuple[list[int], list[float], list[tuple[float, float]]]:
+    """(k, estimate) of the points with a finite estimate, and their (lo, hi) when every one
+    of them has a finite interval (else no band: [])."""
+    ks: list[int] = []
+    est: list[float] = []
+    band: list[tuple[float, float]] = []
+    for p in points or []:
+        e, lo, hi = p.get("estimate"), p.get("lo"), p.get("hi")
+        if not _finite(e):
+            continue
+        ks.append(p["k"])
+        est.append(e)
+        if _finite(lo) and _finite(hi):
+            band.append((lo, hi))
+    return ks, est, band if len(band) == len(est) else []
+
+
+def passk(curves: dict[str, PasskCurve], colors: dict[str, str], trials: int) -> str:
     """pass^k (left) and pass@k (right) against k per arm.
 
-    ``curves[arm]``: {"pass_hat_k": [{k, estimate, lo?, hi?}], "pass_at_k": [...],
-    "pred_hat": [{k, estimate, lo, hi}], "pred_at": [...]}; observed points with their
-    intervals for k <= trials, the beta-binomial prediction as a line with a band.
+    Observed points with their intervals for k <= trials, the beta-binomial prediction as a
+    line with a band.
     """
     fig, axes = _figure(9.6, 3.6, ncols=2)
-    for ax, obs_key, pred_key, title in (
-        (axes[0], "pass_hat_k", "pred_hat", "pass^k: all k trials succeed"),
-        (axes[1], "pass_at_k", "pred_at", "pass@k: at least one of k succeeds"),
+    for ax, at, title in (
+        (axes[0], False, "pass^k: all k trials succeed"),
+        (axes[1], True, "pass@k: at least one of k succeeds"),
     ):
         k_max = 1
         for arm, c in curves.items():
             color = colors.get(arm, "#495057")
-            pred = [p for p in c.get(pred_key) or [] if _finite(p.get("estimate"))]
+            observed, predicted = _observed_predicted(c, at)
+            ks, pred, band = _points(predicted)
             if pred:
-                ks = [p["k"] for p in pred]
                 k_max = max(k_max, max(ks))
-                ax.plot(ks, [100 * p["estimate"] for p in pred], color=color, lw=1.2, ls="--")
-                if all(_finite(p.get("lo")) and _finite(p.get("hi")) for p in pred):
+                ax.plot(ks, [100 * e for e in pred], color=color, lw=1.2, ls="--")
+                if band:
                     ax.fill_between(
                         ks,
-                        [100 * p["lo"] for p in pred],
-                        [100 * p["hi"] for p in pred],
+                        [100 * lo for lo, _ in band],
+                        [100 * hi for _, hi in band],
                         color=color,
                         alpha=0.12,
                         lw=0,
                     )
-            obs = [p for p in c.get(obs_key) or [] if _finite(p.get("estimate"))]
+            ks, obs, band = _points(observed)
             if obs:
-                ks = [p["k"] for p in obs]
                 k_max = max(k_max, max(ks))
-                est = [100 * p["estimate"] for p in obs]
-                if all(_finite(p.get("lo")) and _finite(p.get("hi")) for p in obs):
+                est = [100 * e for e in obs]
+                if band:
                     err = [
-                        [e - 100 * p["lo"] for e, p in zip(est, obs, strict=True)],
-                        [100 * p["hi"] - e for e, p in zip(est, obs, strict=True)],
+                        [e - 100 * lo for e, (lo, _) in zip(est, band, strict=True)],
+                        [100 * hi - e for e, (_, hi) in zip(est, band, strict=True)],
                     ]
                     ax.errorbar(
                         ks,
@@ -168,22 +196,22 @@ def passk(curves: dict[str, dict[str, Any]], colors: dict[str, str], trials: int
 
 
 def cost_accuracy(
-    points: list[dict[str, Any]], colors: dict[str, str], front: list[int], hull: list[int]
+    points: list[CostPoint], colors: dict[str, str], front: list[int], hull: list[int]
 ) -> str:
     """Mean cost per trial against success rate per arm, with the Pareto front and hull.
 
-    ``points``: {"arm", "cost", "estimate", "lo", "hi"}; ``front``/``hull``: indices into
-    ``points`` by increasing cost.
+    ``front``/``hull``: indices into ``points`` by increasing cost.
     """
     fig, (ax,) = _figure(6.4, 4.0)
     for p in points:
         color = colors.get(p["arm"], "#495057")
         y = 100 * p["estimate"]
-        if _finite(p.get("lo")) and _finite(p.get("hi")):
+        lo, hi = p["lo"], p["hi"]
+        if _finite(lo) and _finite(hi):
             ax.errorbar(
                 [p["cost"]],
                 [y],
-                yerr=[[y - 100 * p["lo"]], [100 * p["hi"] - y]],
+                yerr=[[y - 100 * lo], [100 * hi - y]],
                 color=color,
                 marker="o",
                 ms=7,
@@ -236,7 +264,7 @@ def cost_accuracy(
     return _svg(fig, "cost against accuracy")
 
 
-def calibration(arms: dict[str, dict[str, Any]], colors: dict[str, str]) -> str:
+def calibration(arms: dict[str, CalibrationArm], colors: dict[str, str]) -> str:
     """Reliability diagram: per-bin mean confidence against success rate, marker area ∝ n."""
     fig, (ax,) = _figure(4.8, 4.4)
     ax.plot([0, 100], [0, 100], color="#adb5bd", lw=1, ls="--", label="perfect calibration")
