@@ -6,7 +6,9 @@ for ``tool_calls``) is a type error, not a message the provider silently ignores
 
 from __future__ import annotations
 
-from typing import Any, Literal, Required, TypedDict
+from typing import Literal, Required, TypedDict
+
+from harness.jsontypes import JSONObject
 
 
 class FunctionCall(TypedDict):
@@ -36,7 +38,7 @@ class ChatMessage(TypedDict, total=False):
 class FunctionSchema(TypedDict):
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JSONObject
     """JSON Schema of the arguments (free-form by definition)."""
 
 

@@ -22,7 +22,7 @@ import os
 import random
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -31,6 +31,8 @@ import httpx
 
 from harness.config.models import ModelSettings
 from harness.errors import AgentFailure, ConfigError, ModelUnavailable
+from harness.jsontypes import JSONObject
+from harness.models.api_types import ChatCompletion, ChatCompletionChunk, ChatRequest
 from harness.models.chat import ChatMessage, ToolCall, ToolSchema
 
 log = logging.getLogger(__name__)
@@ -68,11 +70,12 @@ class ModelUsage:
     """False when the endpoint sent no usage block: tokens (and cost) are then unknown."""
 
     @classmethod
-    def from_response(cls, data: dict[str, Any]) -> ModelUsage:
+    def from_response(cls, data: ChatCompletion | ChatCompletionChunk) -> ModelUsage:
+        """The usage block of a chat completion or of its last streamed chunk."""
         usage = data.get("usage")
         if not isinstance(usage, dict):
             return cls(reported=False)
-        details = usage.get("prompt_tokens_details") or {}
+        details = usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return cls(
             input_tokens=_int(usage.get("prompt_tokens")),
@@ -95,7 +98,7 @@ class HTTPResult:
     """The final response of a (retried) request: 2xx with a JSON object, or a 4xx."""
 
     status: int
-    data: dict[str, Any]
+    data: JSONObject
     latency_s: float
     attempts: int
 
@@ -113,7 +116,7 @@ class ChatResponse:
     model: str | None
     latency_s: float
     attempts: int
-    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    raw: ChatCompletion = field(repr=False, default_factory=lambda: ChatCompletion())
 
 
 # ------------------------------------------------------------------------------ pool
@@ -202,7 +205,7 @@ class ChatClient:
     ) -> ChatResponse:
         """One chat completion. ``temperature`` overrides the settings' when given."""
         s = self.settings
-        payload: dict[str, Any] = {"model": s.name, "messages": messages}
+        payload: ChatRequest = {"model": s.name, "messages": messages}
         temp = s.temperature if temperature is None else temperature
         if temp is not None:
             payload["temperature"] = temp
@@ -212,9 +215,9 @@ class ChatClient:
             payload["tools"] = tools
         if seed is not None:
             payload["seed"] = seed
-        payload.update(s.extra)
-        payload.update(params)
-        result = await self.post("chat/completions", payload, validate=valid_completion)
+        # the settings' extra keys, then the call's, as given (they may override the above)
+        body: dict[str, object] = {**payload, **s.extra, **params}
+        result = await self.post("chat/completions", body, validate=valid_completion)
         if result.status >= 400:
             detail = f"HTTP {result.status} from {self.base_url}: {_error_text(result.data)}"
             if result.status in _REJECT_STATUSES:
@@ -226,9 +229,9 @@ class ChatClient:
     async def post(
         self,
         path: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         *,
-        validate: Callable[[dict[str, Any]], bool] | None = None,
+        validate: Callable[[JSONObject], bool] | None = None,
     ) -> HTTPResult:
         """POST ``payload`` to ``base_url/path`` with retries.
 
@@ -314,11 +317,11 @@ class ChatClient:
 
 
 # ------------------------------------------------------------------------------ parsing
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def _json_object(body: bytes) -> dict[str, Any] | None:
+def _json_object(body: bytes) -> JSONObject | None:
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -331,7 +334,7 @@ def _snippet(body: bytes, n: int = 200) -> str:
     return repr(text) + ("…" if len(body) > n else "")
 
 
-def _error_text(data: dict[str, Any]) -> str:
+def _error_text(data: JSONObject) -> str:
     err = data.get("error")
     if isinstance(err, dict):
         return str(err.get("message") or err)[:300]
@@ -353,7 +356,8 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def valid_completion(data: dict[str, Any]) -> bool:
+def valid_completion(data: JSONObject) -> bool:
+    """A chat completion whose first choice has a message (what ``chat`` reads)."""
     choices = data.get("choices")
     return (
         isinstance(choices, list)
@@ -364,9 +368,9 @@ def valid_completion(data: dict[str, Any]) -> bool:
 
 
 def _parse_completion(result: HTTPResult) -> ChatResponse:
-    data = result.data
+    data = cast(ChatCompletion, result.data)  # post() returned it after valid_completion
     choice = data["choices"][0]
-    message = dict(choice["message"])
+    message = choice["message"].copy()
     message.setdefault("role", "assistant")
     content = message.get("content")
     if content is not None and not isinstance(content, str):
@@ -375,16 +379,16 @@ def _parse_completion(result: HTTPResult) -> ChatResponse:
     raw_calls = message.get("tool_calls") or []
     normalised: list[ToolCall] = []
     for i, call in enumerate(raw_calls if isinstance(raw_calls, list) else []):
-        fn = call.get("function") if isinstance(call, dict) else None
-        fn = fn if isinstance(fn, dict) else {}
+        raw_fn = call.get("function") if isinstance(call, dict) else None
+        fn: dict[str, object] = dict(raw_fn) if isinstance(raw_fn, dict) else {}
         call_id = (call.get("id") if isinstance(call, dict) else None) or f"call_{i}"
         raw_name = fn.get("name")
         name = raw_name if isinstance(raw_name, str) else ""
-        args = fn.get("arguments")
-        if args is None:
+        raw_args = fn.get("arguments")
+        if raw_args is None:
             args = ""
-        elif not isinstance(args, str):
-            args = json.dumps(args)
+        else:
+            args = raw_args if isinstance(raw_args, str) else json.dumps(raw_args)
         calls.append(ToolCallRequest(id=str(call_id), name=name, arguments=args))
         normalised.append(
             {
@@ -398,7 +402,7 @@ def _parse_completion(result: HTTPResult) -> ChatResponse:
     else:
         message.pop("tool_calls", None)
     return ChatResponse(
-        message=cast(ChatMessage, message),  # the provider's message, tool calls normalised
+        message=message,  # the provider's message, tool calls normalised
         content=content,
         tool_calls=calls,
         usage=ModelUsage.from_response(data),

@@ -48,8 +48,16 @@ from anyio.abc import SocketAttribute, SocketStream
 
 from harness.config.models import ModelSettings
 from harness.errors import BudgetExceeded, ConfigError, ModelUnavailable
+from harness.jsontypes import JSONObject, JSONValue
+from harness.models.api_types import ErrorBody
 from harness.models.client import ChatClient, ModelUsage
-from harness.models.metering import CHARS_PER_TOKEN, estimate_usage, meter_call
+from harness.models.metering import (
+    CHARS_PER_TOKEN,
+    ModelCallInfo,
+    estimate_usage,
+    meter_call,
+    with_info,
+)
 from harness.models.pricing import cost, price_for
 from harness.models.responder import Responder, proxy_error, quiet_writes
 from harness.models.sse import SSESplitter
@@ -244,8 +252,8 @@ class MeteringProxy:
     async def _forward(
         self,
         api: WireAPI,
-        payload: dict[str, Any],
-        requested: Any,
+        payload: JSONObject,
+        requested: JSONValue,
         headers: dict[str, str],
         out: Responder,
     ) -> None:
@@ -253,7 +261,7 @@ class MeteringProxy:
         self.calls += 1
         streaming = bool(payload.get("stream"))
         wanted = api.prepare(payload) if streaming else True
-        info: dict[str, Any] = {
+        info: ModelCallInfo = {
             "model": payload["model"],
             "requested_model": requested,
             "source": "proxy",
@@ -284,7 +292,7 @@ class MeteringProxy:
                 "model_call",
                 content=self.client.redact(reply.body.decode("utf-8", "replace"))[:2000],
                 ok=False,
-                args={**info, "status": reply.status},
+                args=with_info(info, {"status": reply.status}),
                 latency_s=reply.latency_s,
             )
             await out.json(reply.status, data or {"error": proxy_error("upstream error")})
@@ -303,7 +311,7 @@ class MeteringProxy:
         api: WireAPI,
         upstream: httpx.Response,
         wanted: bool,
-        info: dict[str, Any],
+        info: ModelCallInfo,
         start: float,
         out: Responder,
         chars: int,
@@ -356,7 +364,7 @@ class MeteringProxy:
                         "model_call",
                         content=message,
                         ok=False,
-                        args={**info, "error": "stream_cut", "events": state.events},
+                        args=with_info(info, {"error": "stream_cut", "events": state.events}),
                         latency_s=time.monotonic() - start,
                     )
                 await out.event(api.error_event(message, "upstream_stream_cut"))
@@ -364,25 +372,27 @@ class MeteringProxy:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             if not metered:  # the program hung up: still one event, with what was reported
                 with suppress(BudgetExceeded):
-                    hung_up = {**info, "error": "program_hung_up"}
+                    hung_up = with_info(info, {"error": "program_hung_up"})
                     self._meter_stream(state, hung_up, start, chars)
             raise
         finally:
             await upstream.aclose()
 
-    def _meter_stream(self, state: StreamState, info: dict[str, Any], start: float, chars: int):
+    def _meter_stream(
+        self, state: StreamState, info: ModelCallInfo, start: float, chars: int
+    ) -> None:
         usage = state.usage or ModelUsage(reported=False)
         text = "".join(state.text) or None
-        extra = {"tool_calls": state.tools, "events": state.events}
+        full: ModelCallInfo = {**info, "tool_calls": state.tools, "events": state.events}
         if state.upstream_error:
-            extra["upstream_error"] = state.upstream_error
-        self._meter(usage, text, {**info, **extra}, time.monotonic() - start, chars)
+            full["upstream_error"] = state.upstream_error
+        self._meter(usage, text, full, time.monotonic() - start, chars)
 
     def _meter(
         self,
         usage: ModelUsage,
         content: str | None,
-        info: dict[str, Any],
+        info: ModelCallInfo,
         latency: float,
         request_chars: int,
     ) -> None:
@@ -426,7 +436,7 @@ class MeteringProxy:
         self,
         api: WireAPI,
         exc: UpstreamExhausted,
-        info: dict[str, Any],
+        info: ModelCallInfo,
         start: float,
         out: Responder,
     ) -> None:
@@ -436,7 +446,7 @@ class MeteringProxy:
             "model_call",
             content=str(exc),
             ok=False,
-            args={**info, "error": "model_unavailable", "status": exc.status},
+            args=with_info(info, {"error": "model_unavailable", "status": exc.status}),
             latency_s=time.monotonic() - start,
         )
         headers = [NO_RETRY]
@@ -448,7 +458,7 @@ class MeteringProxy:
     def _budget_reason(self) -> tuple[str, str]:
         return f"harness budget exceeded: {self.exceeded}", "budget_exceeded"
 
-    def _budget_error(self, api: WireAPI) -> dict[str, Any]:
+    def _budget_error(self, api: WireAPI) -> ErrorBody:
         return api.error_body(*self._budget_reason())
 
 

@@ -4,23 +4,25 @@ server-sent events one by one, and quietly when the program has hung up."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
 
 import anyio
 import h11
 from anyio.abc import SocketStream
 
+from harness.models.api_types import OpenAIError
+
 
 class Responder:
     """Writes one HTTP response on an h11 connection: whole, or streamed event by event."""
 
-    def __init__(self, conn: h11.Connection, stream: SocketStream, redact: Any):
+    def __init__(self, conn: h11.Connection, stream: SocketStream, redact: Callable[[str], str]):
         self.conn, self.stream, self.redact = conn, stream, redact
         self.started = False
 
     async def json(
-        self, status: int, payload: dict[str, Any], headers: Sequence[tuple[str, str]] = ()
+        self, status: int, payload: Mapping[str, object], headers: Sequence[tuple[str, str]] = ()
     ) -> None:
         data = self.redact(json.dumps(payload)).encode()
         head = [("content-type", "application/json"), ("content-length", str(len(data)))]
@@ -38,12 +40,12 @@ class Responder:
     async def end(self) -> None:
         await self._send(h11.EndOfMessage())
 
-    async def _send(self, event: Any) -> None:
+    async def _send(self, event: h11.Response | h11.Data | h11.EndOfMessage) -> None:
         self.started = True
         await self.stream.send(self.conn.send(event))
 
 
-def proxy_error(message: str, type_: str = "harness_proxy_error") -> dict[str, str]:
+def proxy_error(message: str, type_: str = "harness_proxy_error") -> OpenAIError:
     """The error object the proxy answers with (OpenAI's shape: message, type, code)."""
     return {"message": message, "type": type_, "code": type_}
 
@@ -54,7 +56,12 @@ class quiet_writes:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
         return kind is not None and issubclass(
             kind, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, h11.ProtocolError)
         )

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+
+from harness.jsontypes import JSONValue
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
@@ -22,10 +23,11 @@ class SSEEvent:
     event: str | None
     data: str
 
-    def json(self) -> Any:
+    def json(self) -> JSONValue:
         """The data parsed as JSON, or None when it is not JSON (e.g. ``[DONE]``)."""
         try:
-            return json.loads(self.data)
+            value: JSONValue = json.loads(self.data)
+            return value
         except ValueError:
             return None
 
@@ -72,7 +74,7 @@ def parse_event(raw: bytes) -> SSEEvent:
     return SSEEvent(raw=raw, event=event, data="\n".join(data))
 
 
-def encode_event(event: str | None, data: Any) -> bytes:
+def encode_event(event: str | None, data: object) -> bytes:
     """One event: ``event: NAME`` (when given) and the data as compact JSON."""
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()

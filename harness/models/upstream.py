@@ -14,12 +14,12 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import httpx
 
 from harness.errors import ModelUnavailable
+from harness.jsontypes import JSONObject
 from harness.models.client import (
     _RETRY_STATUSES,
     ChatClient,
@@ -55,7 +55,7 @@ class UpstreamReply:
 
     status: int
     body: bytes
-    data: dict[str, Any] | None
+    data: JSONObject | None
     attempts: int
     latency_s: float
     stream: httpx.Response | None = None
@@ -81,7 +81,7 @@ def upstream_headers(client: ChatClient, provider: str, request: dict[str, str])
 async def send(
     client: ChatClient,
     api: WireAPI,
-    payload: dict[str, Any],
+    payload: JSONObject,
     request_headers: dict[str, str],
     *,
     stream: bool,

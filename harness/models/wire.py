@@ -16,9 +16,23 @@ make a stream report usage when the API lets a request ask for it, and how to wo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar, Literal, cast
 
+from harness.jsontypes import JSONObject, JSONValue
+from harness.models.api_types import (
+    AnthropicErrorBody,
+    AnthropicEvent,
+    AnthropicMessage,
+    AnthropicUsage,
+    ChatCompletion,
+    ChatCompletionChunk,
+    ErrorBody,
+    OpenAIErrorBody,
+    ResponsesBody,
+    ResponsesEvent,
+)
 from harness.models.client import ModelUsage
+from harness.models.responder import proxy_error
 from harness.models.sse import SSEEvent, encode_event
 
 
@@ -37,7 +51,11 @@ class StreamState:
 
 
 class WireAPI:
-    """One served API. Subclasses fill in the class attributes and the hooks."""
+    """One served API. Subclasses fill in the class attributes and the hooks.
+
+    Bodies arrive as relayed JSON objects (``JSONObject``); each adapter reads them through
+    its API's declared shapes (``harness.models.api_types``).
+    """
 
     name: ClassVar[str]
     path: ClassVar[str]
@@ -45,28 +63,30 @@ class WireAPI:
     provider: ClassVar[str]
     """``openai`` or ``anthropic``: the kind of upstream that serves this API."""
 
-    def prepare(self, payload: dict[str, Any]) -> bool:
+    def prepare(self, payload: JSONObject) -> bool:
         """Adjust a streaming request so usage is reported; True when the program itself
         asked for the usage events (they are then passed on)."""
         return True
 
-    def usage(self, body: dict[str, Any]) -> ModelUsage:
+    def usage(self, body: JSONObject) -> ModelUsage:
         raise NotImplementedError
 
-    def valid(self, body: dict[str, Any]) -> bool:
+    def valid(self, body: JSONObject) -> bool:
+        """The body has the API's shape at its top (checked before the adapter reads it)."""
         raise NotImplementedError
 
-    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
-        """The text and the tool names of a whole response (for the trajectory)."""
+    def summary(self, body: JSONObject) -> tuple[str | None, list[str]]:
+        """The text and the tool names of a whole (valid) response, for the trajectory."""
         raise NotImplementedError
 
-    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+    def observe(self, state: StreamState, event: SSEEvent, data: JSONValue, wanted: bool) -> str:
         """Update ``state`` from one event. Returns ``forward``, ``drop`` (an event the
         program did not ask for) or ``meter`` (carries the final usage: meter, then forward)."""
         raise NotImplementedError
 
-    def error_body(self, message: str, type_: str) -> dict[str, Any]:
-        return {"error": {"message": message, "type": type_, "code": type_}}
+    def error_body(self, message: str, type_: str) -> ErrorBody:
+        body: OpenAIErrorBody = {"error": proxy_error(message, type_)}
+        return body
 
     def error_event(self, message: str, type_: str) -> bytes:
         raise NotImplementedError
@@ -77,7 +97,7 @@ class ChatAPI(WireAPI):
     path = "chat/completions"
     provider = "openai"
 
-    def prepare(self, payload: dict[str, Any]) -> bool:
+    def prepare(self, payload: JSONObject) -> bool:
         opts = payload.get("stream_options")
         opts = dict(opts) if isinstance(opts, dict) else {}
         wanted = bool(opts.get("include_usage"))
@@ -85,10 +105,10 @@ class ChatAPI(WireAPI):
         payload["stream_options"] = opts
         return wanted
 
-    def usage(self, body: dict[str, Any]) -> ModelUsage:
-        return ModelUsage.from_response(body)
+    def usage(self, body: JSONObject) -> ModelUsage:
+        return ModelUsage.from_response(cast(ChatCompletion, body))
 
-    def valid(self, body: dict[str, Any]) -> bool:
+    def valid(self, body: JSONObject) -> bool:
         choices = body.get("choices")
         return (
             isinstance(choices, list)
@@ -97,35 +117,41 @@ class ChatAPI(WireAPI):
             and isinstance(choices[0].get("message"), dict)
         )
 
-    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
-        message = body["choices"][0].get("message") or {}
-        calls = message.get("tool_calls") or []
-        names = [(c.get("function") or {}).get("name") for c in calls if isinstance(c, dict)]
+    def summary(self, body: JSONObject) -> tuple[str | None, list[str]]:
+        message = cast(ChatCompletion, body)["choices"][0]["message"]  # valid(): a dict
+        names: list[str] = []
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                fn = call.get("function")
+                names.append(str(fn.get("name") if isinstance(fn, dict) else None))
         content = message.get("content")
-        return (content if isinstance(content, str) else None), [str(n) for n in names]
+        return (content if isinstance(content, str) else None), names
 
-    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+    def observe(self, state: StreamState, event: SSEEvent, data: JSONValue, wanted: bool) -> str:
         if event.data.strip() == "[DONE]":
             state.done = True
             return "forward"
         if not isinstance(data, dict):
             return "forward"
-        if data.get("error"):
-            state.upstream_error = _message(data["error"])
+        chunk = cast(ChatCompletionChunk, data)
+        if chunk.get("error"):
+            state.upstream_error = _message(chunk["error"])
             return "forward"
-        for choice in data.get("choices") or []:
+        for choice in chunk.get("choices") or []:
             delta = choice.get("delta") if isinstance(choice, dict) else None
             if not isinstance(delta, dict):
                 continue
-            if isinstance(delta.get("content"), str):
-                state.text.append(delta["content"])
+            content = delta.get("content")
+            if isinstance(content, str):
+                state.text.append(content)
             for call in delta.get("tool_calls") or []:
-                name = (call.get("function") or {}).get("name") if isinstance(call, dict) else None
+                fn = call.get("function") if isinstance(call, dict) else None
+                name = fn.get("name") if isinstance(fn, dict) else None
                 if isinstance(name, str) and name:
                     state.tools.append(name)
-        if isinstance(data.get("usage"), dict):
-            state.usage = ModelUsage.from_response(data)
-            if not data.get("choices") and not wanted:
+        if isinstance(chunk.get("usage"), dict):
+            state.usage = ModelUsage.from_response(chunk)
+            if not chunk.get("choices") and not wanted:
                 return "meter-drop"
             return "meter"
         return "forward"
@@ -139,57 +165,60 @@ class ResponsesAPI(WireAPI):
     path = "responses"
     provider = "openai"
 
-    def usage(self, body: dict[str, Any]) -> ModelUsage:
-        usage = body.get("usage")
-        if not isinstance(usage, dict):
-            return ModelUsage(reported=False)
-        details = usage.get("input_tokens_details") or {}
-        return ModelUsage(
-            input_tokens=_int(usage.get("input_tokens")),
-            cached_tokens=_int(details.get("cached_tokens") if isinstance(details, dict) else 0),
-            output_tokens=_int(usage.get("output_tokens")),
-        )
+    def usage(self, body: JSONObject) -> ModelUsage:
+        return _responses_usage(cast(ResponsesBody, body))
 
-    def valid(self, body: dict[str, Any]) -> bool:
+    def valid(self, body: JSONObject) -> bool:
         return isinstance(body.get("output"), list)
 
-    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
+    def summary(self, body: JSONObject) -> tuple[str | None, list[str]]:
         texts: list[str] = []
         names: list[str] = []
-        for item in body.get("output") or []:
+        for item in cast(ResponsesBody, body).get("output") or []:
             if not isinstance(item, dict):
                 continue
             if item.get("type") == "function_call":
                 names.append(str(item.get("name")))
             for part in item.get("content") or []:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    texts.append(part["text"])
+                if isinstance(part, dict):
+                    text = part.get("text")
+                    if isinstance(text, str):
+                        texts.append(text)
         return ("".join(texts) if texts else None), names
 
-    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+    def observe(self, state: StreamState, event: SSEEvent, data: JSONValue, wanted: bool) -> str:
         if not isinstance(data, dict):
             return "forward"
-        kind = data.get("type") or event.event
-        if kind == "response.output_text.delta" and isinstance(data.get("delta"), str):
-            state.text.append(data["delta"])
+        ev = cast(ResponsesEvent, data)
+        kind = ev.get("type") or event.event
+        delta = ev.get("delta")
+        if kind == "response.output_text.delta" and isinstance(delta, str):
+            state.text.append(delta)
         elif kind == "response.output_item.added":
-            item = data.get("item") or {}
+            item = ev.get("item")
             if isinstance(item, dict) and item.get("type") == "function_call":
                 state.tools.append(str(item.get("name")))
         elif kind == "error":
-            state.upstream_error = _message(data.get("error") or data)
+            state.upstream_error = _message(ev.get("error") or data)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             state.done = True
-            response = data.get("response") or {}
-            state.usage = self.usage(response if isinstance(response, dict) else {})
+            response = ev.get("response")
+            response = response if isinstance(response, dict) else None
+            state.usage = _responses_usage(response or {})
             if kind == "response.failed":
                 state.upstream_error = _message((response or {}).get("error") or kind)
             return "meter"
         return "forward"
 
     def error_event(self, message: str, type_: str) -> bytes:
-        body = {"type": "error", "code": type_, "message": message, "param": None}
-        return encode_event("error", {**body, "error": self.error_body(message, type_)["error"]})
+        event: ResponsesEvent = {
+            "type": "error",
+            "code": type_,
+            "message": message,
+            "param": None,
+            "error": proxy_error(message, type_),
+        }
+        return encode_event("error", event)
 
 
 class MessagesAPI(WireAPI):
@@ -197,44 +226,49 @@ class MessagesAPI(WireAPI):
     path = "messages"
     provider = "anthropic"
 
-    def usage(self, body: dict[str, Any]) -> ModelUsage:
-        usage = body.get("usage")
+    def usage(self, body: JSONObject) -> ModelUsage:
+        usage = cast(AnthropicMessage, body).get("usage")
         if not isinstance(usage, dict):
             return ModelUsage(reported=False)
         return _anthropic_usage(usage)
 
-    def valid(self, body: dict[str, Any]) -> bool:
+    def valid(self, body: JSONObject) -> bool:
         return isinstance(body.get("content"), list)
 
-    def summary(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
-        texts, names = [], []
-        for block in body.get("content") or []:
+    def summary(self, body: JSONObject) -> tuple[str | None, list[str]]:
+        texts: list[str] = []
+        names: list[str] = []
+        for block in cast(AnthropicMessage, body).get("content") or []:
             if not isinstance(block, dict):
                 continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str):
+                texts.append(text)
             elif block.get("type") == "tool_use":
                 names.append(str(block.get("name")))
         return ("".join(texts) if texts else None), names
 
-    def observe(self, state: StreamState, event: SSEEvent, data: Any, wanted: bool) -> str:
+    def observe(self, state: StreamState, event: SSEEvent, data: JSONValue, wanted: bool) -> str:
         if not isinstance(data, dict):
             return "forward"
-        kind = data.get("type") or event.event
+        ev = cast(AnthropicEvent, data)
+        kind = ev.get("type") or event.event
         if kind == "message_start":
-            usage = (data.get("message") or {}).get("usage")
+            message = ev.get("message")
+            usage = message.get("usage") if isinstance(message, dict) else None
             if isinstance(usage, dict):
                 state.usage = _anthropic_usage(usage)
         elif kind == "content_block_start":
-            block = data.get("content_block") or {}
+            block = ev.get("content_block")
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 state.tools.append(str(block.get("name")))
         elif kind == "content_block_delta":
-            delta = data.get("delta") or {}
-            if isinstance(delta, dict) and isinstance(delta.get("text"), str):
-                state.text.append(delta["text"])
+            delta = ev.get("delta")
+            text = delta.get("text") if isinstance(delta, dict) else None
+            if isinstance(text, str):
+                state.text.append(text)
         elif kind == "message_delta":
-            usage = data.get("usage")
+            usage = ev.get("usage")
             if isinstance(usage, dict):
                 # cumulative counts: output always, the input side when the API repeats it
                 before = state.usage or ModelUsage()
@@ -244,24 +278,43 @@ class MessagesAPI(WireAPI):
         elif kind == "message_stop":
             state.done = True
         elif kind == "error":
-            state.upstream_error = _message(data.get("error") or data)
+            state.upstream_error = _message(ev.get("error") or data)
         return "forward"
 
-    def error_body(self, message: str, type_: str) -> dict[str, Any]:
-        return {"type": "error", "error": {"type": type_, "message": message}}
+    def error_body(self, message: str, type_: str) -> ErrorBody:
+        body: AnthropicErrorBody = {"type": "error", "error": {"type": type_, "message": message}}
+        return body
 
     def error_event(self, message: str, type_: str) -> bytes:
         return encode_event("error", self.error_body(message, type_))
 
 
-def _anthropic_usage(usage: dict[str, Any], before: ModelUsage | None = None) -> ModelUsage:
+def _responses_usage(body: ResponsesBody) -> ModelUsage:
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return ModelUsage(reported=False)
+    details = usage.get("input_tokens_details")
+    return ModelUsage(
+        input_tokens=_int(usage.get("input_tokens")),
+        cached_tokens=_int(details.get("cached_tokens") if isinstance(details, dict) else 0),
+        output_tokens=_int(usage.get("output_tokens")),
+    )
+
+
+_AnthropicCount = Literal[
+    "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"
+]
+
+
+def _anthropic_usage(usage: AnthropicUsage, before: ModelUsage | None = None) -> ModelUsage:
     """Anthropic counts uncached input, cache writes and cache reads apart; the harness's
     ``input_tokens`` is their sum (cached ones included, as in OpenAI's usage)."""
     b = before or ModelUsage(reported=False)
     uncached_before = b.input_tokens - b.cached_tokens - b.cache_write_tokens
 
-    def pick(key: str, old: int) -> int:
-        return _int(usage[key]) if isinstance(usage.get(key), int) else old
+    def pick(key: _AnthropicCount, old: int) -> int:
+        value = usage.get(key)
+        return _int(value) if isinstance(value, int) else old
 
     uncached = pick("input_tokens", uncached_before)
     write = pick("cache_creation_input_tokens", b.cache_write_tokens)
@@ -274,11 +327,11 @@ def _anthropic_usage(usage: dict[str, Any], before: ModelUsage | None = None) ->
     )
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def _message(error: Any) -> str:
+def _message(error: object) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error)[:500]
     return str(error)[:500]
