@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Literal, Required, TypedDict
 
-from harness.jsontypes import JSONObject
-
 
 class FunctionCall(TypedDict):
     name: str
@@ -38,7 +36,7 @@ class ChatMessage(TypedDict, total=False):
 class FunctionSchema(TypedDict):
     name: str
     description: str
-    parameters: JSONObject
+    parameters: dict[str, object]
     """JSON Schema of the arguments (free-form by definition)."""
 
 
