@@ -20,7 +20,9 @@ Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
 4. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
 
 Timestamps are ISO 8601 strings as stored (UTC, naive); bytes are base64. A reader must
-refuse a ``version`` it does not know.
+refuse a ``version`` it does not know. The four line kinds are declared below
+(``HeaderLine``, ``TrialLine``, ``AttemptsLine``, ``EndLine``): the writer builds them and the
+reader checks each line against them, so a malformed line is one error naming its field.
 """
 
 from __future__ import annotations
@@ -28,13 +30,15 @@ from __future__ import annotations
 import base64
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Annotated, Literal, TypeVar
 
-from sqlalchemy import DateTime, LargeBinary, select
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from sqlalchemy import DateTime, LargeBinary, RowMapping, select
 from sqlmodel import SQLModel
+from typing_extensions import TypedDict  # pydantic validates it (Python < 3.12)
 
 from harness.errors import ConfigError
 from harness.store import Store
@@ -43,13 +47,64 @@ from harness.store.tables import Attempt, Blob, Run, TrajectoryEvent, Trial, tab
 FORMAT = "harness-run-log"
 VERSION = 1
 _KEY = ("arm", "task_id", "trial_index", "variant")
+_T = TypeVar("_T")
+
+Row = dict[str, object]
+"""One table row as exported: its columns by name (the table declares them), timestamps as
+ISO strings. Not a TypedDict: the tables are the one schema of a row."""
+
+_STRICT = ConfigDict(strict=True)  # a reader must not coerce "3" into 3 trials
 
 
-def _out(row: dict[str, Any]) -> dict[str, Any]:
+@with_config(_STRICT)
+class HeaderLine(TypedDict):
+    """The first line: what the file is, and the run row."""
+
+    type: Literal["header"]
+    format: str
+    version: int
+    run: Row
+
+
+@with_config(_STRICT)
+class TrialLine(TypedDict):
+    """One finished trial with its attempts, events (in step order) and blobs."""
+
+    type: Literal["trial"]
+    trial: Row
+    attempts: list[Row]
+    events: list[Row]
+    blobs: dict[str, str]
+    """sha256 → base64 of a full tool output an event refers to by ``blob_ref``."""
+
+
+@with_config(_STRICT)
+class AttemptsLine(TypedDict):
+    """Attempts of trials that have no final row (interrupted)."""
+
+    type: Literal["attempts"]
+    attempts: list[Row]
+
+
+@with_config(_STRICT)
+class EndLine(TypedDict):
+    """The last line: the file is complete."""
+
+    type: Literal["end"]
+    trials: int
+
+
+_BODY: TypeAdapter[TrialLine | AttemptsLine | EndLine] = TypeAdapter(
+    Annotated[TrialLine | AttemptsLine | EndLine, Field(discriminator="type")]
+)
+_HEADER = TypeAdapter(HeaderLine)
+
+
+def _out(row: RowMapping) -> Row:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
 
 
-def _in(table: type[SQLModel], row: dict[str, Any]) -> dict[str, Any]:
+def _in(table: type[SQLModel], row: Mapping[str, object]) -> Row:
     """A JSON row back to column values (timestamps and bytes by the column's type)."""
     out = dict(row)
     for col in table_of(table).columns:
@@ -65,6 +120,17 @@ def _in(table: type[SQLModel], row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _line(where: str, number: int, adapter: TypeAdapter[_T], item: object, tagged: bool) -> _T:
+    """``item`` checked against its declared line type, or one line naming the line and field
+    (``tagged``: a body line, whose error paths start with its ``type``)."""
+    try:
+        return adapter.validate_python(item)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"][1 if tagged else 0 :])
+        raise ConfigError(where, field, err["msg"].lower(), number) from None
+
+
 def export_lines(store: Store, run_id: str) -> Iterator[str]:
     """The run as JSON lines (without newlines), streamed from the store."""
     run_t, trial_t = table_of(Run), table_of(Trial)
@@ -73,52 +139,57 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
         run = conn.execute(select(run_t).where(run_t.c.id == run_id)).mappings().first()
         if run is None:
             raise ConfigError("RUN", "run_id", f"no run '{run_id}' in the store")
-        yield json.dumps(
-            {"type": "header", "format": FORMAT, "version": VERSION, "run": _out(dict(run))}
-        )
-        attempts: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+        header: HeaderLine = {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "run": _out(run),
+        }
+        yield json.dumps(header)
+        attempts: dict[tuple[object, ...], list[Row]] = defaultdict(list)
         for a in conn.execute(
             select(att_t).where(att_t.c.run_id == run_id).order_by(att_t.c.id)
         ).mappings():
-            row = dict(a)
+            row = _out(a)
             row.pop("id")
-            attempts[tuple(row[k] for k in _KEY)].append(_out(row))
-        events: dict[int, list[dict[str, Any]]] = defaultdict(list)
+            attempts[tuple(row[k] for k in _KEY)].append(row)
+        events: dict[object, list[Row]] = defaultdict(list)
         trial_ids = select(trial_t.c.id).where(trial_t.c.run_id == run_id)
         for e in conn.execute(
             select(ev_t)
             .where(ev_t.c.trial_id.in_(trial_ids))
             .order_by(ev_t.c.trial_id, ev_t.c.step, ev_t.c.id)
         ).mappings():
-            row = dict(e)
+            row = _out(e)
             row.pop("id")
-            events[row.pop("trial_id")].append(_out(row))
+            events[row.pop("trial_id")].append(row)
         n = 0
         for t in conn.execute(
             select(trial_t).where(trial_t.c.run_id == run_id).order_by(trial_t.c.id)
         ).mappings():
-            row = dict(t)
+            row = _out(t)
             trial_id = row.pop("id")
             evs = events.pop(trial_id, [])
-            refs = sorted({e["blob_ref"] for e in evs if e.get("blob_ref")})
-            blobs = {}
+            refs = sorted({str(e["blob_ref"]) for e in evs if e.get("blob_ref")})
+            blobs: dict[str, str] = {}
             if refs:
                 for b in conn.execute(select(blob_t).where(blob_t.c.sha256.in_(refs))):
                     blobs[b.sha256] = base64.b64encode(b.data).decode()
-            yield json.dumps(
-                {
-                    "type": "trial",
-                    "trial": _out(row),
-                    "attempts": attempts.pop(tuple(row[k] for k in _KEY), []),
-                    "events": evs,
-                    "blobs": blobs,
-                }
-            )
+            trial: TrialLine = {
+                "type": "trial",
+                "trial": row,
+                "attempts": attempts.pop(tuple(row[k] for k in _KEY), []),
+                "events": evs,
+                "blobs": blobs,
+            }
+            yield json.dumps(trial)
             n += 1
         left = [a for rows in attempts.values() for a in rows]
         if left:
-            yield json.dumps({"type": "attempts", "attempts": left})
-        yield json.dumps({"type": "end", "trials": n})
+            rest: AttemptsLine = {"type": "attempts", "attempts": left}
+            yield json.dumps(rest)
+        end: EndLine = {"type": "end", "trials": n}
+        yield json.dumps(end)
 
 
 def write_jsonl(store: Store, run_id: str, out: IO[str]) -> int:
@@ -138,28 +209,34 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
     with path.open() as fh:
         first = fh.readline()
         try:
-            header = json.loads(first)
+            first_item = json.loads(first)
         except ValueError:
             raise ConfigError(where, "line 1", "not a JSON line") from None
-        if header.get("format") != FORMAT:
+        if not isinstance(first_item, dict) or first_item.get("format") != FORMAT:
             raise ConfigError(where, "line 1", f"not a {FORMAT} file")
-        if header.get("version") != VERSION:
+        if first_item.get("version") != VERSION:
             raise ConfigError(
-                where, "line 1", f"version {header.get('version')} (this harness reads {VERSION})"
+                where,
+                "line 1",
+                f"version {first_item.get('version')} (this harness reads {VERSION})",
             )
+        header = _line(where, 1, _HEADER, first_item, tagged=False)
         run = Run.model_validate(_in(Run, header["run"]))
         run_id = run.id  # the row object expires once written
         if store.get_run(run_id) is not None:
             raise ConfigError(where, "run.id", f"the store already holds run '{run_id}'")
         store.create_run(run)
         trials, ended = 0, None
-        for number, line in enumerate(fh, start=2):
+        for number, text in enumerate(fh, start=2):
             try:
-                item = json.loads(line)
+                raw = json.loads(text)
             except ValueError:
                 raise ConfigError(where, f"line {number}", "not a JSON line") from None
-            kind = item.get("type")
-            if kind == "trial":
+            kind = raw.get("type") if isinstance(raw, dict) else None
+            if kind not in ("trial", "attempts", "end"):
+                raise ConfigError(where, f"line {number}", f"unknown line type {kind!r}")
+            item = _line(where, number, _BODY, raw, tagged=True)
+            if item["type"] == "trial":
                 store.write_trial(
                     _in(Trial, item["trial"]),
                     [_in(Attempt, a) for a in item["attempts"]],
@@ -167,12 +244,10 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
                     {k: base64.b64decode(v) for k, v in item["blobs"].items()},
                 )
                 trials += 1
-            elif kind == "attempts":
+            elif item["type"] == "attempts":
                 store.write_attempts([_in(Attempt, a) for a in item["attempts"]])
-            elif kind == "end":
-                ended = item.get("trials")
             else:
-                raise ConfigError(where, f"line {number}", f"unknown line type {kind!r}")
+                ended = item["trials"]
         if ended != trials:
             raise ConfigError(
                 where, "end", f"truncated: {trials} trials read, end line says {ended}"

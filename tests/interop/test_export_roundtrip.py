@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ConfigError
 from harness.export.jsonl import import_jsonl, write_jsonl
 from harness.store import Store
 from tests.conftest import run_cli
@@ -128,3 +129,18 @@ def test_inspect_log_reads_back_with_inspects_reader(exported, tmp_path) -> None
         resolved = [t for t in mine if t.passed is not None]
         accuracy = log.results.scores[0].metrics["accuracy"].value
         assert accuracy == pytest.approx(sum(bool(t.passed) for t in resolved) / len(resolved))
+
+
+def test_malformed_line_names_line_and_field(exported, tmp_path) -> None:
+    path, _, _ = exported
+    lines = path.read_text().splitlines(keepends=True)
+    bad = json.loads(lines[1])
+    bad["events"] = [1]
+    broken = tmp_path / "bad.jsonl"
+    broken.write_text(lines[0] + json.dumps(bad) + "\n" + lines[-1])
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    try:
+        with pytest.raises(ConfigError, match=r"bad\.jsonl:2: field 'events\.0': input should"):
+            import_jsonl(store, broken)
+    finally:
+        store.close()
