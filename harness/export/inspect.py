@@ -15,15 +15,24 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import select
+from sqlmodel import Session, col, select
 
 from harness.errors import ConfigError
+from harness.export.inspect_log import (
+    AssistantMessage,
+    EvalLog,
+    Message,
+    ModelUsage,
+    Sample,
+    ToolMessage,
+    UserMessage,
+)
 from harness.store import Store
-from harness.store.tables import Run, TrajectoryEvent, Trial, table_of
+from harness.store.tables import Run, TrajectoryEvent, Trial
 
 STATUS = {
     "finished": "success",
@@ -33,154 +42,183 @@ STATUS = {
 }
 
 
-def _iso(value: Any) -> str | None:
+def _iso(value: datetime | None) -> str | None:
     if value is None:
         return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value.isoformat()
-    return str(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.isoformat()
 
 
-def _messages(events: list[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class _Arm:
+    """What the log names of an arm, read from the suite stored with the run."""
+
+    name: str
+    agent: str
+    """'' when the stored suite does not name the arm."""
+    model: str
+    """The endpoint's model name, else ``harness/<agent>`` (Inspect wants some model)."""
+    params: object
+
+
+def _arm(name: str, stored: object) -> _Arm:
+    """The arm ``name`` from its stored (JSON) form; tolerant of runs written by older
+    versions, whose stored suite may lack a field."""
+    fields = stored if isinstance(stored, dict) else {}
+    agent = fields.get("agent")
+    model = fields.get("model")
+    model_name = model.get("name") if isinstance(model, dict) else None
+    return _Arm(
+        name=name,
+        agent=str(agent) if agent is not None else "",
+        model=str(model_name) if model_name else f"harness/{agent if agent is not None else name}",
+        params=fields.get("params", {}),
+    )
+
+
+def _messages(events: list[TrajectoryEvent], instruction: str) -> list[Message]:
+    out: list[Message] = []
     if instruction:
-        out.append({"role": "user", "content": instruction, "source": "input"})
+        out.append(UserMessage(role="user", content=instruction, source="input"))
     for e in events:
-        kind = e["kind"]
-        if kind == "user":
-            out.append({"role": "user", "content": e["content"] or ""})
-        elif kind == "message":
-            out.append({"role": "assistant", "content": e["content"] or "", "source": "generate"})
-        elif kind in ("tool_call", "command"):
-            call_id = f"call_{e['step']}"
+        if e.kind == "user":
+            out.append(UserMessage(role="user", content=e.content or ""))
+        elif e.kind == "message":
             out.append(
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "source": "generate",
-                    "tool_calls": [
+                AssistantMessage(role="assistant", content=e.content or "", source="generate")
+            )
+        elif e.kind in ("tool_call", "command"):
+            call_id = f"call_{e.step}"
+            out.append(
+                AssistantMessage(
+                    role="assistant",
+                    content="",
+                    source="generate",
+                    tool_calls=[
                         {
                             "id": call_id,
-                            "function": e["tool"] or "tool",
-                            "arguments": e["args"] or {},
+                            "function": e.tool or "tool",
+                            "arguments": e.args or {},
                             "type": "function",
                         }
                     ],
-                }
+                )
             )
-            tool: dict[str, Any] = {
-                "role": "tool",
-                "content": e["content"] or "",
-                "tool_call_id": call_id,
-                "function": e["tool"] or "tool",
-            }
-            if not e["ok"]:
-                tool["error"] = {"type": "unknown", "message": (e["content"] or "")[:500]}
+            tool = ToolMessage(
+                role="tool",
+                content=e.content or "",
+                tool_call_id=call_id,
+                function=e.tool or "tool",
+            )
+            if not e.ok:
+                tool["error"] = {"type": "unknown", "message": (e.content or "")[:500]}
             out.append(tool)
     return out
 
 
-def _usage(row: dict[str, Any]) -> dict[str, Any] | None:
+def _usage(t: Trial) -> ModelUsage | None:
     """Inspect's usage record of one trial; None when the trial's tokens are unknown (the
     model endpoint reported no usage): left out, never exported as 0."""
-    if row["tokens_in"] is None or row["tokens_out"] is None:
+    if t.tokens_in is None or t.tokens_out is None:
         return None
     return {
-        "input_tokens": row["tokens_in"],
-        "output_tokens": row["tokens_out"],
-        "total_tokens": row["tokens_in"] + row["tokens_out"],
-        "input_tokens_cache_read": row["tokens_cached"],
-        "total_cost": row["cost_usd"],
+        "input_tokens": t.tokens_in,
+        "output_tokens": t.tokens_out,
+        "total_tokens": t.tokens_in + t.tokens_out,
+        "input_tokens_cache_read": t.tokens_cached,
+        "total_cost": t.cost_usd,
     }
 
 
-def _log(run: dict[str, Any], arm: dict[str, Any], trials: list[dict], events: dict) -> dict:
-    """Long because it maps one arm's trials to Inspect's log schema field by field.
+def _sample(t: Trial, instruction: str, model: str, events: list[TrajectoryEvent]) -> Sample:
+    """One trial as an Inspect sample."""
+    usage = _usage(t)
+    sample: Sample = {
+        "id": t.task_id + (f"#{t.variant}" if t.variant else ""),
+        "epoch": t.trial_index + 1,
+        "input": instruction,
+        "target": "",
+        "messages": _messages(events, instruction),
+        "output": {"model": model, "choices": []},
+        "metadata": {
+            "status": t.status,
+            "cluster": t.cluster,
+            "task_class": t.task_class,
+            "seed": t.seed,
+            "image_id": t.image_id,
+            "attempts": t.attempts,
+            "steps": t.steps,
+        },
+        "model_usage": {model: usage} if usage is not None else {},
+        "started_at": _iso(t.started_at),
+        "completed_at": _iso(t.finished_at),
+        "total_time": t.latency_s,
+    }
+    if t.passed is not None:
+        sample["scores"] = {
+            "harness": {
+                "value": "C" if t.passed else "I",
+                "answer": t.answer,
+                "explanation": t.reason or "",
+                "metadata": {"score": t.score, "graders": t.evidence.get("graders", [])},
+            }
+        }
+    if t.status not in ("passed", "failed"):
+        sample["error"] = {
+            "message": t.reason or t.status,
+            "traceback": t.error or "",
+            "traceback_ansi": t.error or "",
+        }
+    return sample
 
-    One Inspect eval log (a dict) for one arm of the run."""
-    tasks = (run["config"] or {}).get("tasks", {})
-    model = (arm.get("model") or {}).get("name") or f"harness/{arm.get('agent', arm['name'])}"
-    samples, usage_total = [], {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+
+def _log(
+    run: Run, arm: _Arm, trials: list[Trial], events: dict[int, list[TrajectoryEvent]]
+) -> EvalLog:
+    """Long because it maps one arm's run-level fields to Inspect's log schema field by field.
+
+    One Inspect eval log for one arm of the run."""
+    tasks = (run.config or {}).get("tasks", {})
+    samples: list[Sample] = []
+    tokens_in = tokens_out = 0
     cost, cost_known = 0.0, True
-    resolved = [t for t in trials if t["passed"] is not None]
+    resolved = [t for t in trials if t.passed is not None]
     for t in trials:
-        sid = t["task_id"] + (f"#{t['variant']}" if t["variant"] else "")
-        instruction = str(tasks.get(t["task_id"], {}).get("instruction", ""))
-        usage = _usage(t)
-        for k in usage_total:
-            usage_total[k] += usage[k] if usage is not None else 0
-        if t["cost_usd"] is None:
+        instruction = str(tasks.get(t.task_id, {}).get("instruction", ""))
+        sample = _sample(t, instruction, arm.model, events.get(t.id or 0, []))
+        usage = sample["model_usage"].get(arm.model)
+        if usage is not None:
+            tokens_in += usage["input_tokens"]
+            tokens_out += usage["output_tokens"]
+        if t.cost_usd is None:
             cost_known = False
         else:
-            cost += t["cost_usd"]
-        sample: dict[str, Any] = {
-            "id": sid,
-            "epoch": t["trial_index"] + 1,
-            "input": instruction,
-            "target": "",
-            "messages": _messages(events.get(t["id"], []), instruction),
-            "output": {"model": model, "choices": []},
-            "metadata": {
-                k: t[k]
-                for k in (
-                    "status",
-                    "cluster",
-                    "task_class",
-                    "seed",
-                    "image_id",
-                    "attempts",
-                    "steps",
-                )
-            },
-            "model_usage": {model: usage} if usage is not None else {},
-            "started_at": _iso(t["started_at"]),
-            "completed_at": _iso(t["finished_at"]),
-            "total_time": t["latency_s"],
-        }
-        if t["passed"] is not None:
-            sample["scores"] = {
-                "harness": {
-                    "value": "C" if t["passed"] else "I",
-                    "answer": t["answer"],
-                    "explanation": t["reason"] or "",
-                    "metadata": {"score": t["score"], "graders": t["evidence"].get("graders", [])},
-                }
-            }
-        if t["status"] not in ("passed", "failed"):
-            sample["error"] = {
-                "message": t["reason"] or t["status"],
-                "traceback": t["error"] or "",
-                "traceback_ansi": t["error"] or "",
-            }
+            cost += t.cost_usd
         samples.append(sample)
     n = len(resolved)
-    rate = sum(bool(t["passed"]) for t in resolved) / n if n else 0.0
+    rate = sum(bool(t.passed) for t in resolved) / n if n else 0.0
     stderr = math.sqrt(rate * (1 - rate) / (n - 1)) if n > 1 else 0.0
     return {
         "version": 2,
-        "status": STATUS.get(run["status"], "started"),
+        "status": STATUS.get(run.status, "started"),
         "eval": {
-            "eval_id": f"{run['id']}-{arm['name']}",
-            "run_id": run["id"],
-            "created": _iso(run["started_at"]),
-            "task": run["suite_name"],
-            "task_id": run["suite_name"],
+            "eval_id": f"{run.id}-{arm.name}",
+            "run_id": run.id,
+            "created": _iso(run.started_at),
+            "task": run.suite_name,
+            "task_id": run.suite_name,
             "task_version": 0,
             "dataset": {
-                "name": run["suite_name"],
-                "samples": len({t["task_id"] for t in trials}),
-                "sample_ids": sorted({t["task_id"] for t in trials}),
+                "name": run.suite_name,
+                "samples": len({t.task_id for t in trials}),
+                "sample_ids": sorted({t.task_id for t in trials}),
             },
-            "model": model,
-            "config": {"epochs": run["trials_per_task"]},
-            "metadata": {"harness_arm": arm["name"], "config_hash": run["config_hash"]},
+            "model": arm.model,
+            "config": {"epochs": run.trials_per_task},
+            "metadata": {"harness_arm": arm.name, "config_hash": run.config_hash},
         },
-        "plan": {
-            "name": "harness",
-            "steps": [{"solver": arm.get("agent", ""), "params": arm.get("params", {})}],
-        },
+        "plan": {"name": "harness", "steps": [{"solver": arm.agent, "params": arm.params}]},
         "results": {
             "total_samples": len(trials),
             "completed_samples": n,
@@ -197,9 +235,16 @@ def _log(run: dict[str, Any], arm: dict[str, Any], trials: list[dict], events: d
             ],
         },
         "stats": {
-            "started_at": _iso(run["started_at"]),
-            "completed_at": _iso(run["finished_at"]),
-            "model_usage": {model: {**usage_total, "total_cost": cost if cost_known else None}},
+            "started_at": _iso(run.started_at),
+            "completed_at": _iso(run.finished_at),
+            "model_usage": {
+                arm.model: {
+                    "input_tokens": tokens_in,
+                    "output_tokens": tokens_out,
+                    "total_tokens": tokens_in + tokens_out,
+                    "total_cost": cost if cost_known else None,
+                }
+            },
         },
         "samples": samples,
     }
@@ -209,29 +254,24 @@ def write_inspect(store: Store, run_id: str, output: Path) -> int:
     """Write one Inspect eval log per arm; returns the number of trials written. The
     accuracy's stderr is the plain binomial one over trials (Inspect's own metric), not the
     harness's clustered interval: use `harness report` for that."""
-    run_t, trial_t, ev_t = table_of(Run), table_of(Trial), table_of(TrajectoryEvent)
-    with store.engine.connect() as conn:
-        found = conn.execute(select(run_t).where(run_t.c.id == run_id)).mappings().first()
-        if found is None:
+    with Session(store.engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
             raise ConfigError("RUN", "run_id", f"no run '{run_id}' in the store")
-        run = dict(found)
-        trials = [
-            dict(r)
-            for r in conn.execute(
-                select(trial_t).where(trial_t.c.run_id == run_id).order_by(trial_t.c.id)
-            ).mappings()
-        ]
-        events: dict[int, list[dict[str, Any]]] = {}
-        ids = select(trial_t.c.id).where(trial_t.c.run_id == run_id)
-        for e in conn.execute(
-            select(ev_t).where(ev_t.c.trial_id.in_(ids)).order_by(ev_t.c.trial_id, ev_t.c.step)
-        ).mappings():
-            events.setdefault(e["trial_id"], []).append(dict(e))
-    arms = {a["name"]: a for a in (run["config"] or {}).get("suite", {}).get("arms", [])}
-    names = list(dict.fromkeys(t["arm"] for t in trials)) or list(arms)
+        trials = list(s.exec(select(Trial).where(Trial.run_id == run_id).order_by(col(Trial.id))))
+        events: dict[int, list[TrajectoryEvent]] = {}
+        ids = select(Trial.id).where(Trial.run_id == run_id)
+        for e in s.exec(
+            select(TrajectoryEvent)
+            .where(col(TrajectoryEvent.trial_id).in_(ids))
+            .order_by(col(TrajectoryEvent.trial_id), col(TrajectoryEvent.step))
+        ):
+            events.setdefault(e.trial_id, []).append(e)
+    stored = (run.config or {}).get("suite", {}).get("arms", [])
+    arms = {a["name"]: a for a in stored}
+    names = list(dict.fromkeys(t.arm for t in trials)) or list(arms)
     for name in names:
-        arm = arms.get(name, {"name": name})
-        log = _log(run, arm, [t for t in trials if t["arm"] == name], events)
+        log = _log(run, _arm(name, arms.get(name)), [t for t in trials if t.arm == name], events)
         path = output if len(names) == 1 else output.with_name(f"{output.stem}-{name}.json")
         path.write_text(json.dumps(log, indent=1, default=str))
     return len(trials)

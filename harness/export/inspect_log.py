@@ -1,0 +1,198 @@
+"""The parts of Inspect AI's eval log (JSON, format version 2) that ``harness export --format
+inspect`` writes, declared once so the writer's field names are checked.
+
+Written from Inspect's published log schema (``EvalLog`` and what it holds); only the fields
+the harness fills are declared. Field order here is the order the writer emits them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+
+class ToolCall(TypedDict):
+    id: str
+    function: str
+    arguments: dict[str, object]
+    """The call's arguments as the agent sent them (free-form)."""
+    type: Literal["function"]
+
+
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: str
+    source: NotRequired[Literal["input"]]
+    """Present on the task's instruction, absent on the simulated user's turns."""
+
+
+class AssistantMessage(TypedDict):
+    role: Literal["assistant"]
+    content: str
+    source: Literal["generate"]
+    tool_calls: NotRequired[list[ToolCall]]
+
+
+class ToolCallError(TypedDict):
+    type: str
+    message: str
+
+
+class ToolMessage(TypedDict):
+    role: Literal["tool"]
+    content: str
+    tool_call_id: str
+    function: str
+    error: NotRequired[ToolCallError]
+
+
+Message = UserMessage | AssistantMessage | ToolMessage
+
+
+class ModelUsage(TypedDict):
+    """One sample's token use and cost (US dollars; None when a price was unknown)."""
+
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    input_tokens_cache_read: int | None
+    total_cost: float | None
+
+
+class TokenTotals(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class RunUsage(TokenTotals):
+    """The whole arm's usage in the log's stats (cost None when any trial's was unknown)."""
+
+    total_cost: float | None
+
+
+class ScoreMetadata(TypedDict):
+    score: float | None
+    graders: object
+    """Each grader's verdict as stored in the trial's evidence."""
+
+
+class Score(TypedDict):
+    value: Literal["C", "I"]
+    answer: str | None
+    explanation: str
+    metadata: ScoreMetadata
+
+
+class SampleError(TypedDict):
+    message: str
+    traceback: str
+    traceback_ansi: str
+
+
+class Output(TypedDict):
+    model: str
+    choices: list[object]
+
+
+class SampleMetadata(TypedDict):
+    """The harness's own fields of a trial."""
+
+    status: str
+    cluster: str
+    task_class: str
+    seed: int
+    image_id: str | None
+    attempts: int
+    steps: int
+
+
+class Sample(TypedDict):
+    id: str
+    epoch: int
+    input: str
+    target: str
+    messages: list[Message]
+    output: Output
+    metadata: SampleMetadata
+    model_usage: dict[str, ModelUsage]
+    started_at: str | None
+    completed_at: str | None
+    total_time: float
+    scores: NotRequired[dict[str, Score]]
+    error: NotRequired[SampleError]
+
+
+class Dataset(TypedDict):
+    name: str
+    samples: int
+    sample_ids: list[str]
+
+
+class EvalConfig(TypedDict):
+    epochs: int
+
+
+class EvalMetadata(TypedDict):
+    harness_arm: str
+    config_hash: str
+
+
+class EvalSpec(TypedDict):
+    eval_id: str
+    run_id: str
+    created: str | None
+    task: str
+    task_id: str
+    task_version: int
+    dataset: Dataset
+    model: str
+    config: EvalConfig
+    metadata: EvalMetadata
+
+
+class PlanStep(TypedDict):
+    solver: str
+    params: object
+    """The arm's agent parameters as stored with the run."""
+
+
+class Plan(TypedDict):
+    name: str
+    steps: list[PlanStep]
+
+
+class Metric(TypedDict):
+    name: str
+    value: float
+    params: dict[str, object]
+
+
+class EvalScore(TypedDict):
+    name: str
+    scorer: str
+    params: dict[str, object]
+    metrics: dict[str, Metric]
+
+
+class Results(TypedDict):
+    total_samples: int
+    completed_samples: int
+    scores: list[EvalScore]
+
+
+class Stats(TypedDict):
+    started_at: str | None
+    completed_at: str | None
+    model_usage: dict[str, RunUsage]
+
+
+class EvalLog(TypedDict):
+    """One log file: one arm of a run, evaluated on the run's tasks."""
+
+    version: int
+    status: str
+    eval: EvalSpec
+    plan: Plan
+    results: Results
+    stats: Stats
+    samples: list[Sample]
