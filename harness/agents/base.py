@@ -161,7 +161,7 @@ class AgentContext:
             raise BudgetExceeded("max_cost_usd", f"${spent} > ${limit}")
 
     # -- acting -------------------------------------------------------------------------
-    async def call_tool(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+    async def call_tool(self, name: str, args: dict[str, object] | None = None) -> ToolResult:
         """Run one environment tool in the sandbox and record it as a trajectory step.
 
         Arguments go to the tool command as JSON on stdin. An unknown tool or bad arguments
@@ -268,7 +268,9 @@ class AgentResult:
     """The agent's final answer to the user (None when it gave none)."""
     confidence: float | None = None
     """Stated confidence in [0, 1], when the agent gives one (used for calibration)."""
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, object] = field(default_factory=dict)
+    """Free-form facts about the run for the report (checked to be JSON when the agent
+    returns; the harness never reads them)."""
 
 
 class Agent(abc.ABC):

@@ -61,7 +61,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -147,7 +147,7 @@ class CommandAgent(Agent):
             files = await stack.enter_async_context(_exchange_files(ctx, where))
             env = self._env(ctx, proxy, files)
             start = time.monotonic()
-            outcome: dict[str, Any] = {}
+            outcome: _ProgramRun = {}
             timed_out = False
             with anyio.move_on_after(timeout) as deadline:
                 async with anyio.create_task_group() as tg:
@@ -257,7 +257,7 @@ class CommandAgent(Agent):
         where: str,
         env: dict[str, str],
         files: _ExchangeFiles,
-    ) -> dict[str, Any]:
+    ) -> _ProgramRun:
         stdin = ctx.instruction if ctx.params.get("stdin", True) else None
         if where == "sandbox":
             timeout = ctx.params.get("timeout_s", ctx.budgets.timeout_s)
@@ -289,7 +289,7 @@ class CommandAgent(Agent):
                 )
                 continue
             kind = str(obj["kind"]) if obj.get("kind") in _TRAJECTORY_KINDS else "note"
-            fields: dict[str, Any] = {}
+            fields: _EventFields = {}
             if isinstance(obj.get("tool"), str):
                 fields["tool"] = obj["tool"]
             if isinstance(obj.get("args"), dict):
@@ -307,6 +307,27 @@ class CommandAgent(Agent):
 
 
 # ------------------------------------------------------------------------------ helpers
+class _ProgramRun(TypedDict, total=False):
+    """How the agent program's process ended."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    error: Exception
+    """What running it raised (re-raised once the task group is left)."""
+
+
+class _EventFields(TypedDict, total=False):
+    """The fields of one line of the program's trajectory file the harness keeps."""
+
+    tool: str
+    args: dict[str, object]
+    content: str
+    ok: bool
+    latency_s: float
+
+
 def model_env(origin: str, token: str, settings: ModelSettings) -> dict[str, str]:
     """The variables that point OpenAI and Anthropic clients at the proxy (``origin``:
     scheme, host and port) with the per-trial token as their key."""
@@ -395,7 +416,7 @@ def _local_root(ctx: AgentContext) -> str | None:
 
 async def _run_host(
     command: str, *, stdin: str | None, cwd: str | None, env: dict[str, str]
-) -> dict[str, Any]:
+) -> _ProgramRun:
     """Run ``bash -c command`` in its own session; kill the whole session when done or
     cancelled, so no background process of the program outlives its trial."""
     from subprocess import PIPE

@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import Field
 
 from harness.agents.base import Agent, AgentContext, AgentResult
-from harness.agents.user import STOP
+from harness.agents.user import STOP, UserTurnInfo, with_turn_info
 from harness.config.models import Options, Price, ToolSpec
 from harness.errors import BudgetExceeded, ConfigError
 from harness.models.chat import ChatMessage, ToolSchema
@@ -122,10 +122,10 @@ class LLMAgent(Agent):
         price = price_for(settings)
         tools = [tool_schema(t) for t in ctx.tools]
         user = ctx.user  # built by the trial from the task (its goal stays private)
-        opening, info = ctx.instruction, {"turn": 0}
+        opening, info = ctx.instruction, UserTurnInfo(turn=0)
         if user is not None and ctx.user_opens:
             first = await user.opening()
-            opening, info = first.text, {**first.info, "turn": 0, "opening": True}
+            opening, info = first.text, with_turn_info(first.info, {"turn": 0, "opening": True})
         messages: list[ChatMessage] = [
             {"role": "system", "content": system_prompt(ctx)},
             {"role": "user", "content": opening},
@@ -149,7 +149,9 @@ class LLMAgent(Agent):
             turn = await user.reply(said or "")
             if turn.text or turn.stop:
                 ctx.trajectory.record(
-                    "user", content=turn.text or STOP, args={**turn.info, "stop": turn.stop}
+                    "user",
+                    content=turn.text or STOP,
+                    args=with_turn_info(turn.info, {"stop": turn.stop}),
                 )
             if turn.stop:
                 ended_by = "user_stop"

@@ -37,7 +37,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import Field
 
@@ -151,7 +151,7 @@ def _alter(value: Any) -> Any:
     return "altered"
 
 
-def _pick_arg(args: dict[str, Any]) -> str | None:
+def _pick_arg(args: dict[str, object]) -> str | None:
     """Prefer a number, then a string that is not an identifier, then anything."""
     names = list(args)
     for name in names:
@@ -186,10 +186,20 @@ def _wrong_value_plan(task: Task) -> tuple[list[str], list[ToolCall]]:
     raise NotApplicable("no state-changing action with an argument to alter")
 
 
-def _side_effect(ctx: ReferenceContext) -> dict[str, Any]:
+class SideEffect(TypedDict, total=False):
+    """One stray state-changing step: a shell ``command``, or a ``tool`` call with ``args``
+    (the task's ``simulated.side_effect``)."""
+
+    command: str
+    tool: str
+    args: dict[str, object]
+
+
+def _side_effect(ctx: ReferenceContext) -> SideEffect:
     declared = ctx.task.simulated.get("side_effect")
     if declared:
-        return dict(declared)
+        effect: SideEffect = {**declared}
+        return effect
     env = ctx.environment
     if env and env.spec.state.kind == "files" and env.spec.state.paths:
         root = env.spec.state.paths[0]

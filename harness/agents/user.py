@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from harness.config.models import ModelSettings, UserScript
 from harness.models.chat import ChatMessage
@@ -38,13 +38,44 @@ Rules:
 """
 
 
+class UserCallUsage(TypedDict):
+    """What one model-backed user turn cost (kept apart from the agent's own usage)."""
+
+    tokens_in: int
+    tokens_cached: int
+    tokens_out: int
+    cost_usd: float | None
+
+
+class UserTurnInfo(TypedDict, total=False):
+    """The ``args`` of a ``user`` trajectory event: how the user's turn came about."""
+
+    reason: str
+    """Why the conversation ended without words: ``script_exhausted``, ``max_user_turns``."""
+    turn: int
+    """The user's turn number (0 for the opening)."""
+    opening: bool
+    stop: bool
+    """The user ended the conversation."""
+    model: str
+    seed: int | None
+    temperature: float | None
+    usage: UserCallUsage
+    latency_s: float
+
+
+def with_turn_info(info: UserTurnInfo, extra: UserTurnInfo) -> UserTurnInfo:
+    """``info`` with ``extra``'s keys added or replaced (both checked against the shape)."""
+    return {**info, **extra}
+
+
 @dataclass
 class UserTurn:
     """What the user says next. ``stop`` ends the conversation (``text`` may be empty)."""
 
     text: str
     stop: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
+    info: UserTurnInfo = field(default_factory=lambda: UserTurnInfo())
 
 
 OPENING_REQUEST = (
@@ -133,7 +164,7 @@ class ModelUser:
         from harness.models.pricing import cost, price_for
 
         usage = response.usage
-        info = {
+        info: UserTurnInfo = {
             "model": self.settings.name,
             "seed": self.seed,
             "temperature": self.settings.temperature,

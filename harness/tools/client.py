@@ -17,6 +17,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from harness.config.models import ToolServerSpec
 from harness.errors import AgentFailure, SandboxError
+from harness.tools.server import ToolReply, ToolRequest
 
 MAX_LINE = 1 << 30  # a snapshot of a large state is one line
 
@@ -67,12 +68,12 @@ class ToolServer:
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")[-n:].strip()
 
-    async def _request(self, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    async def _request(self, request: ToolRequest, timeout: float | None) -> ToolReply:
         async with self._lock:
             if self.dead:
                 raise ToolServerDied("tool_server_died", self.dead)
             self._next += 1
-            body = {"id": self._next, **body}
+            body: ToolRequest = {"id": self._next, **request}
             try:
                 with anyio.fail_after(timeout):
                     await self._proc.stdin.send((json.dumps(body) + "\n").encode())
@@ -84,13 +85,13 @@ class ToolServer:
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.IncompleteRead) as exc:
                 self.dead = f"the tool server exited ({type(exc).__name__}): {self.stderr_tail()}"
                 raise ToolServerDied("tool_server_died", self.dead) from None
-            reply = json.loads(line)
+            reply: ToolReply = json.loads(line)
             if reply.get("id") != body["id"]:
                 self.dead = f"answer out of order: {str(reply)[:200]}"
                 raise ToolServerDied("tool_server_died", self.dead)
             return reply
 
-    async def call(self, tool: str, args: dict[str, Any], timeout: float) -> tuple[bool, str]:
+    async def call(self, tool: str, args: dict[str, object], timeout: float) -> tuple[bool, str]:
         """(ok, output) of one tool call; a timeout or a dead server gives an error output."""
         try:
             reply = await self._request({"op": "call", "tool": tool, "args": args}, timeout)

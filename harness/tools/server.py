@@ -28,14 +28,40 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 PROTOCOL = 1
 
-Tool = Callable[[dict[str, Any]], str]
+Tool = Callable[[dict[str, object]], str]
+"""One tool: its arguments (free-form JSON, checked by the tool) -> its output text."""
 
 
-def handle(line: str, tools: dict[str, Tool], snapshot: Callable[[], Any]) -> dict[str, Any]:
+class Ready(TypedDict):
+    ready: bool
+    protocol: int
+    tools: list[str]
+
+
+class ToolRequest(TypedDict, total=False):
+    """A request line: ``op`` is ``call`` (with ``tool`` and ``args``) or ``snapshot``."""
+
+    id: int
+    op: str
+    tool: str
+    args: dict[str, object]
+
+
+class ToolReply(TypedDict, total=False):
+    id: int | None
+    """The request's id, echoed (None for a line that was no request)."""
+    ok: bool
+    output: str
+    """A call's output, or ``Error: ...``."""
+    state: object
+    """A snapshot's state, as the environment's state dump would print it."""
+
+
+def handle(line: str, tools: dict[str, Tool], snapshot: Callable[[], object]) -> ToolReply:
     """One request line -> its response object. Never raises."""
     try:
         request = json.loads(line)
@@ -61,10 +87,11 @@ def handle(line: str, tools: dict[str, Tool], snapshot: Callable[[], Any]) -> di
     return {"id": rid, "ok": True, "output": output if isinstance(output, str) else str(output)}
 
 
-def serve(tools: dict[str, Tool], snapshot: Callable[[], Any]) -> None:
+def serve(tools: dict[str, Tool], snapshot: Callable[[], object]) -> None:
     """Answer requests on stdin until it closes."""
     out = sys.stdout
-    out.write(json.dumps({"ready": True, "protocol": PROTOCOL, "tools": sorted(tools)}) + "\n")
+    ready: Ready = {"ready": True, "protocol": PROTOCOL, "tools": sorted(tools)}
+    out.write(json.dumps(ready) + "\n")
     out.flush()
     for line in sys.stdin:
         if not line.strip():
