@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from typing import Any
 
 from harness.release.records import DesignSummary, TrialRecord
+from harness.release.run_config import StoredRepeats
 from harness.seeds import derive_seed
 
 
@@ -78,7 +78,7 @@ def select_repeats(
 
 
 def design_summary(
-    repeats: dict[str, Any] | None,
+    repeats: StoredRepeats | None,
     trials_per_task: int,
     counts: dict[str, list[int]],
 ) -> DesignSummary:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.release.records import GateResult, History, RunComparison, Sensitivity
+from harness.release.records import (
+    Comparison,
+    GateResult,
+    History,
+    RunComparison,
+    Sensitivity,
+    TrialRecord,
+)
+from harness.release.run_config import StoredSuite
 
 
 def compare_runs(
@@ -25,7 +33,13 @@ def compare_runs(
     from harness.release.floor import noise_floor, uses_common_random_numbers
     from harness.release.preconditions import differences
     from harness.release.slices import class_screens
-    from harness.release.source import aa_arm, load_rows, resolve_side, suite_config
+    from harness.release.source import (
+        aa_arm,
+        load_rows,
+        resolve_side,
+        stored_config,
+        suite_config,
+    )
 
     a = resolve_side(store, spec_a, "baseline")
     b = resolve_side(store, spec_b, "candidate")
@@ -33,7 +47,9 @@ def compare_runs(
     all_b = all_a if b.run.id == a.run.id else load_rows(store, b.run.id)
     rows_a = [r for r in all_a if r["arm"] == a.arm]
     rows_b = [r for r in all_b if r["arm"] == b.arm]
-    diffs = differences(a.run.config or {}, rows_a, b.run.config or {}, rows_b, (a.label, b.label))
+    diffs = differences(
+        stored_config(a.run), rows_a, stored_config(b.run), rows_b, (a.label, b.label)
+    )
     out: RunComparison = {
         "baseline_side": a.label,
         "candidate_side": b.label,
@@ -44,15 +60,22 @@ def compare_runs(
     if out["refused"]:
         return out
     cfg = suite_config(a.run)
-    cluster_key = (cfg.get("report") or {}).get("cluster_key", "cluster")
+    report = cfg.get("report")
+    cluster_key = report.get("cluster_key", "cluster") if report else "cluster"
     denominator = cfg.get("denominator", "failure")
-    kw = dict(
-        confidence=confidence,
-        cluster_key=cluster_key,
-        denominator=denominator,
-        phase_one_trials=phase_one_trials(a.run, b.run),
-    )
-    c = paired_comparison(rows_a, rows_b, **kw)
+    phase_one = phase_one_trials(a.run, b.run)
+
+    def compare(base: list[TrialRecord], cand: list[TrialRecord]) -> Comparison:
+        return paired_comparison(
+            base,
+            cand,
+            confidence=confidence,
+            cluster_key=cluster_key,
+            denominator=denominator,
+            phase_one_trials=phase_one,
+        )
+
+    c = compare(rows_a, rows_b)
     out = {**out, **c}
     out["within_run"] = a.run.id == b.run.id
     if not out["within_run"]:
@@ -63,8 +86,8 @@ def compare_runs(
     aa = aa_arm(a.run, a.arm)
     out["noise_floor"] = None
     if aa:
-        n = paired_comparison(rows_a, [r for r in all_a if r["arm"] == aa], **kw)
-        crn = uses_common_random_numbers(a.run.config, aa)
+        n = compare(rows_a, [r for r in all_a if r["arm"] == aa])
+        crn = uses_common_random_numbers(stored_config(a.run), aa)
         out["noise_floor"] = noise_floor(n, aa, common_random_numbers=crn)
     lo, hi = c.get("lo"), c.get("hi")
     headline_flat = (
@@ -77,7 +100,7 @@ def compare_runs(
         cluster_key=cluster_key,
         denominator=denominator,
         headline_flat=headline_flat,
-        phase_one_trials=kw["phase_one_trials"],
+        phase_one_trials=phase_one,
     )
     return out
 
@@ -86,10 +109,15 @@ def phase_one_trials(*runs) -> int | None:
     """Phase-one trials per task when any of the runs used adaptive repeats, else None."""
     from harness.release.source import suite_config
 
-    adaptive = [r for r in runs if (suite_config(r).get("repeats") or {}).get("mode") == "adaptive"]
+    adaptive = [r for r in runs if _repeats_mode(suite_config(r)) == "adaptive"]
     if not adaptive:
         return None
     return min(int(r.trials_per_task) for r in runs)
+
+
+def _repeats_mode(suite: StoredSuite) -> str | None:
+    repeats = suite.get("repeats")
+    return repeats.get("mode") if repeats else None
 
 
 def load_policy(path: str | Path):
@@ -127,7 +155,7 @@ def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> GateR
     """``harness gate RUN``: the run's policy (suite ``gate:`` or ``--policy``) applied."""
     from harness.config.models import GatePolicy
     from harness.release.gate import evaluate_gate
-    from harness.release.source import get_run, load_rows, suite_config
+    from harness.release.source import get_run, load_rows, stored_config, suite_config
 
     run = get_run(store, run_id)
     if policy_path:
@@ -150,7 +178,7 @@ def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> GateR
         rows,
         policy,
         arms=list(run.arms),
-        config=run.config or {},
+        config=stored_config(run),
         trials_per_task=run.trials_per_task,
         run_id=run.id,
         look=look,

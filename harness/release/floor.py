@@ -8,9 +8,8 @@ about false positives. Every view flags it from the record built here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.release.records import Comparison, NoiseFloor
+from harness.release.run_config import StoredConfig
 
 DEGENERATE = (
     "degenerate A/A floor: the copy agreed with its baseline on every task (exactly zero), "
@@ -22,9 +21,9 @@ CRN = (
 )
 
 
-def uses_common_random_numbers(config: dict[str, Any] | None, arm: str) -> bool:
+def uses_common_random_numbers(config: StoredConfig | None, arm: str) -> bool:
     """Does the stored run config give ``arm`` shared trial random numbers?"""
-    suite = (config or {}).get("suite") or config or {}
+    suite = (config or {}).get("suite") or {}
     for a in suite.get("arms") or []:
         if isinstance(a, dict) and a.get("name") == arm:
             return bool((a.get("params") or {}).get("common_random_numbers"))

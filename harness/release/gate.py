@@ -27,11 +27,12 @@ Beside it: the A/A delta (noise floor) when the run has an A/A arm, and class sc
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from harness.release.records import (
     Comparison,
     Coverage,
+    GatePolicyRecord,
     GateResult,
     MustNeverCheck,
     NoiseFloor,
@@ -39,6 +40,10 @@ from harness.release.records import (
     ThresholdCheck,
     TrialRecord,
 )
+from harness.release.run_config import StoredConfig, StoredSuite
+
+if TYPE_CHECKING:
+    from harness.config.models import GatePolicy
 
 VERDICTS = ("improvement", "non-inferior", "inconclusive", "regression", "no-verdict")
 MAY_SHIP = ("improvement", "non-inferior")
@@ -198,10 +203,10 @@ def threshold_check(
 
 def evaluate_gate(
     rows: list[TrialRecord],
-    policy,
+    policy: GatePolicy,
     *,
     arms: list[str],
-    config: dict[str, Any] | None = None,
+    config: StoredConfig | None = None,
     trials_per_task: int = 1,
     run_id: str | None = None,
     look: int | None = None,
@@ -222,7 +227,7 @@ def evaluate_gate(
     from harness.release.slices import class_screens
 
     config = config or {}
-    suite = config.get("suite") or {}
+    suite: StoredSuite = config.get("suite") or {}
     baseline, candidate = _arms(policy, suite, arms)
     report = suite.get("report") or {}
     cluster_key = report.get("cluster_key", "cluster")
@@ -242,13 +247,18 @@ def evaluate_gate(
     sequential = _sequential(policy, look)
     confidence = sequential["confidence"] if sequential else policy.confidence
     level = interval_level(policy, confidence)
-    kw = dict(
-        confidence=level,
-        cluster_key=cluster_key,
-        denominator=denominator,
-        phase_one_trials=phase_one,
-    )
-    primary = paired_comparison(rows_a, rows_b, **kw) if baseline else None
+
+    def compare(base: list[TrialRecord], cand: list[TrialRecord]) -> Comparison:
+        return paired_comparison(
+            base,
+            cand,
+            confidence=level,
+            cluster_key=cluster_key,
+            denominator=denominator,
+            phase_one_trials=phase_one,
+        )
+
+    primary = compare(rows_a, rows_b) if baseline else None
     threshold = None
     if sequential and sequential["alpha"] == 0.0:
         stat_verdict = "inconclusive"
@@ -282,7 +292,7 @@ def evaluate_gate(
     noise = None
     aa_name = f"{baseline}-aa" if baseline else None
     if aa_name and aa_name in by_arm:
-        c = paired_comparison(rows_a, by_arm[aa_name], **kw)
+        c = compare(rows_a, by_arm[aa_name])
         noise = noise_floor(
             c, aa_name, common_random_numbers=uses_common_random_numbers(config, aa_name)
         )
@@ -319,7 +329,7 @@ def evaluate_gate(
         "blocked_by_must_never": bool(violated),
         "exit_code": exit_code(verdict, bool(violated)),
         "reasons": reasons,
-        "policy": policy.model_dump(mode="json"),
+        "policy": policy_record(policy),
         "baseline": baseline,
         "candidate": candidate,
         "must_never": must_never,
@@ -414,7 +424,12 @@ def _limits(policy, verdict: str) -> list[str]:
     return out
 
 
-def _arms(policy, suite: dict[str, Any], arms: list[str]) -> tuple[str | None, str]:
+def policy_record(policy: GatePolicy) -> GatePolicyRecord:
+    """The policy as the gate's JSON states it (its pydantic dump)."""
+    return cast("GatePolicyRecord", policy.model_dump(mode="json"))
+
+
+def _arms(policy: GatePolicy, suite: StoredSuite, arms: list[str]) -> tuple[str | None, str]:
     from harness.errors import ConfigError
 
     if policy.rule == "threshold" and policy.primary is None:
@@ -426,9 +441,10 @@ def _arms(policy, suite: dict[str, Any], arms: list[str]) -> tuple[str | None, s
         pair = (policy.primary.baseline, policy.primary.candidate)
     else:
         found = None
+        gate, report = suite.get("gate"), suite.get("report")
         for primary in (
-            (suite.get("gate") or {}).get("primary"),
-            (suite.get("report") or {}).get("primary"),
+            gate.get("primary") if gate else None,
+            report.get("primary") if report else None,
         ):
             if primary:
                 found = (primary["baseline"], primary["candidate"])

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
 
 from harness.release.records import TrialRecord
+from harness.release.run_config import StoredConfig
 
 
-def _short(value: Any, n: int = 12) -> str:
+def _short(value: object, n: int = 12) -> str:
     s = "none" if value is None else str(value)
     if s.startswith("sha256:"):
         s = s[7:]
@@ -48,14 +48,14 @@ def _images(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[str]]:
     return out
 
 
-def _canon(value: Any) -> str:
+def _canon(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
 def differences(
-    config_a: dict[str, Any],
+    config_a: StoredConfig,
     rows_a: list[TrialRecord],
-    config_b: dict[str, Any],
+    config_b: StoredConfig,
     rows_b: list[TrialRecord],
     labels: tuple[str, str] = ("A", "B"),
 ) -> list[dict[str, str]]:

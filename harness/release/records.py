@@ -5,7 +5,7 @@ records (``harness.report.records`` imports them from here: release sits below r
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict, final
+from typing import NotRequired, TypedDict, final
 
 from harness.stats.records import Interval
 
@@ -263,6 +263,32 @@ class RunComparison(Comparison, total=False):
     screens: Screens | None
 
 
+class PrimaryRecord(TypedDict):
+    """The primary comparison's arms (``PrimaryComparison``)."""
+
+    baseline: str
+    candidate: str
+
+
+class GatePolicyRecord(TypedDict):
+    """A release rule as JSON (``GatePolicy.model_dump``): what a gate result says it applied,
+    and a stored suite's ``gate:``."""
+
+    primary: PrimaryRecord | None
+    rule: str
+    """'non-inferiority', 'improvement' or 'threshold'."""
+    bar: float | None
+    sequential: bool
+    looks: int | None
+    margin: float | None
+    sides: str
+    """'one-sided' or 'two-sided'."""
+    confidence: float
+    max_unresolved: float
+    must_never: list[str]
+    n_resamples: int
+
+
 class GateResult(TypedDict):
     """The gate's verdict with every number behind it (``evaluate_gate``)."""
 
@@ -273,7 +299,7 @@ class GateResult(TypedDict):
     blocked_by_must_never: bool
     exit_code: int
     reasons: list[str]
-    policy: dict[str, Any]
+    policy: GatePolicyRecord
     """The policy as written (its pydantic dump), so the result says what rule it applied."""
     baseline: str | None
     candidate: str

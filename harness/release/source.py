@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from harness.errors import ConfigError
 from harness.release.records import TrialRecord
+from harness.release.run_config import StoredConfig, StoredSuite
 from harness.store.tables import Trial, column_names
 
 ROW_COLUMNS = column_names(
@@ -55,8 +56,14 @@ def get_run(store, run_id: str):
     return run
 
 
-def suite_config(run) -> dict[str, Any]:
-    return dict((run.config or {}).get("suite") or {})
+def stored_config(run) -> StoredConfig:
+    """The run's stored resolved config (``{}`` for a run stored without one)."""
+    return cast(StoredConfig, run.config or {})
+
+
+def suite_config(run) -> StoredSuite:
+    """A copy of the run's stored suite (``{}`` when absent)."""
+    return StoredSuite(**(stored_config(run).get("suite") or {}))
 
 
 def aa_arm(run, baseline: str) -> str | None:
@@ -70,9 +77,10 @@ def primary_arms(run) -> tuple[str, str | None]:
     run's first two arms (an A/A copy is never the default candidate). Read from the stored
     config as plain data, so runs recorded by older versions still answer."""
     cfg = suite_config(run)
+    gate, report = cfg.get("gate"), cfg.get("report")
     for primary in (
-        (cfg.get("gate") or {}).get("primary"),
-        (cfg.get("report") or {}).get("primary"),
+        gate.get("primary") if gate else None,
+        report.get("primary") if report else None,
     ):
         if primary:
             return primary["baseline"], primary["candidate"]

@@ -24,6 +24,7 @@ def load_report(
     The shape is documented in ``harness.report.data``; it is JSON-serialisable. Pass a
     ``timings`` dict to receive the seconds spent per phase.
     """
+    from harness.release.source import stored_config
     from harness.report.compare import comparison_available, primary_comparison
     from harness.report.data import (
         DEFAULT_RESAMPLES,
@@ -40,7 +41,7 @@ def load_report(
         if run is None:
             what = f"no run with id '{run_id}'" if run_id else "no runs yet"
             raise ConfigError(store.url, "run", f"{what} in this store")
-        config = run.config or {}
+        config = stored_config(run)
         suite = config.get("suite", {})
         settings = report_settings(suite)
         variants = bool(suite["variants"]) if "variants" in suite else None

@@ -94,6 +94,7 @@ from typing import Any, cast
 import numpy as np
 
 from harness import errors
+from harness.release.run_config import StoredConfig, StoredSuite
 from harness.report import reliability as rel
 from harness.report import sections as sec
 from harness.report import usage as use
@@ -139,7 +140,7 @@ DEFAULT_RESAMPLES = 10_000
 DEFAULT_PREDICTION_RESAMPLES = 200
 
 
-def report_settings(suite: dict[str, Any]) -> ReportSettings:
+def report_settings(suite: StoredSuite) -> ReportSettings:
     """The report settings a run's stored suite declares, with defaults."""
     rep = suite.get("report") or {}
     denominator = suite.get("denominator", "failure")
@@ -158,7 +159,9 @@ def report_settings(suite: dict[str, Any]) -> ReportSettings:
     }
 
 
-def scheduled_per_arm(config: dict[str, Any], trials: int, jobs_planned: int, n_arms: int):
+def scheduled_per_arm(
+    config: StoredConfig, trials: int, jobs_planned: int, n_arms: int
+) -> tuple[int, int]:
     """(original trials, variant trials) scheduled per arm, from the stored suite."""
     tasks = config.get("tasks")
     suite = config.get("suite", {})
@@ -179,7 +182,7 @@ def build_report(
     scheduled: tuple[int, int],
     n_resamples: int = DEFAULT_RESAMPLES,
     prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
-    suite: dict[str, Any] | None = None,
+    suite: StoredSuite | None = None,
 ) -> Report:
     """The whole report for one run (pure: arrays in, JSON-able dict out). ``suite`` is the
     run's stored suite: arm roles and settings, and the description, come from it."""

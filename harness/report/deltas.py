@@ -12,11 +12,11 @@ so the forest plot's overall delta is the primary comparison's own interval.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import numpy as np
 
 from harness.release.floor import CRN, DEGENERATE, uses_common_random_numbers
+from harness.release.run_config import StoredArm, StoredSuite
 from harness.release.slices import CLASS_MIN_CLUSTERS, class_refusal
 from harness.report.load import ArmTrials, RunData
 from harness.report.records import ArmSetting, ClassDeltas, NoiseFloor, PairedDelta, ReportSettings
@@ -25,15 +25,20 @@ from harness.report.sections import task_outcomes
 DELTAS_METHOD = "weighted mean of per-task rate differences; the shared interval method"
 
 
-def arm_roles(suite: dict[str, Any], arms: list[str]) -> dict[str, str | None]:
+def arm_roles(suite: StoredSuite, arms: list[str]) -> dict[str, str | None]:
     """{"baseline", "candidate", "aa"} arm names (None where the run has no such arm)."""
-    primary = (suite.get("report") or {}).get("primary") or {}
-    baseline = primary.get("baseline") or (arms[0] if len(arms) >= 2 else None)
-    candidate = primary.get("candidate") or next((a for a in arms if a != baseline), None)
+    report = suite.get("report")
+    primary = report.get("primary") if report else None
+    baseline = (primary.get("baseline") if primary else None) or (
+        arms[0] if len(arms) >= 2 else None
+    )
+    candidate = (primary.get("candidate") if primary else None) or next(
+        (a for a in arms if a != baseline), None
+    )
     specs = {a.get("name"): a for a in suite.get("arms", []) if isinstance(a, dict)}
 
-    def shape(name: str | None) -> tuple[Any, str, str]:
-        s = specs.get(name) or {}
+    def shape(name: str | None) -> tuple[str | None, str, str]:
+        s: StoredArm = specs.get(name) or {}
         return (s.get("agent"), repr(s.get("params")), repr(s.get("model")))
 
     others = [a for a in arms if a not in (baseline, candidate)]
@@ -45,7 +50,7 @@ def arm_roles(suite: dict[str, Any], arms: list[str]) -> dict[str, str | None]:
     return {"baseline": baseline, "candidate": candidate if baseline else None, "aa": aa}
 
 
-def arm_settings(suite: dict[str, Any], roles: dict[str, str | None]) -> dict[str, ArmSetting]:
+def arm_settings(suite: StoredSuite, roles: dict[str, str | None]) -> dict[str, ArmSetting]:
     """Per arm as the suite declares it: role, agent, model name and params."""
     names = {v: k for k, v in roles.items() if v}
     label = {"baseline": "baseline", "candidate": "candidate", "aa": "A/A copy of baseline"}
@@ -142,7 +147,7 @@ def deltas_section(
     data: RunData,
     roles: dict[str, str | None],
     settings: ReportSettings,
-    suite: dict[str, Any] | None = None,
+    suite: StoredSuite | None = None,
 ) -> ClassDeltas | None:
     """Per-class deltas of the candidate, with the A/A arm's overall delta as noise floor."""
     base, cand, aa = roles.get("baseline"), roles.get("candidate"), roles.get("aa")

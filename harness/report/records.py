@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
-from harness.release.records import Comparison, NoiseFloor
+from harness.release.records import Comparison, NoiseFloor, PrimaryRecord
 from harness.stats.records import Interval
 
 
@@ -105,9 +105,9 @@ class ReportSettings(TypedDict):
     """'failure' (unresolved trials count as failures) or 'exclude'."""
     denominator_text: str
     cluster_key: str
-    k: Any
+    k: list[int] | None
     """The suite's ``report.k`` (pass^k values to show), as written."""
-    primary: dict[str, str] | None
+    primary: PrimaryRecord | None
     """The suite's ``report.primary``: baseline and candidate arm names."""
     phase_one_trials: int | None
     n_resamples: NotRequired[int]
@@ -325,7 +325,7 @@ class ArmSetting(TypedDict, total=False):
     role: str | None
     agent: str | None
     model: str | None
-    params: dict[str, Any] | None
+    params: dict[str, object] | None
     """Free-form agent parameters, as written in the suite."""
 
 

@@ -7,14 +7,13 @@ Every rate is printed with n and its interval, every delta with its paired inter
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 
 from harness.release.records import (
     ArmRate,
     Comparison,
     DesignSummary,
+    GatePolicyRecord,
     GateResult,
     NoiseFloor,
     RunComparison,
@@ -49,7 +48,7 @@ def rate_cell(x: float | None, interval: list[float | None] | None, n: int) -> s
     return f"{x:.0%} [{interval[0]:.0%}, {interval[1]:.0%}] n={n}"
 
 
-def _pside(c: Comparison, policy: dict[str, Any] | None = None) -> str:
+def _pside(c: Comparison, policy: GatePolicyRecord | None = None) -> str:
     if not c.get("p_values"):
         return "no test (no paired tasks)"
     if policy and policy.get("sides") == "one-sided":
@@ -60,7 +59,7 @@ def _pside(c: Comparison, policy: dict[str, Any] | None = None) -> str:
     return f"{c['test']}: two-sided p = {c['p_value']:.3g}"
 
 
-def comparison_lines(c: Comparison, policy: dict[str, Any] | None = None) -> list[str]:
+def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> list[str]:
     """The numbers behind a paired comparison, one fact per line (plain text)."""
     if c.get("estimate") is None:
         return ["no task has a verdict in both arms: nothing to compare"]
