@@ -207,7 +207,7 @@ def trials_page(store, run, query: dict[str, str]) -> str:
     from sqlalchemy import text
 
     where = ["run_id = :r"]
-    params: dict[str, Any] = {"r": run.id}
+    params: dict[str, str | int] = {"r": run.id}
     for key, col in (
         ("arm", "arm"),
         ("task", "task_id"),

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
+from graders.base import VerdictJson
 from harness.report.render.numbers import money, num, pretty_json
 from harness.report.render.templating import render_template
+from harness.viewer.contexts import DiffRow, EventView, GraderView, ShownValue
 
 BLOB_DISPLAY_LIMIT = 200_000
 DIFF_KINDS = (
@@ -25,20 +28,25 @@ DIFF_KINDS = (
 )
 
 
-def _val(v: Any) -> dict[str, Any]:
+def _val(v: object) -> ShownValue:
     if v is None:
         return {"absent": True}
     text = json.dumps(v, default=str, ensure_ascii=False, sort_keys=True)
     return {"absent": False, "text": text[:400] + "…" if len(text) > 400 else text}
 
 
-def diff_rows(details: dict[str, Any]) -> list[dict[str, Any]]:
+def _objects(value: object) -> list[dict[str, object]]:
+    """The JSON objects in a list taken from free-form grader details (others skipped)."""
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, dict)]
+
+
+def diff_rows(details: Mapping[str, object]) -> list[DiffRow]:
     """The state diff of one state_diff verdict: one row per differing path."""
-    rows = []
+    rows: list[DiffRow] = []
     for key, cls, label in DIFF_KINDS:
-        for item in details.get(key) or []:
-            if not isinstance(item, dict):
-                continue
+        for item in _objects(details.get(key)):
             if key == "missing_changes":
                 before, expected, actual = (
                     item.get("actual"),
@@ -67,11 +75,14 @@ def diff_rows(details: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _steps(o: dict[str, Any]) -> str:
-    return " / ".join("—" if s is None else f"step {s}" for s in (o.get("steps") or []))
+def _steps(o: Mapping[str, object]) -> str:
+    steps = o.get("steps")
+    return " / ".join(
+        "—" if s is None else f"step {s}" for s in (steps if isinstance(steps, list) else [])
+    )
 
 
-def grader_context(g: dict[str, Any]) -> dict[str, Any]:
+def grader_context(g: VerdictJson) -> GraderView:
     """One grader verdict: reasons, its state diff or trajectory rules, and raw details."""
     d = g.get("details") or {}
     patched = d.get("patched_paths") or []
@@ -93,19 +104,18 @@ def grader_context(g: dict[str, Any]) -> dict[str, Any]:
         "diff_mode": d.get("mode", "full"),
         "patched": patched_text,
         "has_rules": any(k in d for k in ("required", "order", "forbidden")),
-        "required": [r for r in d.get("required") or [] if isinstance(r, dict)],
-        "order": [{**o, "steps": _steps(o)} for o in d.get("order") or [] if isinstance(o, dict)],
+        "required": _objects(d.get("required")),
+        "order": [{**o, "steps": _steps(o)} for o in _objects(d.get("order"))],
         "forbidden": [
             {**h, "args": json.dumps(h.get("args"), default=str)}
-            for h in d.get("forbidden") or []
-            if isinstance(h, dict)
+            for h in _objects(d.get("forbidden"))
         ],
         "raw": pretty_json(d) if d else "",
     }
 
 
 def violations_by_step(
-    graders: list[dict[str, Any]], evidence: dict[str, Any]
+    graders: list[VerdictJson], evidence: Mapping[str, object]
 ) -> dict[int, list[str]]:
     """step -> what went wrong there (forbidden actions, order violations)."""
     out: dict[int, list[str]] = defaultdict(list)
@@ -124,15 +134,16 @@ def violations_by_step(
                     out[steps[1]].append(
                         f"{name}: order violated, '{o.get('after')}' before '{o.get('before')}'"
                     )
-    for h in evidence.get("harms") or []:
-        if isinstance(h, dict) and isinstance(h.get("step"), int):
+    for h in _objects(evidence.get("harms")):
+        step = h.get("step")
+        if isinstance(step, int):
             msg = f"forbidden action '{h.get('action')}' (severity {h.get('severity')})"
-            if not any(msg in m for m in out[h["step"]]):
-                out[h["step"]].append(msg)
+            if not any(msg in m for m in out[step]):
+                out[step].append(msg)
     return out
 
 
-def event_context(ev, violations: list[str], blob: str | None) -> dict[str, Any]:
+def event_context(ev, violations: list[str], blob: str | None) -> EventView:
     """One trajectory event: kind, tool call, tokens/cost/time, content, full result."""
     kind = ev.kind or "event"
     classes = [f"event k-{kind}"]
@@ -241,8 +252,9 @@ def render_trial(store, trial_id: int) -> str | None:
     if t is None:
         return None
     run = store.get_run(t.run_id)
-    evidence = t.evidence or {}
-    graders = [g for g in evidence.get("graders") or [] if isinstance(g, dict)]
+    evidence: Mapping[str, object] = t.evidence or {}
+    # Stored by ``harness.trial`` as ``Verdict.to_json()`` records.
+    graders = [cast(VerdictJson, g) for g in _objects(evidence.get("graders"))]
     task_spec: dict[str, object] = {}
     if run is not None and isinstance(run.config, dict):
         task_spec = (run.config.get("tasks") or {}).get(t.task_id) or {}
