@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from harness.ownership import shown_status
+
+if TYPE_CHECKING:
+    from harness.store.tables import Run
 
 
 def resume_hint(run: Any) -> str | None:
@@ -14,7 +17,27 @@ def resume_hint(run: Any) -> str | None:
     return None
 
 
-def runs_json(rows: list[Any]) -> list[dict[str, Any]]:
+class RunListing(TypedDict):
+    """One run as ``harness runs --json`` prints it."""
+
+    id: str
+    suite: str
+    status: str
+    """What the run is now (a 'running' run whose process is gone shows 'interrupted')."""
+    recorded_status: str
+    """The status as the store holds it."""
+    started_at: str
+    finished_at: str | None
+    arms: list[str]
+    trials_planned: int
+    config_hash: str
+    host: str
+    pid: int
+    resume: str | None
+    """The command that finishes the run, when there is something to finish."""
+
+
+def runs_json(rows: list[Run]) -> list[RunListing]:
     return [
         {
             "id": r.id,

@@ -12,7 +12,7 @@ Everything here is pure: rows in (plain dicts, as read from the store), a JSON-a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +77,10 @@ def task_rates(
 COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index", "seed", "variant")
 
 
-TrialRows = Iterable[TrialRecord] | Mapping[str, Any]
-"""Trial rows as dicts, or as columns (a mapping of equal-length sequences or arrays)."""
+TrialColumns = Mapping[str, np.ndarray | Sequence[object]]
+"""Trial rows as columns: a mapping of equal-length arrays or sequences, named as ``COLUMNS``."""
+TrialRows = Iterable[TrialRecord] | TrialColumns
+"""Trial rows as dicts, or as columns."""
 NULL: Any = None
 """Python None as a numpy operand: ``np.equal(column, NULL)`` marks the missing values."""
 

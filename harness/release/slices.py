@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from harness.release.records import ClassScreen, Screens, TrialRecord
 
 if TYPE_CHECKING:
-    from harness.release.compare import TrialRows
+    from harness.release.compare import TrialColumns, TrialRows
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -159,7 +159,7 @@ def _clustered(rows: Any, cluster_key: str) -> bool:
     return len(set(labels.values())) < len(labels)
 
 
-def _by_class(rows: Any) -> dict[str, Any]:
+def _by_class(rows: TrialRows) -> dict[str, TrialColumns] | dict[str, list[TrialRecord]]:
     """Rows split by task class: a list of row dicts, or a mapping of equal-length columns
     (the report's fast path) split into column mappings."""
     if isinstance(rows, Mapping):
@@ -169,10 +169,11 @@ def _by_class(rows: Any) -> dict[str, Any]:
 
         cls = np.asarray(rows["task_class"], dtype=object)
         cls = np.where(np.equal(cls, NULL) | np.equal(cls, ""), "default", cls)
-        return {
+        split: dict[str, TrialColumns] = {
             str(c): {k: np.asarray(v)[cls == c] for k, v in rows.items()}
             for c in sorted(set(cls.tolist()))
         }
+        return split
     out: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in rows:
         out[r.get("task_class") or "default"].append(r)

@@ -223,7 +223,7 @@ def empty_arm() -> ArmTrials:
     return _empty_arm()
 
 
-def comparison_rows(arm: str, data: ArmTrials) -> dict[str, Any]:
+def comparison_rows(arm: str, data: ArmTrials) -> dict[str, np.ndarray]:
     """One arm's trials as columns (task_id, cluster, task_class, weight, status,
     trial_index, seed, variant) for ``harness.release.compare.paired_comparison``: columns,
     not a dict per trial, so a million-row comparison stays vectorized."""

@@ -5,8 +5,6 @@ stated confidence, and harm. Pure functions over arrays; statistics from ``harne
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, VariantPairs
@@ -21,7 +19,7 @@ ECE_BINS = 10
 
 def robustness_section(
     pairs: VariantPairs | None,
-    cluster_of: dict[str, Any],
+    cluster_of: dict[str, str | None],
     unit: Unit,
     denominator: str,
     confidence: float,

@@ -28,8 +28,8 @@ Fewer than ``FEW_CLUSTERS`` clusters always carries a warning.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, TypedDict
+from dataclasses import dataclass
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -58,6 +58,23 @@ _RANGES: dict[str, tuple[float, float]] = {
 }
 
 
+class EstimateRecord(TypedDict):
+    """``Estimate.as_dict()``: the same fields as JSON."""
+
+    estimate: float
+    lo: float
+    hi: float
+    se: float | None
+    n: int
+    unit: str
+    n_units: int
+    method: str
+    method_key: str
+    df: float | None
+    confidence: float
+    warning: str | None
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A mean of per-task values with its interval and the design it was read from."""
@@ -81,9 +98,22 @@ class Estimate:
     confidence: float
     warning: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able record: estimate, lo, hi, se, n, unit, n_units, method, ... ."""
-        return asdict(self)
+    def as_dict(self) -> EstimateRecord:
+        """The estimate as a JSON-able record, field for field."""
+        return {
+            "estimate": self.estimate,
+            "lo": self.lo,
+            "hi": self.hi,
+            "se": self.se,
+            "n": self.n,
+            "unit": self.unit,
+            "n_units": self.n_units,
+            "method": self.method,
+            "method_key": self.method_key,
+            "df": self.df,
+            "confidence": self.confidence,
+            "warning": self.warning,
+        }
 
 
 def icc_anova(values: np.ndarray, codes: np.ndarray) -> float:

@@ -137,3 +137,11 @@ def test_quantile_interval_uses_the_binomial_order_statistics():
     assert est == pytest.approx(50.5) and (lo, hi) == (40.0, 61.0)  # the textbook ranks
     _, lo95, hi95 = quantile_interval(x, 0.95)
     assert lo95 < 95.5 < hi95 and hi95 == 100.0
+
+
+def test_as_dict_carries_every_field_of_the_estimate():
+    """``as_dict`` spells its fields out (typed); a field added to ``Estimate`` must reach it."""
+    import dataclasses
+
+    e = mean_estimate(np.array([1.0, 0.0, 1.0, 1.0]), np.array(["a", "b", "c", "c"]))
+    assert list(e.as_dict().items()) == list(dataclasses.asdict(e).items())
