@@ -88,8 +88,7 @@ over tasks is formed, so repeated trials never shrink an interval as if they wer
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
@@ -175,7 +174,7 @@ def scheduled_per_arm(
 
 
 def build_report(
-    run: Mapping[str, Any],
+    run: RunSummary,
     data: RunData,
     *,
     settings: ReportSettings,
@@ -258,7 +257,7 @@ def _sampling_unit(arms: dict[str, ArmReport]) -> str:
     return "per arm (see arms.*.unit)"
 
 
-def _versions(run: Mapping[str, Any], data: RunData) -> Versions:
+def _versions(run: RunSummary, data: RunData) -> Versions:
     import json
 
     images: set[str] = set()

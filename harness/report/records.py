@@ -128,6 +128,18 @@ class Versions(TypedDict):
     grader_versions: dict[str, list[str]]
 
 
+NO_VERSIONS: Versions = {
+    "harness_version": None,
+    "config_hash": None,
+    "seed": None,
+    "sandbox": None,
+    "image_ids": {},
+    "trial_image_ids": [],
+    "grader_versions": {},
+}
+"""What a report without a ``versions`` section shows (every version unknown)."""
+
+
 class DiagramBin(TypedDict):
     """One non-empty bin of the reliability diagram."""
 

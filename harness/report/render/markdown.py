@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from harness.report.causes import causes_lines
-from harness.report.records import ArmReport, Report
+from harness.report.records import NO_VERSIONS, ArmReport, Report
 from harness.report.render.fmt import (
     ci,
     comparison_notes,
@@ -75,7 +72,7 @@ def render_markdown(report: Report) -> str:
     for name, a in report["arms"].items():
         lines += ["", f"### Arm `{name}`", ""]
         lines += _arm(a)
-    v: Mapping[str, Any] = report.get("versions") or {}
+    v = report.get("versions") or NO_VERSIONS
     graders = ", ".join(f"{g} {'/'.join(vs)}" for g, vs in (v.get("grader_versions") or {}).items())
     images = ", ".join(f"`{k}`={x}" for k, x in (v.get("image_ids") or {}).items())
     lines += [

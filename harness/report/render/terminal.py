@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -12,6 +9,7 @@ from rich.table import Table
 from harness.release.records import PairTable
 from harness.report.causes import causes_lines
 from harness.report.records import (
+    NO_VERSIONS,
     ArmReport,
     Comparison,
     Reliability,
@@ -266,7 +264,7 @@ def _p(p: float | None) -> str:
 
 
 def _versions(console: Console, report: Report) -> None:
-    v: Mapping[str, Any] = report.get("versions") or {}
+    v = report.get("versions") or NO_VERSIONS
     graders = ", ".join(f"{g} {'/'.join(vs)}" for g, vs in (v.get("grader_versions") or {}).items())
     images = ", ".join(f"{k}={str(x)[:19]}" for k, x in (v.get("image_ids") or {}).items())
     console.print(
