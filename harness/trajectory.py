@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict, Unpack
 
 from pydantic import ConfigDict
 from sqlalchemy import JSON, Text
@@ -29,7 +30,7 @@ class Event(SQLModel):
     step: int
     kind: str
     tool: str | None = None
-    args: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    args: dict[str, object] | None = Field(default=None, sa_type=JSON)
     content: str | None = Field(default=None, sa_type=Text)
     """Message text, or the tool result truncated to RESULT_PREVIEW_CHARS."""
     ok: bool = True
@@ -44,6 +45,18 @@ class Event(SQLModel):
     """Wall-clock time (Unix seconds) the step was recorded."""
 
 
+class EventFields(TypedDict, total=False):
+    """The fields a recorder may give ``Trajectory.record`` (the step is numbered for it)."""
+
+    tool: str | None
+    ok: bool
+    tokens_in: int
+    tokens_out: int
+    tokens_cached: int
+    cost_usd: float | None
+    latency_s: float
+
+
 class Trajectory:
     """Append-only recorder handed to agents; events are numbered in order of arrival."""
 
@@ -51,22 +64,38 @@ class Trajectory:
         self.events: list[Event] = []
         self.blobs: dict[str, bytes] = {}
 
-    def record(self, kind: str, **fields: Any) -> Event:
-        content = fields.pop("content", None)
+    def record(
+        self,
+        kind: str,
+        content: str | bytes | None = None,
+        args: Mapping[str, object] | None = None,
+        **fields: Unpack[EventFields],
+    ) -> Event:
+        """Append one event; a ``content`` longer than RESULT_PREVIEW_CHARS is cut and kept
+        whole in ``blobs``. ``args`` is copied into the event as a dict (a TypedDict such as
+        ``ModelCallInfo`` is fine)."""
         if isinstance(content, bytes):
             content = content.decode("utf-8", errors="replace")
+        blob_ref: str | None = None
         if content is not None and len(content) > RESULT_PREVIEW_CHARS:
             import hashlib
 
             data = content.encode("utf-8", errors="replace")
             ref = hashlib.sha256(data).hexdigest()
             self.blobs[ref] = data
-            fields["blob_ref"] = ref
+            blob_ref = ref
             content = (
                 content[:RESULT_PREVIEW_CHARS]
                 + f"\n…[truncated, {len(data)} bytes in blob {ref[:12]}]"
             )
-        event = Event(step=len(self.events), kind=kind, content=content, **fields)
+        event = Event(
+            step=len(self.events),
+            kind=kind,
+            content=content,
+            blob_ref=blob_ref,
+            args=None if args is None else dict(args),
+            **fields,
+        )
         self.events.append(event)
         return event
 
