@@ -108,7 +108,7 @@ def suite_history(
     false call in a season of looks stays at most 1 − ``confidence``."""
     from harness.release.compare import paired_comparison
     from harness.release.floor import noise_floor, uses_common_random_numbers
-    from harness.release.source import primary_arms
+    from harness.release.source import primary_arms, stored_config, suite_config
     from harness.stats import alpha_for_look, schedule_name
 
     entries: list[HistoryRun] = []
@@ -116,7 +116,7 @@ def suite_history(
     for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
         rows = rows_by_run.get(run.id, [])
         level = 1 - alpha_for_look(1 - confidence, look) if sequential else confidence
-        denominator = ((run.config or {}).get("suite") or {}).get("denominator", "failure")
+        denominator = suite_config(run).get("denominator", "failure")
         baseline, _ = primary_arms(run) if run.arms else (None, None)
         noise = None
         aa = f"{baseline}-aa" if baseline else None
@@ -128,7 +128,7 @@ def suite_history(
                 denominator=denominator,
             )
             noise = noise_floor(
-                c, aa, common_random_numbers=uses_common_random_numbers(run.config, aa)
+                c, aa, common_random_numbers=uses_common_random_numbers(stored_config(run), aa)
             )
             if noise is not None:
                 noise["floor"] = max(abs(noise["lo"] or 0.0), abs(noise["hi"] or 0.0))

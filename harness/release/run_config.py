@@ -72,6 +72,8 @@ class StoredSuite(TypedDict, total=False):
 class StoredTask(TypedDict, total=False):
     """One task (``Task``); compared whole between runs, a few fields read by name."""
 
+    instruction: str
+    """The agent's first message (the viewer shows it)."""
     environment: str | None
     budgets: dict[str, object] | None
     variants: list[object]

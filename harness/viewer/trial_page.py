@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from graders.base import VerdictJson
+from harness.release.run_config import StoredTask
 from harness.report.render.numbers import money, num, pretty_json
 from harness.report.render.templating import render_template
 from harness.viewer.contexts import DiffRow, EventView, GraderView, ShownValue
@@ -248,6 +249,8 @@ def tokens_fact(t) -> str:
 
 def render_trial(store, trial_id: int) -> str | None:
     """The trial page, or None if there is no such trial."""
+    from harness.release.source import stored_config
+
     t = store.trial(trial_id)
     if t is None:
         return None
@@ -255,9 +258,9 @@ def render_trial(store, trial_id: int) -> str | None:
     evidence: Mapping[str, object] = t.evidence or {}
     # Stored by ``harness.trial`` as ``Verdict.to_json()`` records.
     graders = [cast(VerdictJson, g) for g in _objects(evidence.get("graders"))]
-    task_spec: dict[str, object] = {}
+    task_spec: StoredTask = {}
     if run is not None and isinstance(run.config, dict):
-        task_spec = (run.config.get("tasks") or {}).get(t.task_id) or {}
+        task_spec = (stored_config(run).get("tasks") or {}).get(t.task_id) or {}
     marks = violations_by_step(graders, evidence)
     events = []
     for ev in store.events(trial_id):

@@ -88,9 +88,10 @@ def gate_verdict(store, data: Report) -> GateResult | None:
     section out, so the report is never lost over it.
     """
     from harness.release.api import gate_run
+    from harness.release.source import stored_config
 
     run = store.get_run(data["run"]["id"])
-    suite = (run.config or {}).get("suite", {}) if run is not None else {}
+    suite = stored_config(run).get("suite", {}) if run is not None else {}
     if not isinstance(suite, dict) or not suite.get("gate"):
         return None
     try:
