@@ -208,6 +208,7 @@ class _ForwardingSandbox(Sandbox):
         self.image_id = inner.image_id
         self.workdir = inner.workdir
         self.socket_dir = inner.socket_dir
+        self.agent_path = inner.agent_path
 
     async def __call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         coro = getattr(self.__inner, name)(*args, **kwargs)

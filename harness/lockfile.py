@@ -1,7 +1,10 @@
 """Lock files: the image ids (and base image digests) a suite's environments resolved to.
 
 `harness lock suite.yaml` writes ``suite.lock.json`` beside the suite; `harness run --locked`
-refuses to start when any environment now resolves to something else, naming each one.
+refuses to start when any environment now resolves to something else, naming each one. The
+ready-made agents' CLI builds are pinned twice: per arm (``agents``: the CLI version) and,
+on a backend with images, per environment (its entry's ``agents``: the package spec and the
+id of the task image plus that CLI).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 from harness import __version__
 from harness.config.loader import ResolvedSuite
 from harness.errors import EnvironmentBuildError
-from harness.sandbox.base import SandboxProvider
+from harness.sandbox.base import AgentBuild, Environment, SandboxProvider
 
 
 class LockMismatch(EnvironmentBuildError):
@@ -30,7 +33,10 @@ async def current_entries(
 ) -> dict[str, dict[str, Any]]:
     if provider is None:
         return {}
-    return await provider.lock_entries(list(resolved.environments.values()))
+    environments = list(resolved.environments.values())
+    await provider.prepare(environments)
+    await provider.prepare_agents(agent_builds(resolved))
+    return await provider.lock_entries(environments)
 
 
 async def write_lock(
@@ -71,6 +77,37 @@ def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
     return pins
 
 
+def agent_builds(resolved: ResolvedSuite) -> list[tuple[Environment, AgentBuild]]:
+    """Every (environment, CLI build) the suite's arms need built into an image: each
+    ready-made agent arm runs every task, so each of its builds on every environment."""
+    from harness.agents import agent_class
+
+    builds: dict[str, AgentBuild] = {}
+    for arm in resolved.suite.arms:
+        build = agent_class(arm.agent).build(arm)
+        if build is not None:
+            builds.setdefault(build.key, build)
+    return [(env, b) for env in resolved.environments.values() for b in builds.values()]
+
+
+def _cli_mismatches(doc: dict[str, Any], resolved: ResolvedSuite) -> list[str]:
+    """The ready-made agents' CLI builds against the lock: each environment's package specs
+    (when the lock was made with images) and each arm's pin."""
+    from harness.sandbox.docker_images import agent_mismatches
+
+    problems = []
+    for env, build in agent_builds(resolved):
+        was = (doc["environments"].get(env.name) or {}).get("agents")
+        if was is not None:
+            now = {build.key: {"npm": build.spec}}
+            problems += agent_mismatches(env.name, was, now, fields=("npm",))
+    for arm, pin in agent_pins(resolved).items():
+        was = (doc.get("agents") or {}).get(arm)
+        if was != pin:
+            problems.append(f"arm '{arm}': agent {pin}, locked {was or 'nothing'}")
+    return problems
+
+
 async def check_lock_for(resolved: ResolvedSuite, provider: SandboxProvider | None) -> None:
     path = lock_path(resolved)
     if not path.is_file():
@@ -79,10 +116,9 @@ async def check_lock_for(resolved: ResolvedSuite, provider: SandboxProvider | No
         )
     doc = json.loads(path.read_text())
     locked = doc["environments"]
-    problems = mismatches(locked, await current_entries(resolved, provider))
-    for arm, pin in agent_pins(resolved).items():
-        was = (doc.get("agents") or {}).get(arm)
-        if was != pin:
-            problems.append(f"arm '{arm}': agent {pin}, locked {was or 'nothing'}")
+    # What the suite alone says first: a changed CLI is refused before it is downloaded.
+    problems = _cli_mismatches(doc, resolved)
+    if not problems:
+        problems = mismatches(locked, await current_entries(resolved, provider))
     if problems:
         raise LockMismatch(f"--locked: {path} does not match: " + "; ".join(problems))

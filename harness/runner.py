@@ -17,6 +17,7 @@ from harness import __version__, exitcodes
 from harness.config.loader import ResolvedSuite
 from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.executors import Executor
+from harness.lockfile import agent_builds
 from harness.orchestrator import RunOutcome, execute
 from harness.ownership import check_resumable
 from harness.plan import build_plan
@@ -177,6 +178,8 @@ async def _run(
 
             await check_lock_for(resolved, provider)
         image_ids = await provider.prepare(envs)
+        # ready-made agents' CLIs built into their own images (bwrap, unsafe-local: none)
+        await provider.prepare_agents(agent_builds(resolved))
         await provider.prepare_networks(_task_networks(resolved))  # tasks' own hosts
     all_jobs = build_plan(resolved)
     rc = RunContext(

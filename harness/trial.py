@@ -222,6 +222,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
             suite.limits,
             network=network_hosts(env, task.network) if task.network else None,
             socket_dir=socket_dir,
+            agent=agent_binding.cls.build(arm),
         )
         try:
             sandbox = await rc.provider.create(request)

@@ -92,6 +92,7 @@ def trial_row(
         malformed_tool_calls=usage.malformed_tool_calls,
         image_id=(sandbox.image_id if sandbox is not None else None)
         or rc.image_ids.get(task.environment or "", None),
+        task_image_id=rc.image_ids.get(task.environment or "", None),
         attempts=attempts,
         harm_severity=harm_severity,
         grader_versions=grader_versions or {},

@@ -29,7 +29,7 @@ from harness.config.models import (
     Variant,
 )
 from harness.errors import BudgetExceeded, EpisodeEnded
-from harness.sandbox.base import Environment, ExecResult, Sandbox
+from harness.sandbox.base import AgentBuild, Environment, ExecResult, Sandbox
 from harness.trajectory import Trajectory
 
 
@@ -284,9 +284,8 @@ class Agent(abc.ABC):
     Optional capabilities, with defaults here (never probed with ``hasattr``):
     ``wants_socket_dir`` (a program inside the sandbox talks to the metering proxy, so
     the proxy's socket directory is mounted there) and ``pinned`` (the build of a
-    ready-made agent, written to the lock file). ``wants_socket_dir`` is an optional capability
-    with a default: agents that run a program inside the sandbox against the metering
-    proxy ask for the proxy's socket directory to be mounted there.
+    ready-made agent, written to the lock file) and ``build`` (the CLI a ready-made agent
+    needs built into the task's image).
     """
 
     name: ClassVar[str]
@@ -308,6 +307,13 @@ class Agent(abc.ABC):
     def pinned(cls, arm: Arm) -> str | None:
         """The build of a ready-made agent this arm runs, recorded in the lock file (and
         checked by ``--locked``). Default: None (nothing to pin)."""
+        return None
+
+    @classmethod
+    def build(cls, arm: Arm) -> AgentBuild | None:
+        """The CLI build a ready-made agent installs into the task's image at image-build
+        time (one image per environment and build, pinned beside the task image). Default:
+        None (the agent needs nothing in the image)."""
         return None
 
     @abc.abstractmethod

@@ -9,9 +9,11 @@ through the metering proxy: Claude Code through ``ANTHROPIC_BASE_URL`` (the arm'
 (``model.api: openai``). Tokens, cost, budgets, the real key and the trajectory work exactly
 as for ``command``.
 
-In a Docker sandbox the executable is linked into the trial's read-only ``/run/harness``
-mount and runs inside the network-less container; on a ``local`` sandbox it runs on the
-host in the sandbox directory.
+On Docker the executable is built into the task's image at image-build time (``build``:
+one image per environment and CLI build, pinned beside the task image and recorded in the
+lock file) and runs from there inside the network-less container. Backends without images
+(``bwrap``, ``unsafe-local``) run the host's staged executable as a host program, in the
+sandbox directory on ``unsafe-local``.
 
 Params:
   version    the CLI version (default: the pinned ``VERSION`` below)
@@ -22,6 +24,7 @@ Params:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shlex
 from typing import Any, ClassVar
 
@@ -30,10 +33,10 @@ from pydantic import Field
 
 from harness.agents.base import Agent, AgentContext, AgentResult
 from harness.agents.command import CommandAgent
-from harness.agents.npm_stage import CliPackage, place, stage
+from harness.agents.npm_stage import CliPackage, stage
 from harness.config.models import Arm, Options
 from harness.errors import ConfigError
-from harness.sandbox.base import SOCKET_MOUNT
+from harness.sandbox.base import AgentBuild
 
 _QUIET_HOME = 'export HOME="$(mktemp -d)"; trap \'rm -rf "$HOME"\' EXIT; '
 """A fresh, writable home for the CLI's own state (settings, sessions), per trial."""
@@ -59,12 +62,27 @@ class _CliAgent(Agent):
 
     @classmethod
     def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
-        return True  # the proxy's socket and the executable both arrive through it
+        return True  # the metering proxy's socket (the executable is in the image)
 
     @classmethod
     def pinned(cls, arm: Arm) -> str:
         """The CLI build this arm runs, as written to the lock file."""
-        return f"{cls.label}@{arm.params.get('version') or cls.VERSION}"
+        return f"{cls.label}@{cls._version(arm.params)}"
+
+    @classmethod
+    def build(cls, arm: Arm) -> AgentBuild:
+        """The CLI build this arm installs into the task's image (fetched on this host)."""
+        package = cls().package(cls._version(arm.params))
+        return AgentBuild(
+            key=f"{cls.name}-{package.version}",
+            spec=package.spec,
+            executable=package.executable.rsplit("/", 1)[-1],
+            fetch=functools.partial(stage, package),
+        )
+
+    @classmethod
+    def _version(cls, params: dict[str, Any]) -> str:
+        return str(params.get("version") or cls.VERSION)
 
     def package(self, version: str) -> CliPackage:
         raise NotImplementedError
@@ -86,14 +104,11 @@ class _CliAgent(Agent):
         args = params.get("args") or []
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ConfigError("suite", f"{where}.params.args", "must be a list of strings")
-        package = self.package(str(params.get("version") or self.VERSION))
-        exe = await anyio.to_thread.run_sync(stage, package)
-        socket_dir = ctx.sandbox.socket_dir
-        if socket_dir:
-            name = f"{self.name}-{package.version}"
-            await anyio.to_thread.run_sync(place, exe, socket_dir, name)
-            path, mode = f"{SOCKET_MOUNT}/{name}", "sandbox"
-        else:
+        package = self.package(self._version(params))
+        if ctx.sandbox.agent_path:  # built into the sandbox's image
+            path, mode = ctx.sandbox.agent_path, "sandbox"
+        else:  # no image: the host's staged executable
+            exe = await anyio.to_thread.run_sync(stage, package)
             path, mode = str(exe), "host"
         command_params: dict[str, Any] = {
             "command": self.command(path, args),

@@ -3,9 +3,9 @@
 Claude Code and Codex CLI ship their Linux x64 builds as self-contained native executables
 inside npm packages (``@anthropic-ai/claude-code-linux-x64``, ``@openai/codex`` at its
 ``-linux-x64`` version). ``npm install --prefix`` puts the pinned version in
-``$HARNESS_CLI_CACHE`` (default ``~/.cache/harness/cli``); sandboxes get the executable
-through their read-only ``/run/harness`` mount, so nothing inside a container needs network
-or Node.js. Install scripts never run (``--ignore-scripts``): the executable is in the
+``$HARNESS_CLI_CACHE`` (default ``~/.cache/harness/cli``); the Docker backend copies the
+executable into an image built on the task's image (``docker_agent_images``), so nothing
+inside a container needs network or Node.js. Install scripts never run (``--ignore-scripts``): the executable is in the
 tarball.
 """
 
@@ -94,15 +94,4 @@ def stage(package: CliPackage, timeout_s: float = 600.0) -> Path:
     return exe
 
 
-def place(exe: Path, directory: str, name: str) -> str:
-    """Put ``exe`` into ``directory`` as ``name`` (a hard link when the file system allows,
-    else a copy) and return the new path."""
-    target = os.path.join(directory, name)
-    try:
-        os.link(exe, target)
-    except OSError:
-        shutil.copy2(exe, target)
-    return target
-
-
-__all__ = ["CliPackage", "cache_root", "install_dir", "place", "stage", "staged"]
+__all__ = ["CliPackage", "cache_root", "install_dir", "stage", "staged"]

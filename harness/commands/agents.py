@@ -1,8 +1,9 @@
 """Commands about the ready-made agents: `harness agents stage` fetches their CLIs ahead.
 
-A trial of ``claude-code`` or ``codex`` installs the pinned CLI from the npm registry on
-first use; staging it beforehand (on a CI machine, or before a run that must not wait on the
-network) puts the same pinned bytes into the host cache the trials read.
+A run with a ``claude-code`` or ``codex`` arm installs the pinned CLI from the npm registry
+into a host cache on first use (on Docker when it builds the CLI into the task's image,
+before the run starts); staging it beforehand (on a CI machine, or before a run that must not
+wait on the network) puts the same pinned bytes into that cache.
 """
 
 from __future__ import annotations

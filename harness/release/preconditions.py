@@ -40,9 +40,11 @@ def _grader_versions(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[
 
 
 def _images(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[str]]:
+    """Task -> the environment images its trials started from: the task image under a
+    ready-made agent's CLI layer, so a CLI arm pairs with any other arm on the same image."""
     out: dict[str, set[str]] = defaultdict(set)
     for r in rows:
-        image = r.get("image_id")
+        image = r.get("task_image_id") or r.get("image_id")
         if r["task_id"] in tasks and image:
             out[r["task_id"]].add(image)
     return out

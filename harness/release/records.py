@@ -136,6 +136,8 @@ class TrialRecord(TypedDict, total=False):
     cost_usd: float | None
     grader_versions: dict[str, str]
     image_id: str | None
+    task_image_id: str | None
+    """The environment's image under ``image_id`` (they differ for ready-made agent CLIs)."""
 
 
 _ClassName = TypedDict("_ClassName", {"class": str}, total=False)

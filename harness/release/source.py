@@ -28,6 +28,7 @@ ROW_COLUMNS = column_names(
     Trial.cost_usd,
     Trial.grader_versions,
     Trial.image_id,
+    Trial.task_image_id,
 )
 
 

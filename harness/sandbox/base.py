@@ -49,9 +49,35 @@ class SandboxRequest:
     """A host directory of unix sockets (the metering proxy's) that an isolated backend
     mounts read-only at ``SOCKET_MOUNT``: the one host path a container may see, asked for
     only by agents that run a program inside the sandbox against the proxy."""
+    agent: AgentBuild | None = None
+    """The ready-made agent CLI the trial's arm runs: a backend with images (Docker) creates
+    the sandbox from the environment's image with it installed at ``agent.path``."""
 
 
 SOCKET_MOUNT = "/run/harness"
+AGENT_DIR = "/opt/harness/agents"
+"""Where an image built for a ready-made agent holds its executable (``AgentBuild.path``)."""
+
+
+@dataclass(frozen=True)
+class AgentBuild:
+    """One pinned build of a ready-made agent's CLI, to install into images at build time.
+
+    ``fetch`` is blocking and returns the executable on this host (installed once from the
+    package registry into a cache); a backend with images copies it in, others run it."""
+
+    key: str
+    """Directory name below ``AGENT_DIR`` and lock-file key, e.g. ``codex-0.171.0``."""
+    spec: str
+    """The package registry spec the bytes come from, e.g. ``@openai/codex@0.171.0-linux-x64``."""
+    executable: str
+    """The executable's file name, e.g. ``codex``."""
+    fetch: Callable[[], Path] = field(compare=False, repr=False)
+
+    @property
+    def path(self) -> str:
+        """The executable's path inside an image built for it."""
+        return f"{AGENT_DIR}/{self.key}/{self.executable}"
 
 
 def network_hosts(environment: Environment, task_hosts: list[str] | None = None) -> list[str]:
@@ -69,6 +95,10 @@ class Sandbox(abc.ABC):
     socket_dir: str | None = None
     """The host side of ``SOCKET_MOUNT`` when the request asked for one and the backend
     mounted it (Docker); None elsewhere."""
+    agent_path: str | None = None
+    """Where the requested ``AgentBuild``'s executable is inside this sandbox, when the
+    backend built it into the sandbox's image (Docker); None: the backend has no image, so
+    the agent runs the host's executable."""
 
     @abc.abstractmethod
     async def exec(
@@ -166,6 +196,14 @@ class SandboxProvider(abc.ABC):
         """Lock-file entries per environment name. Default: the pinned image id."""
         ids = await self.prepare(environments)
         return {name: {"image_id": image_id} for name, image_id in ids.items()}
+
+    async def prepare_agents(
+        self, wanted: list[tuple[Environment, AgentBuild]]
+    ) -> dict[str, dict[str, str]]:
+        """At image-build time, before any trial: build for each (environment, agent CLI)
+        pair an image holding the CLI; return environment -> ``AgentBuild.key`` -> image id.
+        Default: nothing to build (a backend without images runs the host's executable)."""
+        return {}
 
     async def healthy(self) -> bool:
         """Is the infrastructure up? The circuit breaker probes it while most attempts

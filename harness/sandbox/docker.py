@@ -3,6 +3,9 @@
 Images are built or resolved once per run and pinned to immutable ids
 (:mod:`harness.sandbox.docker_images`); each sandbox is a NEW container created from the
 pinned id (never a tag), never reused across trials, and force-removed when the attempt ends.
+A trial of a ready-made agent (Claude Code, Codex CLI) starts instead from an image built at
+the same time from the pinned id plus that CLI's executable
+(:mod:`harness.sandbox.docker_agent_images`).
 
 Hardening of every container (defaults, see ``DockerProvider``):
 
@@ -28,6 +31,7 @@ Docker API failures raise ``SandboxError`` (infrastructure: retried); broken rec
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -39,9 +43,10 @@ from pydantic import Field
 
 from harness.config.models import Options
 from harness.errors import EnvironmentBuildError, SandboxError
-from harness.sandbox import docker_gc, docker_images, docker_network
+from harness.sandbox import docker_agent_images, docker_gc, docker_images, docker_network
 from harness.sandbox.base import (
     SOCKET_MOUNT,
+    AgentBuild,
     Environment,
     ImageFetch,
     SandboxProvider,
@@ -136,6 +141,7 @@ class DockerProvider(SandboxProvider):
         self._allowlists: dict[tuple[str, tuple[str, ...]], docker_network.Allowlist] = {}
         """(environment, allowed hosts) -> its egress-restricted network."""
         self._network_lock: anyio.Lock | None = None
+        self._agent_lock: anyio.Lock | None = None
 
     async def _run(self, fn: Callable[..., T], *args: Any, abandon_on_cancel=False) -> T:
         return await anyio.to_thread.run_sync(
@@ -156,6 +162,37 @@ class DockerProvider(SandboxProvider):
                 )
             await self._network_for(env, network_hosts(env))
         return {env.name: self._pinned[env.name].image_id for env in environments}
+
+    async def prepare_agents(
+        self, wanted: list[tuple[Environment, AgentBuild]]
+    ) -> dict[str, dict[str, str]]:
+        """Build (or reuse) ONCE per (environment, agent CLI) the environment's pinned image
+        plus that CLI's executable, and pin it beside the task image.
+
+        Returns environment -> ``AgentBuild.key`` -> image id. A CLI that cannot be fetched
+        or built raises ``EnvironmentBuildError``; Docker trouble ``SandboxError``."""
+        if self._agent_lock is None:
+            self._agent_lock = anyio.Lock()
+        out: dict[str, dict[str, str]] = {}
+        for env, build in wanted:
+            if env.name not in self._pinned:
+                await self.prepare([env])
+            async with self._agent_lock:
+                pinned = self._pinned[env.name]
+                if build.key not in pinned.agents:
+                    image_id = await self._run(
+                        docker_agent_images.bake_agent,
+                        self._client,
+                        env.name,
+                        pinned.image_id,
+                        build,
+                    )
+                    agents = {**pinned.agents, build.key: {"npm": build.spec, "image_id": image_id}}
+                    self._pinned[env.name] = dataclasses.replace(pinned, agents=agents)
+            out.setdefault(env.name, {})[build.key] = self._pinned[env.name].agents[build.key][
+                "image_id"
+            ]
+        return out
 
     async def prepare_networks(self, wanted: Iterable[tuple[Environment, list[str]]]) -> None:
         """Create, before any trial, the allowlist networks of tasks that add hosts of their
@@ -179,8 +216,9 @@ class DockerProvider(SandboxProvider):
         return self._allowlists[key].network_name
 
     async def lock_entries(self, environments: list[Environment]) -> dict[str, dict]:
-        """Lock-file entries (image id, recipe image id, base images, files digest) per
-        environment name, preparing the environments first. Compare two with ``check_lock``."""
+        """Lock-file entries (image id, recipe image id, base images, files digest, and the
+        agent CLIs prepared so far) per environment name, preparing the environments first.
+        Compare two with ``check_lock``."""
         await self.prepare(environments)
         return {
             env.name: docker_images.lock_entry(env, self._pinned[env.name]) for env in environments
@@ -190,7 +228,7 @@ class DockerProvider(SandboxProvider):
 
     # ------------------------------------------------------------------ sandboxes
     def _create_kwargs(
-        self, request: SandboxRequest, pinned: PinnedImage, network: str
+        self, request: SandboxRequest, image_id: str, network: str
     ) -> dict[str, Any]:
         spec = request.environment.spec
         limits = request.limits
@@ -209,7 +247,7 @@ class DockerProvider(SandboxProvider):
             mounts=self._socket_mounts(request),
         )
         return dict(
-            image=request.image_id or pinned.image_id,
+            image=image_id,
             entrypoint=["sleep", "infinity"],
             command=[],
             name=f"harness-{uuid.uuid4().hex[:12]}",
@@ -244,9 +282,14 @@ class DockerProvider(SandboxProvider):
         env = request.environment
         if env.name not in self._pinned:
             await self.prepare([env])
+        image_id = request.image_id or self._pinned[env.name].image_id
+        agent_path = None
+        if request.agent is not None:  # the task image plus the arm's CLI
+            built = await self.prepare_agents([(env, request.agent)])
+            image_id, agent_path = built[env.name][request.agent.key], request.agent.path
         pinned = self._pinned[env.name]
         hosts = request.network if request.network is not None else network_hosts(env)
-        kwargs = self._create_kwargs(request, pinned, await self._network_for(env, hosts))
+        kwargs = self._create_kwargs(request, image_id, await self._network_for(env, hosts))
         try:
             cid = await self._run(self._create_sync, kwargs)
         except docker_errors() as exc:
@@ -260,7 +303,9 @@ class DockerProvider(SandboxProvider):
             with anyio.CancelScope(shield=True):
                 await self._remove(kwargs["name"])
             raise
-        return DockerSandbox(self, cid, pinned, env.spec.workdir, request.socket_dir)
+        return DockerSandbox(
+            self, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
+        )
 
     async def _remove(self, container: str) -> None:
         import docker.errors
@@ -303,31 +348,34 @@ class DockerProvider(SandboxProvider):
         return docker_gc.gc(self._client, running_run_ids)
 
     def pinned_images(self) -> dict[str, PinnedImage]:
-        """The images this provider pinned, per environment (worker nodes adopt them)."""
+        """The images this provider pinned, per environment, each with the agent-CLI images
+        built on it (worker nodes adopt them all)."""
         return dict(self._pinned)
 
     async def adopt_images(self, pinned: dict[str, Any], fetch: ImageFetch | None) -> None:
-        """Use the driver's pinned images on this node, after checking the daemon has each
-        id; an image it lacks is loaded from ``fetch(image_id)`` and its id checked."""
+        """Use the driver's pinned images (agent-CLI images included) on this node, after
+        checking the daemon has each id; an image it lacks is loaded from ``fetch(image_id)``
+        and its id checked."""
         import socket
 
         import docker.errors
 
         host = socket.gethostname()
         for name, image in pinned.items():
-            try:
-                await anyio.to_thread.run_sync(self._client.images.get, image.image_id)
-            except docker.errors.ImageNotFound:
-                if fetch is None:
-                    raise SandboxError(
-                        f"node {host} has no image {image.image_id[:19]} pinned for "
-                        f"environment '{name}': give worker nodes the driver's images (docker "
-                        "save | docker load, or a registry pull by digest), or leave "
-                        "executor_options.ship_images on"
-                    ) from None
-                await anyio.to_thread.run_sync(self._load, fetch, image.image_id)
-            except docker.errors.DockerException as exc:
-                raise SandboxError(f"node {host}: {exc}") from exc
+            for image_id in image.all_image_ids():
+                try:
+                    await anyio.to_thread.run_sync(self._client.images.get, image_id)
+                except docker.errors.ImageNotFound:
+                    if fetch is None:
+                        raise SandboxError(
+                            f"node {host} has no image {image_id[:19]} pinned for "
+                            f"environment '{name}': give worker nodes the driver's images "
+                            "(docker save | docker load, or a registry pull by digest), or "
+                            "leave executor_options.ship_images on"
+                        ) from None
+                    await anyio.to_thread.run_sync(self._load, fetch, image_id)
+                except docker.errors.DockerException as exc:
+                    raise SandboxError(f"node {host}: {exc}") from exc
             self._pinned[name] = image
 
     def _load(self, fetch: ImageFetch, image_id: str) -> None:

@@ -59,9 +59,13 @@ class DockerSandbox(Sandbox):
         pinned: PinnedImage,
         workdir: str,
         socket_dir: str | None = None,
+        image_id: str | None = None,
+        agent_path: str | None = None,
     ):
         self.id = container_id
-        self.image_id: str | None = pinned.image_id
+        self.image_id: str | None = image_id or pinned.image_id
+        """The image this container runs: the pinned one, or that plus an agent CLI."""
+        self.agent_path = agent_path
         self.workdir: str = workdir
         self.socket_dir = socket_dir
         self._provider = provider

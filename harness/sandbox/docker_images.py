@@ -59,6 +59,13 @@ class PinnedImage:
     files_digest: str | None = None
     base_images: dict[str, dict[str, Any]] = field(default_factory=dict)
     """For a Dockerfile: each FROM image -> {"id", "digests"}; for a ref: the ref itself."""
+    agents: dict[str, dict[str, str]] = field(default_factory=dict)
+    """``AgentBuild.key`` -> {"npm": its spec, "image_id": this image plus that CLI}, for the
+    ready-made agent CLIs the run's arms need (``docker_agent_images``)."""
+
+    def all_image_ids(self) -> list[str]:
+        """Every image a sandbox of this environment may start from (worker nodes need all)."""
+        return [self.image_id, *(a["image_id"] for a in self.agents.values())]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -415,6 +422,7 @@ def lock_entry(env: Environment, pinned: PinnedImage) -> dict[str, Any]:
         "recipe_image_id": pinned.recipe_image_id,
         "base_images": pinned.base_images,
         "files_digest": pinned.files_digest,
+        "agents": {key: dict(agent) for key, agent in sorted(pinned.agents.items())},
     }
 
 
@@ -424,7 +432,8 @@ def check_lock(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
     Returns one human-readable line per mismatch, each naming the environment; an empty list
     means every environment in ``current`` resolves exactly as locked. Environments present
     only in ``locked`` are ignored (a suite may run a subset). Checked: the pinned image id,
-    the recipe image id, every base image id, and the files digest.
+    the recipe image id, every base image id, the files digest, and each agent CLI's package
+    spec and image (an agent CLI only in ``locked`` is ignored too).
     """
     problems: list[str] = []
     for name in sorted(current):
@@ -447,7 +456,34 @@ def check_lock(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
                 problems.append(
                     f"environment '{name}': base image '{ref}' is {b} but the lock says {a}"
                 )
+        problems += agent_mismatches(name, was.get("agents") or {}, now.get("agents") or {})
     return problems
+
+
+def agent_mismatches(
+    name: str,
+    was: dict[str, dict],
+    now: dict[str, dict],
+    fields: tuple[str, ...] = ("npm", "image_id"),
+) -> list[str]:
+    """One line per agent CLI of environment ``name`` whose ``fields`` (package spec, image
+    id) changed or that the lock (``was``) does not hold."""
+    out = []
+    for key in sorted(now):
+        if key not in was:
+            has = f" (it has {', '.join(sorted(was))})" if was else ""
+            out.append(
+                f"environment '{name}': agent CLI {key} ({now[key].get('npm')}) is not in the "
+                f"lock file{has}"
+            )
+            continue
+        for field_ in fields:
+            if was[key].get(field_) != now[key].get(field_):
+                out.append(
+                    f"environment '{name}': agent CLI {key} {field_} is {now[key].get(field_)} "
+                    f"but the lock says {was[key].get(field_)}"
+                )
+    return out
 
 
 # ----------------------------------------------------------------------------- shipping

@@ -21,6 +21,7 @@ from pydantic import Field, PrivateAttr
 from harness.config.models import Options as BackendOptions
 from harness.errors import SandboxError
 from harness.sandbox.base import (
+    AgentBuild,
     Environment,
     ExecResult,
     Sandbox,
@@ -33,7 +34,7 @@ class FaultySandbox(Sandbox):
     def __init__(self, inner: Sandbox, kill_at: int | None):
         self.inner = inner
         self.id, self.image_id, self.workdir = inner.id, inner.image_id, inner.workdir
-        self.socket_dir = inner.socket_dir
+        self.socket_dir, self.agent_path = inner.socket_dir, inner.agent_path
         self.kill_at = kill_at
         self.calls = 0
 
@@ -123,6 +124,11 @@ class FaultyProvider(SandboxProvider):
 
     async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
         return await self.inner.prepare(environments)
+
+    async def prepare_agents(
+        self, wanted: list[tuple[Environment, AgentBuild]]
+    ) -> dict[str, dict[str, str]]:
+        return await self.inner.prepare_agents(wanted)
 
     async def create(self, request: SandboxRequest) -> FaultySandbox:
         if self.rng.random() < self.create_failure:

@@ -64,10 +64,17 @@ def _v4(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE trials ADD COLUMN failure_kind VARCHAR"))
 
 
+def _v5(conn: Connection) -> None:
+    """trials.task_image_id: the environment's image under a ready-made agent's CLI image."""
+    if "task_image_id" not in {c["name"] for c in inspect(conn).get_columns("trials")}:
+        conn.execute(text("ALTER TABLE trials ADD COLUMN task_image_id VARCHAR"))
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
     (3, _v3),
     (4, _v4),
+    (5, _v5),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -105,6 +105,11 @@ class TrialRow(TrialKey):
     malformed_tool_calls: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     """Tool calls naming an unknown tool or carrying non-object arguments."""
     image_id: str | None = None
+    """The image the trial's sandbox ran: the environment's pinned image, or for a ready-made
+    agent that image plus the agent's CLI (one layer more)."""
+    task_image_id: str | None = None
+    """The environment's pinned image underneath (``runs.image_ids``): what pairs trials of
+    two arms on one task, whatever CLI either arm added on top."""
     attempts: int = 1
     harm_severity: float = 0.0
     """Largest severity of the harms found (low 1, medium 2, high 3, critical 4); 0 = none."""

@@ -201,6 +201,13 @@ def _attempts(store, t) -> list:
         return sorted(s.exec(q), key=lambda a: a.attempt)
 
 
+def image_fact(t) -> str:
+    """The image the trial ran, and the task image under it when an agent CLI was added."""
+    if t.task_image_id and t.image_id and t.task_image_id != t.image_id:
+        return f"{t.image_id} (task image {t.task_image_id} + agent CLI)"
+    return t.image_id or "—"
+
+
 def facts(t) -> list[list[tuple[str, Any, str]]]:
     """(label, value, kind) pairs in two columns; kind is 'text', 'badge' or 'code'."""
     rows = [
@@ -212,7 +219,7 @@ def facts(t) -> list[list[tuple[str, Any, str]]]:
         ("class / cluster", f"{t.task_class or ''} / {t.cluster or ''}", "text"),
         ("trial index", t.trial_index, "text"),
         ("seed", t.seed, "code"),
-        ("image id", t.image_id or "—", "code"),
+        ("image id", image_fact(t), "code"),
         ("attempts", t.attempts, "text"),
         ("tokens", tokens_fact(t), "text"),
         ("cost", money(t.cost_usd) if t.cost_usd is not None else "unknown", "text"),

@@ -117,12 +117,13 @@ def test_v1_store_gains_malformed_tool_calls(tmp_path):
     with sqlite3.connect(path) as conn:  # roll the file back to schema version 1
         conn.execute("ALTER TABLE trials DROP COLUMN malformed_tool_calls")
         conn.execute("ALTER TABLE trials DROP COLUMN failure_kind")
+        conn.execute("ALTER TABLE trials DROP COLUMN task_image_id")
         conn.execute("DELETE FROM schema_version WHERE version > 1")
     store = Store(f"sqlite:///{path}")
     assert store.migrate() == SCHEMA_VERSION
     with sqlite3.connect(path) as conn:
         columns = {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
-    assert {"malformed_tool_calls", "failure_kind"} <= columns
+    assert {"malformed_tool_calls", "failure_kind", "task_image_id"} <= columns
     store.close()
 
 
@@ -177,7 +178,7 @@ def _v2_store_gains_unknown_tokens(url: str, roll_back) -> None:
     _roundtrip(url)
     roll_back()
     store = Store(url)
-    assert store.migrate() == SCHEMA_VERSION == 4 and _nullable_tokens(store)
+    assert store.migrate() == SCHEMA_VERSION == 5 and _nullable_tokens(store)
     with store.engine.connect() as conn:
         (tid, tokens_in) = conn.exec_driver_sql("SELECT id, tokens_in FROM trials").one()
     assert tokens_in == 10 and [e.tool for e in store.events(tid)] == ["find_user"]

@@ -132,6 +132,8 @@ def _expected(trial: dict, did: dict, run: dict) -> dict:
         "model_calls": did["model_calls"],
         "malformed_tool_calls": did["malformed"],
         "image_id": json.loads(run["image_ids"])["shell"],
+        # no agent CLI on top: the task image is the image the trial ran
+        "task_image_id": json.loads(run["image_ids"])["shell"],
         "attempts": 1,
         "harm_severity": HARM if did["harmful"] else 0.0,
         "grader_versions": {"answer_match": "1", **({"trajectory": "1"} if harm_task else {})},

@@ -7,6 +7,9 @@ ask) with a tool call that edits the file and prints the program's environment, 
 message. Checks: the correct script passes and the wrong one fails on the grader's verdict;
 tokens and cost on each trial row equal the script's usage × prices; the budget stops both
 CLIs as the agent's failure; the real key reaches the upstream and never the container.
+Each CLI ran from the task image plus its executable (built before the run, recorded on the
+trial rows and in the lock file), nothing of it in ``/run/harness``; `--locked` refuses a
+changed CLI version.
 
 The CLIs come from the npm registry on first use (cached in ``$HARNESS_CLI_CACHE``; CI
 stages them ahead with `harness agents stage`).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -65,7 +69,11 @@ def script(req: RecordedRequest) -> Turn:
     usage = {"usage": USAGE, "cached": CACHED}
     if _answered(req) or not body.get("tools"):
         return Turn(f"Done: port is {value}.", **usage)
-    edit = f"sed -i 's/^port=.*/port={value}/' etc/app.conf && env"
+    # RUN""HARNESS: the listing's marker appears only in the command's output.
+    edit = (
+        f"sed -i 's/^port=.*/port={value}/' etc/app.conf && env && "
+        "echo RUN\"\"HARNESS=$(ls -A /run/harness | tr '\\n' ,)"
+    )
     tool = ("Bash", {"command": edit, "description": "edit"})
     if req.path.rstrip("/").endswith("/responses"):
         tool = ("exec_command", {"cmd": edit})
@@ -128,6 +136,9 @@ def test_cli_agents_run_in_docker_through_the_proxy(tmp_path, docker_client):
     bodies = [r.body.decode("utf-8", "replace") for r in requests]
     # The tool ran `env` inside the container: its output came back in a tool result.
     assert any("harness-trial-" in b for b in bodies)
+    # /run/harness holds the proxy's socket only: the CLI comes from the image.
+    listed = {m for b in bodies for m in re.findall(r"RUNHARNESS=([^\s\"\\]*)", b)}
+    assert listed and all(re.fullmatch(r"(model-[0-9a-f]{8}\.sock,)+", m) for m in listed), listed
     assert not any(KEY in b for b in bodies)
     for r in requests:
         if r.path.rstrip("/").endswith("/messages"):
@@ -155,3 +166,37 @@ def test_cli_agents_run_in_docker_through_the_proxy(tmp_path, docker_client):
         budget = rows[(f"{agent}-right", "shell/config-port-budget")]
         assert budget["status"] == "failed" and "max_tokens" in budget["reason"], budget
         assert budget["tokens_in"] == 2 * USAGE[0]
+    _check_images_and_lock(suite, db, rows, docker_client)
+
+
+def _check_images_and_lock(suite: Path, db: Path, rows: dict, docker_client) -> None:
+    """Each CLI arm ran the task image plus its CLI (the image the lock file pins), its rows
+    pair on the task image, and `--locked` refuses another CLI version before fetching it."""
+    locked = run_cli("lock", str(suite), env={KEY_ENV: KEY})
+    assert locked.returncode == 0, locked.stdout + locked.stderr
+    entry = json.loads(suite.with_suffix(".lock.json").read_text())["environments"]["shell"]
+    with sqlite3.connect(db) as conn:
+        (image_ids,) = conn.execute("SELECT image_ids FROM runs").fetchone()
+    task_image = json.loads(image_ids)["shell"]
+    assert entry["image_id"] == task_image
+    from harness.agents.cli_agents import ClaudeCodeAgent, CodexAgent
+
+    for cls in (ClaudeCodeAgent, CodexAgent):
+        pin = entry["agents"][f"{cls.name}-{cls.VERSION}"]
+        assert pin["npm"] == cls().package(cls.VERSION).spec
+        ran = {r["image_id"] for (arm, _), r in rows.items() if arm.startswith(cls.name)}
+        under = {r["task_image_id"] for (arm, _), r in rows.items() if arm.startswith(cls.name)}
+        assert ran == {pin["image_id"]} and under == {task_image}
+        layers = docker_client.images.get(pin["image_id"]).attrs["RootFS"]["Layers"]
+        assert layers[:-1] == docker_client.images.get(task_image).attrs["RootFS"]["Layers"]
+    doc = yaml.safe_load(suite.read_text())
+    doc["arms"][2]["params"] = {"version": "0.170.0"}  # codex-right
+    suite.write_text(yaml.safe_dump(doc))
+    refused = run_cli(
+        "run", str(suite), "--locked", "--store", f"sqlite:///{db}", "-q", env={KEY_ENV: KEY}
+    )
+    assert refused.returncode == 5, refused.stdout + refused.stderr
+    assert (
+        "environment 'shell': agent CLI codex-0.170.0 (@openai/codex@0.170.0-linux-x64) is "
+        "not in the lock file" in refused.stderr
+    ), refused.stderr

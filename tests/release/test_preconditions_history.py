@@ -98,6 +98,23 @@ def test_refuses_different_budgets_and_environment_versions(store):
     assert "environment 'e' version None in r1:base vs 2 in r2:base" in msgs
 
 
+def test_a_cli_arm_pairs_on_the_task_image_under_its_cli_layer(store):
+    """A ready-made agent's trials ran the task image plus its CLI (``image_id``); they pair
+    with another arm's on the task image underneath, and only on that."""
+    task_image, cli_image, other = "sha256:" + "a" * 64, "sha256:" + "b" * 64, "sha256:" + "c" * 64
+    base = [r | {"image_id": task_image, "task_image_id": task_image} for r in seed001("A")]
+    rows = [r | {"image_id": cli_image} if r["arm"] == "cand" else r for r in base]
+    make_run(store, "r1", rows, arms=["base", "cand"])
+    c = compare_runs(store, "r1:base", "r1:cand")
+    assert not c["differences"] and not c["refused"] and c["table"]["fixed"] == 5
+    moved = [r | {"task_image_id": other} if r["arm"] == "cand" else r for r in rows]
+    make_run(store, "r2", moved, arms=["base", "cand"])
+    c = compare_runs(store, "r2:base", "r2:cand")
+    assert c["refused"]
+    assert [d["check"] for d in c["differences"]] == ["images"]
+    assert "aaaaaaaaaaaa vs cccccccccccc" in c["differences"][0]["message"]
+
+
 def test_unknown_arm_is_a_config_error(store):
     make_run(store, "r1", _rows("base", [1]), arms=["base"])
     with pytest.raises(ConfigError, match="no arm 'x'"):
