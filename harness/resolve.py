@@ -9,9 +9,10 @@ sandbox or trial exists; the CLI prints it as one line and exits 2.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -115,7 +116,7 @@ def choose_sandbox(requested: str, file: str = "suite", line: int | None = None)
     )
 
 
-def load(path: str | Path, overrides: dict[str, Any] | None = None) -> Resolved:
+def load(path: str | Path, overrides: Mapping[str, object] | None = None) -> Resolved:
     """Load a suite (``harness.config``) and resolve it: the one entry point for commands.
     ``module:Class`` names may live in modules beside the suite file."""
     import_beside(path)
@@ -143,7 +144,12 @@ def _error(config: ResolvedSuite, loc: Path_, message: str) -> ConfigError:
     return ConfigError(str(config.path), field_path(loc), message, nearest_line(config.lines, loc))
 
 
-def _options(config: ResolvedSuite, loc: Path_, check: Any, raw: dict[str, Any]) -> Options:
+def _options(
+    config: ResolvedSuite,
+    loc: Path_,
+    check: Callable[[dict[str, object]], Options],
+    raw: dict[str, object],
+) -> Options:
     """``check(raw)`` (a model's validation), its first error as a one-line ConfigError."""
     try:
         return check(raw)

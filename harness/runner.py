@@ -6,15 +6,16 @@ import os
 import secrets
 import signal
 import socket
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import anyio
 
 from harness import __version__, exitcodes
 from harness.config.loader import ResolvedSuite
+from harness.config.overrides import Overrides, given
 from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.executors import Executor
 from harness.lockfile import agent_builds
@@ -50,7 +51,7 @@ def new_run_id() -> str:
 
 def start(
     suite_path: str,
-    overrides: dict[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     store_url: str | None = None,
     resume: str | None = None,
     progress_enabled: bool = True,
@@ -77,7 +78,7 @@ def start(
 
 def _start(
     suite_path: str,
-    overrides: dict[str, Any] | None = None,
+    given_flags: Mapping[str, object] | None = None,
     store_url: str | None = None,
     resume: str | None = None,
     progress_enabled: bool = True,
@@ -86,7 +87,7 @@ def _start(
     loaded: Resolved | None = None,
 ) -> RunResult:
     ids = [] if ids is None else ids
-    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    overrides = given(given_flags)
     store = Store(resolve_url(store_url))
     if resume:
         run = store.get_run(resume)
@@ -97,10 +98,12 @@ def _start(
         ids.append((store, run.id))
         # Where trials run (executor, Ray address) is outside the config hash: a resumed
         # run may change it.
-        placement: dict[str, object] = {
-            k: overrides[k] for k in ("executor", "ray_address") if k in overrides
-        }
-        resolved = load(run.suite_path, {**run.overrides, **placement})
+        placement = Overrides()
+        if "executor" in overrides:
+            placement["executor"] = overrides["executor"]
+        if "ray_address" in overrides:
+            placement["ray_address"] = overrides["ray_address"]
+        resolved = load(run.suite_path, {**given(run.overrides), **placement})
         preflight(resolved)
         if resolved.config_hash != run.config_hash:
             raise ConfigError(
@@ -126,7 +129,7 @@ def _start_resolved(
     resolved: Resolved,
     store: Store,
     run_id: str,
-    overrides: dict[str, Any],
+    overrides: Overrides,
     resume: str | None,
     owner: tuple[int, str] | None,
     progress_enabled: bool,
@@ -155,7 +158,7 @@ async def _run(
     provider: SandboxProvider | None,
     sandbox_name: str,
     run_id: str,
-    overrides: dict,
+    overrides: Overrides,
     owner: tuple[int, str] | None,
     progress_enabled: bool,
     locked: bool,
@@ -247,7 +250,7 @@ def _start_run_row(
     store: Store,
     run_id: str,
     all_jobs: list,
-    overrides: dict,
+    overrides: Overrides,
     owner: tuple[int, str] | None,
     sandbox_name: str,
     image_ids: dict[str, str | None],

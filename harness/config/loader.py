@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.config.env import expand_env
 from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
+from harness.config.overrides import given
 from harness.config.paths import check_inside, check_tree
 from harness.config.yamlio import FieldPath, read_yaml
 from harness.errors import ConfigError
@@ -144,15 +145,17 @@ class ResolvedSuite:
         self._by_id = {t.task.id: t for t in self.tasks}
 
 
-def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> ResolvedSuite:
+def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) -> ResolvedSuite:
     """Load a suite file, apply CLI overrides, then load and check every task and environment."""
     path = Path(path)
-    overrides = dict(overrides or {})
+    settings = given(overrides)
     # Selections (--task, --limit, --arm) pick from the suite; they are not suite settings.
-    only_tasks, limit, only_arms = (overrides.pop(k, None) for k in SELECTIONS)
+    only_tasks = settings.pop("task", None)
+    limit = settings.pop("limit", None)
+    only_arms = settings.pop("arm", None)
     data, lines = read_yaml(path)
-    if isinstance(data, dict) and overrides:
-        data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
+    if isinstance(data, dict) and settings:
+        data = {**data, **settings}
     suite: Suite = validate(Suite, data, path, lines)
     if only_arms:
         suite = select_arms(suite, only_arms, path)
@@ -167,10 +170,6 @@ def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> Res
     resolved = ResolvedSuite(suite, path, tasks, environments, lines=lines)
     resolved.config_hash = config_hash(resolved)
     return resolved
-
-
-SELECTIONS = ("task", "limit", "arm")
-"""Override keys that select tasks and arms (recorded with the run, so a resume selects alike)."""
 
 
 def select_tasks(
@@ -260,7 +259,7 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
     data, lines = read_yaml(file)
     if isinstance(data, dict) and "tasks" in data:
         tf: TaskFile = validate(TaskFile, data, file, lines)
-        items: list[tuple[Path_, Any]] = [
+        items: list[tuple[Path_, object]] = [
             (("tasks", i), _deep_merge(tf.defaults, t)) for i, t in enumerate(tf.tasks)
         ]
     else:
@@ -284,14 +283,14 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
     return out
 
 
-def _deep_merge(base: dict[str, Any], over: Any) -> Any:
+def _deep_merge(base: Mapping[str, object], over: object) -> object:
+    """A task-file entry over the file's defaults: nested mappings merge, the rest replace."""
     if not isinstance(over, dict):
         return over
     out = dict(base)
     for k, v in over.items():
-        out[k] = (
-            _deep_merge(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
-        )
+        under = out.get(k)
+        out[k] = _deep_merge(under, v) if isinstance(under, dict) and isinstance(v, dict) else v
     return out
 
 

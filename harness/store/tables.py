@@ -19,6 +19,7 @@ from sqlalchemy import JSON, BigInteger, Column, LargeBinary, Table, Text, Uniqu
 from sqlalchemy.orm import QueryableAttribute
 from sqlmodel import Field, SQLModel
 
+from harness.config.overrides import Overrides
 from harness.trajectory import Event
 
 
@@ -38,7 +39,8 @@ class Run(SQLModel, table=True):
     harness_version: str
     config: dict[str, Any] = Field(sa_column=Column(JSON))
     """The resolved suite (tasks and environments included), as validated."""
-    overrides: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    overrides: Overrides = Field(default_factory=Overrides, sa_column=Column(JSON))
+    """The ``harness run`` flags given; a resume loads the suite with them again."""
     seed: int = Field(sa_column=Column(BigInteger, nullable=False))
     trials_per_task: int
     arms: list[str] = Field(sa_column=Column(JSON))
