@@ -9,6 +9,7 @@ Adding a backend touches a new file and the table below, never the orchestrator.
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.config.models import Options
@@ -68,7 +69,7 @@ def open_executor(
     sandbox: str,
     *,
     address: str | None = None,
-    options: dict[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> Executor:
     """Instantiate the executor registered as ``name`` for run ``rc`` with ``options``
     checked against its ``Options`` (a blocking call: see ``Executor``)."""

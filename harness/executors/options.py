@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from harness.config.models import Options
@@ -23,7 +21,7 @@ class RayOptions(Options):
         description='custom resources one trial task needs; default {"docker": 1} with the '
         "docker sandbox, else none",
     )
-    runtime_env: dict[str, Any] | None = Field(
+    runtime_env: dict[str, object] | None = Field(
         None, description="Ray runtime_env for the run's workers (env_vars, working_dir, ...)"
     )
     namespace: str = Field("harness", description="Ray namespace of the run's driver")

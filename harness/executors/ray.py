@@ -87,8 +87,9 @@ class _Payload:
     resolved: Resolved
     sandbox: str
     image_ids: dict[str, str | None]
-    pinned: dict[str, Any]
-    """The driver's ``PinnedImage`` per environment (Docker), adopted by workers."""
+    pinned: dict[str, object]
+    """What the driver's sandbox provider pinned per environment (Docker: a ``PinnedImage``),
+    handed unread to the workers' providers to adopt."""
     backoff_s: float
     depot: Any = None
     """Handle of the ``_ImageDepot`` actor on the driver's node (None: no shipping)."""
@@ -101,7 +102,8 @@ class _ImageDepot:
 
     def __init__(self, docker_url: str | None):
         self.docker_url = docker_url
-        self._refs: dict[str, Any] = {}
+        self._refs: dict[str, object] = {}
+        """Image id → the Ray ``ObjectRef`` of its archive (opaque here)."""
 
     def archive(self, image_id: str) -> list:
         """``[ObjectRef]`` of the archive (in a list, so the caller gets the reference)."""
@@ -146,18 +148,17 @@ class RayExecutor(Executor):
         self._owns_ray = False
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
-            kwargs: dict[str, Any] = dict(
-                address=address,
-                namespace=self.options.namespace,
-                runtime_env=self.options.runtime_env,
-                log_to_driver=self.options.log_to_driver,
-                logging_level=logging.WARNING,
-            )
-            if not address:
-                kwargs["include_dashboard"] = False
             _check_reachable(address, self.options.connect_timeout_s)
             try:
-                ray.init(**kwargs)
+                ray.init(
+                    address=address,
+                    namespace=self.options.namespace,
+                    runtime_env=self.options.runtime_env,
+                    log_to_driver=self.options.log_to_driver,
+                    logging_level=logging.WARNING,
+                    # No dashboard for a Ray this process starts; None is Ray's own default.
+                    include_dashboard=None if address else False,
+                )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise RayUnavailable(
                     f"cannot connect to the Ray cluster at {address or '(local)'}: {exc}"
@@ -238,12 +239,15 @@ class RayExecutor(Executor):
             self._owns_ray = False
 
 
-def _start_depot(ray, sandbox_options: dict[str, Any]):
+def _start_depot(ray, sandbox_options: dict[str, object]):
     """The image depot actor, pinned to this (the driver's) node and its Docker daemon."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = ray.get_runtime_context().get_node_id()
-    docker_url = sandbox_options.get("base_url") or os.environ.get("DOCKER_HOST")
+    base_url = sandbox_options.get("base_url")  # the docker backend's (checked as a str)
+    docker_url = (
+        base_url if isinstance(base_url, str) and base_url else os.environ.get("DOCKER_HOST")
+    )
     return (
         ray.remote(_ImageDepot)
         .options(
