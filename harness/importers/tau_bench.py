@@ -30,12 +30,15 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import yaml
+from pydantic import ValidationError
 
 from graders._paths import ABSENT, apply_patch, strict_same
+from harness.config.models import ToolSpec
 from harness.errors import ConfigError
+from harness.jsontypes import JSONObject
 
 DOMAINS = ("retail", "airline")
 SPLITS = ("test", "train", "dev")
@@ -44,13 +47,60 @@ SERVER = Path(__file__).parent.parent / "tools" / "server.py"
 RUN = "python3 -S tau_runner.py"
 
 
+class TauAction(TypedDict):
+    """One gold action of a tau-bench task: a tool's name and its arguments (free-form)."""
+
+    name: str
+    kwargs: dict[str, object]
+
+
 @dataclass
 class TauTask:
+    """The parts of a tau-bench ``Task(...)`` the import reads."""
+
     index: int
     user_id: str
     instruction: str
-    actions: list[dict[str, Any]]
+    actions: list[TauAction]
     outputs: list[str]
+
+
+class _StateGrader(TypedDict):
+    type: Literal["state_diff"]
+    strict_types: bool
+    expected_patch: NotRequired[JSONObject]
+    expect_no_change: NotRequired[bool]
+
+
+class _OutputsGrader(TypedDict):
+    type: Literal["required_outputs"]
+    match: Literal["substring"]
+    outputs: list[str]
+
+
+class _Goal(TypedDict):
+    goal: str
+
+
+class _Action(TypedDict):
+    tool: str
+    args: dict[str, object]
+
+
+class _Solution(TypedDict):
+    actions: list[_Action]
+    answer: str
+
+
+class TaskEntry(TypedDict):
+    """One written task (the file's ``defaults`` supply its environment, class and user
+    model; the loader then checks it as a ``Task``)."""
+
+    id: str
+    cluster: str
+    user: _Goal
+    graders: list[_StateGrader | _OutputsGrader]
+    solution: _Solution
 
 
 @dataclass
@@ -168,9 +218,9 @@ def _identical(a: Any, b: Any, slow: bool = False) -> bool:
     return pickle.dumps(a) == pickle.dumps(b) or (slow and strict_same(a, b))
 
 
-def state_patch(before: Any, after: Any) -> dict[str, Any]:
+def state_patch(before: JSONObject, after: JSONObject) -> JSONObject:
     """The patch Δ with ``before ⊕ Δ == after``: changed leaves, new keys, null for removed."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, value in after.items():
         old = before.get(key, ABSENT)
         if isinstance(old, dict) and isinstance(value, dict):
@@ -187,7 +237,7 @@ def state_patch(before: Any, after: Any) -> dict[str, Any]:
     return out
 
 
-def replay(env_files: Path, action_lists: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def replay(env_files: Path, action_lists: list[list[TauAction]]) -> list[JSONObject]:
     """The data after each list of actions, each on fresh data, by the environment's runner
     (the same code the sandbox runs)."""
     lines = "".join(json.dumps(actions) + "\n" for actions in action_lists)
@@ -223,7 +273,7 @@ def _copy_code(domain_dir: Path, checkout_pkg: Path, license_file: Path, files: 
     shutil.copy2(SERVER, files / "tool_server.py")
 
 
-def _tool_specs(files: Path, tools_module: str, ending: list[str]) -> list[dict[str, Any]]:
+def _tool_specs(files: Path, tools_module: str, ending: list[str]) -> list[JSONObject]:
     """Each tool's schema as the domain declares it (``get_info()``), read by the runner's
     Python so the domain's modules never load into the harness process."""
     code = (
@@ -242,19 +292,23 @@ def _tool_specs(files: Path, tools_module: str, ending: list[str]) -> list[dict[
     specs = []
     for info in json.loads(proc.stdout):
         fn = info["function"]
-        specs.append(
-            {
-                "name": fn["name"],
-                "description": fn.get("description", ""),
-                "parameters": fn.get("parameters", {"type": "object", "properties": {}}),
-                "command": f"{RUN} call {fn['name']}",
-                **({"terminates": True} if fn["name"] in ending else {}),
-            }
-        )
+        try:
+            spec = ToolSpec(
+                name=fn["name"],
+                description=fn.get("description", ""),
+                parameters=fn.get("parameters", {"type": "object", "properties": {}}),
+                command=f"{RUN} call {fn['name']}",
+            )
+        except ValidationError as exc:
+            raise ConfigError(tools_module, f"ALL_TOOLS: {fn.get('name')}", str(exc)) from None
+        if spec.name in ending:
+            spec.terminates = True
+        # As the tool list of environment.yaml: the fields given, in the model's order.
+        specs.append(spec.model_dump(exclude_unset=True))
     return specs
 
 
-def _dump(path: Path, data: Any, header: str = "") -> None:
+def _dump(path: Path, data: object, header: str = "") -> None:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     path.write_text(header + text)
 
@@ -325,7 +379,9 @@ def import_tau_bench(checkout: Path, domain: str, split: str, out: Path) -> Impo
     )
     gold_lists = [[a for a in t.actions if a["name"] not in ending] for t in tau_tasks]
     finals = replay(files, gold_lists)
-    entries, no_change = [], 0
+    entries: list[TaskEntry] = []
+    patches: list[JSONObject] = []
+    no_change = 0
     for t, final in zip(tau_tasks, finals, strict=True):
         patch = state_patch(s0, final)
         if not _identical(apply_patch(s0, patch), final, slow=True):
@@ -335,6 +391,7 @@ def import_tau_bench(checkout: Path, domain: str, split: str, out: Path) -> Impo
                 "its expected change cannot be written as a patch (a null inside a new record)",
             )
         no_change += not patch
+        patches.append(patch)
         entries.append(_task_entry(name, split, t, patch))
     _dump(
         task_dir / "tasks.yaml",
@@ -355,20 +412,20 @@ def import_tau_bench(checkout: Path, domain: str, split: str, out: Path) -> Impo
         },
         f"# tau-bench {domain} {split} split, written by `harness import tau-bench`.\n",
     )
-    _verify_patches(task_dir / "tasks.yaml", entries)
+    _verify_patches(task_dir / "tasks.yaml", entries, patches)
     suite, check = _write_suites(task_dir, name, split)
     return Imported(
         env_dir, suite, check, len(entries), sum(bool(t.outputs) for t in tau_tasks), no_change
     )
 
 
-def _task_entry(name: str, split: str, t: TauTask, patch: dict[str, Any]) -> dict[str, Any]:
-    state: dict[str, Any] = {"type": "state_diff", "strict_types": True}
+def _task_entry(name: str, split: str, t: TauTask, patch: JSONObject) -> TaskEntry:
+    state: _StateGrader = {"type": "state_diff", "strict_types": True}
     if patch:
         state["expected_patch"] = patch
     else:
         state["expect_no_change"] = True
-    graders = [state]
+    graders: list[_StateGrader | _OutputsGrader] = [state]
     if t.outputs:
         graders.append({"type": "required_outputs", "match": "substring", "outputs": t.outputs})
     return {
@@ -383,11 +440,12 @@ def _task_entry(name: str, split: str, t: TauTask, patch: dict[str, Any]) -> dic
     }
 
 
-def _verify_patches(file: Path, entries: list[dict[str, Any]]) -> None:
-    """Read the task file back and check each patch survived YAML with its exact types."""
+def _verify_patches(file: Path, entries: list[TaskEntry], patches: list[JSONObject]) -> None:
+    """Read the task file back and check each patch (``{}``: none) survived YAML with its
+    exact types."""
     reloaded = yaml.safe_load(file.read_text())["tasks"]
-    for written, read in zip(entries, reloaded, strict=True):
-        a = written["graders"][0].get("expected_patch")
+    for written, patch, read in zip(entries, patches, reloaded, strict=True):
+        a = patch or None
         b = read["graders"][0].get("expected_patch")
         if (a is None) != (b is None) or (a is not None and not strict_same(a, b)):
             raise ConfigError(str(file), written["id"], "a patch value did not survive YAML")
