@@ -27,9 +27,10 @@ import shutil
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError
 
@@ -37,6 +38,119 @@ REWARD_DIR = "/logs/verifier"
 TEST_COMMAND = (
     f'mkdir -p {REWARD_DIR} /tests && cp -R "$HIDDEN_DIR"/. /tests/ && bash /tests/test.sh'
 )
+
+
+class _Table(BaseModel):
+    """A table of ``task.toml``: the keys the import reads are declared (with Harbor's
+    defaults); Harbor's other keys are allowed and left unread. Keys only tested for
+    presence or truth, or printed, stay ``object`` so any value Harbor accepts is read."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class HarborEnvironment(_Table):
+    gpus: object = 0
+    os: object = "linux"
+    mcp_servers: object = None
+    healthcheck: object = None
+    environment_mode: object = None
+    skills_dir: object = None
+    docker_image: object = None
+    network_mode: object = "no-network"
+    allowed_hosts: list[object] = Field(default_factory=list)
+    env: object = None
+    workdir: str | None = None
+    memory_mb: int | None = None
+    memory: str | int = ""
+    """A size such as ``2G`` or ``512M`` (``memory_mb`` wins when both are given)."""
+    cpus: float | None = None
+
+
+class HarborAgent(_Table):
+    transport: object = None
+    url: object = None
+    user: str | int | None = None
+    timeout_sec: float | None = None
+
+
+class HarborVerifier(_Table):
+    environment: object = None
+    env: object = None
+    timeout_sec: float = 300.0
+
+
+class HarborSolution(_Table):
+    env: object = None
+
+
+class HarborTask(_Table):
+    name: str | None = None
+    version: str | int | float = "1"
+
+
+class HarborMetadata(_Table):
+    category: object = "harbor"
+
+
+class HarborToml(_Table):
+    """The parts of a Harbor ``task.toml`` the import reads."""
+
+    environment: HarborEnvironment = Field(default_factory=HarborEnvironment)
+    agent: HarborAgent = Field(default_factory=HarborAgent)
+    verifier: HarborVerifier = Field(default_factory=HarborVerifier)
+    solution: HarborSolution = Field(default_factory=HarborSolution)
+    task: HarborTask = Field(default_factory=HarborTask)
+    metadata: HarborMetadata = Field(default_factory=HarborMetadata)
+    steps: object = None
+    """Present in multi-step tasks (refused)."""
+
+
+class _Image(TypedDict):
+    dockerfile: str
+
+
+class _EnvironmentEntry(TypedDict):
+    """The written ``environment.yaml`` (checked as an ``EnvironmentSpec`` when loaded)."""
+
+    name: str
+    description: str
+    version: str
+    image: _Image
+    workdir: str
+    user: NotRequired[str]
+
+
+class _TestsGrader(TypedDict):
+    type: Literal["tests_script"]
+    command: str
+    reward_file: str
+    timeout_s: float
+
+
+class _Solution(TypedDict):
+    commands: list[str]
+
+
+class _Budgets(TypedDict):
+    timeout_s: float
+
+
+_TaskEntry = TypedDict(
+    "_TaskEntry",
+    {
+        "id": str,
+        "instruction": str,
+        "environment": str,
+        "class": str,
+        "hidden": str,
+        "graders": list[_TestsGrader],
+        "solution": NotRequired[_Solution],
+        "network": NotRequired[list[str]],
+        "budgets": NotRequired[_Budgets],
+    },
+)
+"""One written task (checked as a ``Task`` when loaded); functional form: ``class`` is a
+Python keyword."""
 
 
 @dataclass
@@ -54,48 +168,46 @@ def find_tasks(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("task.toml"))
 
 
-def _nonempty(table: Any) -> bool:
+def _nonempty(table: object) -> bool:
     return isinstance(table, dict) and bool(table)
 
 
-def refusal(task_dir: Path, toml: dict[str, Any]) -> str | None:
+def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     """Why this task cannot be run by the harness, or None. One feature per line."""
-    env = toml.get("environment", {})
-    agent = toml.get("agent", {})
-    verifier = toml.get("verifier", {})
+    env, agent, verifier = toml.environment, toml.agent, toml.verifier
     edir = task_dir / "environment"
-    if (task_dir / "steps").is_dir() or "steps" in toml:
+    if (task_dir / "steps").is_dir() or toml.steps is not None:
         return "multi-step tasks (steps/)"
     if any((edir / n).is_file() for n in ("docker-compose.yaml", "docker-compose.yml")):
         return "a multi-container environment (environment/docker-compose.yaml)"
-    if env.get("gpus", 0):
-        return f"GPUs (environment.gpus = {env['gpus']})"
-    if str(env.get("os", "linux")).lower() == "windows" or any(task_dir.rglob("*.bat")):
+    if env.gpus:
+        return f"GPUs (environment.gpus = {env.gpus})"
+    if str(env.os).lower() == "windows" or any(task_dir.rglob("*.bat")):
         return "Windows containers (.bat scripts)"
-    if env.get("mcp_servers") or "transport" in agent or "url" in agent:
+    if env.mcp_servers or agent.transport is not None or agent.url is not None:
         return "MCP servers"
-    if _nonempty(env.get("healthcheck")):
+    if _nonempty(env.healthcheck):
         return "container healthchecks (environment.healthcheck)"
-    if _nonempty(verifier.get("environment")) or env.get("environment_mode"):
+    if _nonempty(verifier.environment) or env.environment_mode:
         return "a separate verifier environment"
-    if env.get("skills_dir"):
+    if env.skills_dir:
         return "agent skills (environment.skills_dir)"
-    if env.get("docker_image") and not (edir / "Dockerfile").is_file():
-        return f"a prebuilt remote image ({env['docker_image']}) instead of environment/Dockerfile"
+    if env.docker_image and not (edir / "Dockerfile").is_file():
+        return f"a prebuilt remote image ({env.docker_image}) instead of environment/Dockerfile"
     if not (edir / "Dockerfile").is_file():
         return "a cloud or computer-use environment (there is no environment/Dockerfile)"
-    mode = env.get("network_mode", "no-network")
+    mode = env.network_mode
     if mode == "public":
         return "unrestricted network access (network_mode = public)"
     if mode not in ("no-network", "allowlist"):
         return f"network_mode = {mode}"
-    if any("*" in str(h) for h in env.get("allowed_hosts", [])):
+    if any("*" in str(h) for h in env.allowed_hosts):
         return "wildcard host allowlists (allowed_hosts with '*')"
-    if _nonempty(env.get("env")):
+    if _nonempty(env.env):
         return "environment variables ([environment.env])"
-    if _nonempty(verifier.get("env")):
+    if _nonempty(verifier.env):
         return "verifier environment variables, e.g. an API key for a model judge ([verifier.env])"
-    if _nonempty(toml.get("solution", {}).get("env")):
+    if _nonempty(toml.solution.env):
         return "solution environment variables ([solution.env])"
     if not (task_dir / "instruction.md").is_file():
         return "an instruction.md (missing)"
@@ -106,9 +218,9 @@ def refusal(task_dir: Path, toml: dict[str, Any]) -> str | None:
     return None
 
 
-def _workdir(task_dir: Path, env: dict[str, Any]) -> str:
-    if env.get("workdir"):
-        return str(env["workdir"])
+def _workdir(task_dir: Path, env: HarborEnvironment) -> str:
+    if env.workdir:
+        return env.workdir
     text = (task_dir / "environment" / "Dockerfile").read_text(errors="replace")
     found = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", text)
     return found[-1] if found else "/"
@@ -118,10 +230,10 @@ def _slug(rel: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", rel).strip("-").lower()
 
 
-def _memory_mb(env: dict[str, Any]) -> int | None:
-    if "memory_mb" in env:
-        return int(env["memory_mb"])
-    m = re.fullmatch(r"(\d+)\s*([gGmM])?i?[bB]?", str(env.get("memory", "")).strip())
+def _memory_mb(env: HarborEnvironment) -> int | None:
+    if env.memory_mb is not None:
+        return env.memory_mb
+    m = re.fullmatch(r"(\d+)\s*([gGmM])?i?[bB]?", str(env.memory).strip())
     if m:
         return int(m.group(1)) * (1024 if (m.group(2) or "m").lower() == "g" else 1)
     return None
@@ -145,57 +257,62 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
     for task_dir in dirs:
         rel = str(task_dir.relative_to(path)) if task_dir != path else task_dir.name
         try:
-            toml = tomllib.loads((task_dir / "task.toml").read_text())
+            toml = HarborToml.model_validate(tomllib.loads((task_dir / "task.toml").read_text()))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             result.refused[rel] = f"unreadable task.toml ({exc})"
+            continue
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            result.refused[rel] = f"a readable task.toml ({where}: {err['msg'].lower()})"
             continue
         why = refusal(task_dir, toml)
         if why is not None:
             result.refused[rel] = why
             continue
         slug = _slug(rel)
-        env_toml, agent, verifier = (toml.get(k, {}) for k in ("environment", "agent", "verifier"))
+        env_toml, agent, verifier = toml.environment, toml.agent, toml.verifier
         env_dir = out / "environments" / f"harbor-{slug}"
         if env_dir.exists():
             shutil.rmtree(env_dir)
         shutil.copytree(task_dir / "environment", env_dir)
-        spec: dict[str, Any] = {
+        spec: _EnvironmentEntry = {
             "name": f"harbor-{slug}",
-            "description": f"Harbor task {toml.get('task', {}).get('name', rel)}",
-            "version": str(toml.get("task", {}).get("version", "1")),
+            "description": f"Harbor task {rel if toml.task.name is None else toml.task.name}",
+            "version": str(toml.task.version),
             "image": {"dockerfile": "Dockerfile"},
             "workdir": _workdir(task_dir, env_toml),
         }
-        if agent.get("user"):
-            spec["user"] = str(agent["user"])
+        if agent.user:
+            spec["user"] = str(agent.user)
         (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
         shutil.copytree(task_dir / "tests", task_root / "hidden" / slug)
-        entry: dict[str, Any] = {
+        entry: _TaskEntry = {
             "id": f"harbor/{slug}",
             "instruction": (task_dir / "instruction.md").read_text(),
             "environment": f"harbor-{slug}",
-            "class": str(toml.get("metadata", {}).get("category", "harbor")),
+            "class": str(toml.metadata.category),
             "hidden": f"hidden/{slug}",
             "graders": [
                 {
                     "type": "tests_script",
                     "command": TEST_COMMAND,
                     "reward_file": f"{REWARD_DIR}/reward.txt",
-                    "timeout_s": float(verifier.get("timeout_sec", 300.0)),
+                    "timeout_s": verifier.timeout_sec,
                 }
             ],
         }
         solve = task_dir / "solution" / "solve.sh"
         if solve.is_file():
             entry["solution"] = {"commands": [solve.read_text()]}
-        if env_toml.get("network_mode") == "allowlist":
-            entry["network"] = [str(h) for h in env_toml.get("allowed_hosts", [])]
-        if agent.get("timeout_sec"):
-            entry["budgets"] = {"timeout_s": float(agent["timeout_sec"])}
+        if env_toml.network_mode == "allowlist":
+            entry["network"] = [str(h) for h in env_toml.allowed_hosts]
+        if agent.timeout_sec:
+            entry["budgets"] = {"timeout_s": agent.timeout_sec}
         entries.append(entry)
         result.imported.append(rel)
         memory = max(memory, _memory_mb(env_toml) or 0)
-        cpus = max(cpus, float(env_toml.get("cpus", 0) or 0))
+        cpus = max(cpus, env_toml.cpus or 0.0)
     if entries:
         (task_root / "tasks.yaml").write_text(
             "# Written by `harness import harbor`.\n"

@@ -55,6 +55,10 @@ def test_refusal_names_the_feature(tmp_path: Path) -> None:
     assert done.refused == {"gpu-task": "GPUs (environment.gpus = 2)"}
     (task / "task.toml").write_text("[environment]\ngpus = 0\n")
     assert import_harbor(task, tmp_path / "out").imported == ["gpu-task"]
+    # A key the import reads, with a value of the wrong kind: refused in one line, no traceback.
+    (task / "task.toml").write_text('[environment]\ncpus = "many"\n')
+    why = import_harbor(task, tmp_path / "out").refused["gpu-task"]
+    assert why.startswith("a readable task.toml (environment.cpus: "), why
 
 
 def test_shipped_tasks_run_on_docker(tmp_path: Path, docker_ready) -> None:
