@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import traceback
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
-from graders.base import Harm
+from graders.base import Harm, VerdictJson
 from harness.agents.base import Usage
 from harness.config.models import Task
 from harness.plan import Job
@@ -17,6 +17,20 @@ from harness.store.tables import AttemptRow, TrialKey, TrialRow
 
 if TYPE_CHECKING:
     from harness.trial import RunContext
+
+
+class TrialEvidence(TypedDict):
+    """What a graded trial keeps in ``trials.evidence`` (a JSON column): why the verdict is
+    what it is. Unresolved trials store ``{}`` (their ``error`` column says why)."""
+
+    graders: list[VerdictJson]
+    """Each grader's verdict with its reasons and details."""
+    failure: str | None
+    """The agent's failure when it caused the verdict (timeout, invalid result, ...)."""
+    info: dict[str, object]
+    """The agent's own ``AgentResult.info`` (free-form)."""
+    harms: list[Harm]
+    """Forbidden actions the path graders found."""
 
 
 _SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
@@ -57,7 +71,7 @@ def trial_row(
     passed: bool | None,
     score: float | None,
     reason: str,
-    evidence: dict[str, Any] | None = None,
+    evidence: TrialEvidence | None = None,
     answer: str | None = None,
     confidence: float | None = None,
     harm_severity: float = 0.0,
@@ -79,7 +93,7 @@ def trial_row(
         passed=passed,
         score=score,
         reason=reason,
-        evidence=evidence or {},
+        evidence=dict(evidence) if evidence is not None else {},
         answer=answer,
         confidence=confidence,
         tokens_in=tokens_in,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import anyio
 
@@ -21,7 +21,7 @@ from harness.orchestrator import execute
 from harness.plan import Job
 from harness.resolve import Resolved, resolve
 from harness.seeds import trial_seed
-from harness.store import Store
+from harness.store import Store, Trial
 from harness.trial import RunContext
 
 ORACLE, NOOP, MUTANT_PREFIX = "validate-oracle", "validate-noop", "mutant-"
@@ -126,7 +126,7 @@ async def _execute(
     store: Store,
     concurrency: int,
     progress: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Trial]:
     from harness.progress import TrialProgress
     from harness.store import Run, now
 
@@ -160,38 +160,36 @@ async def _execute(
     finally:
         if provider is not None:
             await provider.close()
-    return [t.model_dump() for t in store.trials(run_id)]
+    return store.trials(run_id)
 
 
-def _analyse(rows: list[dict[str, Any]], resolved: ResolvedSuite) -> ValidationReport:
+def _analyse(rows: list[Trial], resolved: ResolvedSuite) -> ValidationReport:
     report = ValidationReport(tasks=len(resolved.tasks))
     noop: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     grader_fp: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
-        arm, task = r["arm"], r["task_id"]
-        if r["status"] not in ("passed", "failed"):
+        arm, task = r.arm, r.task_id
+        if r.status not in ("passed", "failed"):
             report.errors.append(
-                {"task": task, "agent": arm, "status": r["status"], "reason": r["reason"][:300]}
+                {"task": task, "agent": arm, "status": r.status, "reason": r.reason[:300]}
             )
             if arm == ORACLE:
-                report.broken.append(
-                    {"task": task, "status": r["status"], "reason": r["reason"][:300]}
-                )
+                report.broken.append({"task": task, "status": r.status, "reason": r.reason[:300]})
             continue
-        if arm == ORACLE and not r["passed"]:
-            report.broken.append({"task": task, "status": r["status"], "reason": r["reason"][:300]})
+        if arm == ORACLE and not r.passed:
+            report.broken.append({"task": task, "status": r.status, "reason": r.reason[:300]})
         elif arm == NOOP:
-            cls = r["task_class"]
+            cls = r.task_class
             noop[cls][1] += 1
-            if r["passed"]:
+            if r.passed:
                 noop[cls][0] += 1
                 report.noop_passes.append(task)
         elif arm.startswith(MUTANT_PREFIX):
             kind = arm[len(MUTANT_PREFIX) :]
             report.mutant_runs[kind] = report.mutant_runs.get(kind, 0) + 1
-            if r["passed"]:
+            if r.passed:
                 report.false_passes.append({"task": task, "mutant": kind})
-            for verdict in r["evidence"].get("graders", []):
+            for verdict in r.evidence.get("graders", []):
                 if verdict["passed"]:
                     grader_fp[verdict["grader"]][kind] += 1
                 else:
