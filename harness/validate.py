@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -189,11 +190,19 @@ def _analyse(rows: list[Trial], resolved: ResolvedSuite) -> ValidationReport:
             report.mutant_runs[kind] = report.mutant_runs.get(kind, 0) + 1
             if r.passed:
                 report.false_passes.append({"task": task, "mutant": kind})
-            for verdict in r.evidence.get("graders", []):
-                if verdict["passed"]:
-                    grader_fp[verdict["grader"]][kind] += 1
+            for grader, passed in _verdicts(r.evidence):
+                if passed:
+                    grader_fp[grader][kind] += 1
                 else:
-                    grader_fp[verdict["grader"]].setdefault(kind, 0)
+                    grader_fp[grader].setdefault(kind, 0)
     report.noop_by_class = dict(noop)
     report.grader_false_passes = {g: dict(v) for g, v in grader_fp.items()}
     return report
+
+
+def _verdicts(evidence: Mapping[str, object]) -> list[tuple[str, bool]]:
+    """(grader, passed) of each verdict in a trial's stored evidence (``TrialEvidence``)."""
+    graders = evidence.get("graders")
+    if not isinstance(graders, list):
+        return []
+    return [(str(v["grader"]), bool(v["passed"])) for v in graders if isinstance(v, dict)]

@@ -31,6 +31,8 @@ from harness.export.inspect_log import (
     ToolMessage,
     UserMessage,
 )
+from harness.release.run_config import StoredArm
+from harness.release.source import stored_config, suite_config
 from harness.store import Store
 from harness.store.tables import Run, TrajectoryEvent, Trial
 
@@ -62,10 +64,10 @@ class _Arm:
     params: object
 
 
-def _arm(name: str, stored: object) -> _Arm:
+def _arm(name: str, stored: StoredArm | None) -> _Arm:
     """The arm ``name`` from its stored (JSON) form; tolerant of runs written by older
     versions, whose stored suite may lack a field."""
-    fields = stored if isinstance(stored, dict) else {}
+    fields: StoredArm = stored or {}
     agent = fields.get("agent")
     model = fields.get("model")
     model_name = model.get("name") if isinstance(model, dict) else None
@@ -179,7 +181,7 @@ def _log(
     """Long because it maps one arm's run-level fields to Inspect's log schema field by field.
 
     One Inspect eval log for one arm of the run."""
-    tasks = (run.config or {}).get("tasks", {})
+    tasks = stored_config(run).get("tasks", {})
     samples: list[Sample] = []
     tokens_in = tokens_out = 0
     cost, cost_known = 0.0, True
@@ -267,8 +269,7 @@ def write_inspect(store: Store, run_id: str, output: Path) -> int:
             .order_by(col(TrajectoryEvent.trial_id), col(TrajectoryEvent.step))
         ):
             events.setdefault(e.trial_id, []).append(e)
-    stored = (run.config or {}).get("suite", {}).get("arms", [])
-    arms = {a["name"]: a for a in stored}
+    arms = {a["name"]: a for a in suite_config(run).get("arms", [])}
     names = list(dict.fromkeys(t.arm for t in trials)) or list(arms)
     for name in names:
         log = _log(run, _arm(name, arms.get(name)), [t for t in trials if t.arm == name], events)

@@ -37,7 +37,7 @@ class Run(SQLModel, table=True):
     description: str = ""
     config_hash: str
     harness_version: str
-    config: dict[str, Any] = Field(sa_column=Column(JSON))
+    config: dict[str, object] = Field(sa_column=Column(JSON))
     """The resolved suite (tasks and environments included), as validated."""
     overrides: Overrides = Field(default_factory=Overrides, sa_column=Column(JSON))
     """The ``harness run`` flags given; a resume loads the suite with them again."""
@@ -88,7 +88,7 @@ class TrialRow(TrialKey):
     """None when unresolved (no verdict)."""
     score: float | None = None
     reason: str = Field(default="", sa_type=Text)
-    evidence: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    evidence: dict[str, object] = Field(default_factory=dict, sa_type=JSON)
     """Grader verdicts, the agent's failure, its info and the harms found."""
     answer: str | None = Field(default=None, sa_type=Text)
     confidence: float | None = None
