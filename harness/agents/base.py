@@ -16,7 +16,9 @@ import abc
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import ValidationError
 
 from harness.agents.user import SimulatedUser
 from harness.config.models import (
@@ -28,7 +30,7 @@ from harness.config.models import (
     ToolSpec,
     Variant,
 )
-from harness.errors import BudgetExceeded, EpisodeEnded
+from harness.errors import BudgetExceeded, ConfigError, EpisodeEnded
 from harness.sandbox.base import AgentBuild, Environment, ExecResult, Sandbox
 from harness.trajectory import Trajectory
 
@@ -95,7 +97,9 @@ class AgentContext:
     calls go to it instead of one process per call."""
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
+        """The arm's params as the suite wrote them; an agent reads its own through
+        ``Agent.params_as`` (typed)."""
         return self.arm.params
 
     @property
@@ -161,10 +165,11 @@ class AgentContext:
             raise BudgetExceeded("max_cost_usd", f"${spent} > ${limit}")
 
     # -- acting -------------------------------------------------------------------------
-    async def call_tool(self, name: str, args: dict[str, object] | None = None) -> ToolResult:
+    async def call_tool(self, name: str, args: object = None) -> ToolResult:
         """Run one environment tool in the sandbox and record it as a trajectory step.
 
-        Arguments go to the tool command as JSON on stdin. An unknown tool or bad arguments
+        ``args`` is whatever the agent sent; only a JSON object (or None) reaches the tool,
+        as JSON on stdin. An unknown tool or bad arguments
         give an error result (fed back to the agent), never an exception. A tool declared
         ``terminates`` runs, is recorded, then raises ``EpisodeEnded``; so does every call
         after it, so an agent that swallows the exception still cannot act again.
@@ -177,7 +182,8 @@ class AgentContext:
         if spec is None:
             self.usage.malformed_tool_calls += 1
             msg = f"error: unknown tool '{name}'"
-            self.trajectory.record("tool_call", tool=name, args=args or {}, content=msg, ok=False)
+            kept = args if isinstance(args, dict) else {}
+            self.trajectory.record("tool_call", tool=name, args=kept, content=msg, ok=False)
             return ToolResult(False, msg, 127)
         if args is not None and not isinstance(args, dict):
             self.usage.malformed_tool_calls += 1
@@ -262,6 +268,9 @@ def is_reference_agent(cls: type) -> bool:
     )
 
 
+_P = TypeVar("_P", bound=Options)
+
+
 @dataclass
 class AgentResult:
     answer: str | None = None
@@ -297,6 +306,23 @@ class Agent(abc.ABC):
     def __init__(self, params: Options | None = None) -> None:
         self.params = params
         """The arm's validated ``Params`` in a run (None when built bare, as tests do)."""
+
+    def params_as(self, ctx: AgentContext, model: type[_P]) -> _P:
+        """This agent's params as its typed model: the run's validated ``self.params``, or,
+        for an agent built bare (tests, an agent run by another agent), ``ctx.params``
+        validated now; a wrong key or value is then a ConfigError naming the field. (A
+        subclass that declares unrelated ``Params`` gets ``model``'s fields out of them.)"""
+        if isinstance(self.params, model):
+            return self.params
+        given = ctx.params
+        if self.params is not None:  # a subclass with Params of its own: take ours from them
+            given = {k: v for k, v in given.items() if k in model.model_fields}
+        try:
+            return model.model_validate(given)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = "".join(f".{part}" for part in first["loc"])
+            raise ConfigError("suite", f"arms.{ctx.arm.name}.params{where}", first["msg"]) from None
 
     @classmethod
     def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:

@@ -114,16 +114,12 @@ class CommandAgent(Agent):
         its answer and trajectory) runs inside one exit stack, released on any exit.
 
         Run the suite's ``command`` once, on the host or in the sandbox."""
-        params = ctx.params
-        command = params.get("command")
-        if not isinstance(command, str) or not command.strip():
+        params = self.params_as(ctx, CommandParams)
+        command = params.command
+        if not command.strip():
             raise ConfigError("suite", f"arms.{ctx.arm.name}.params.command", "required")
-        where = params.get("where", "host")
-        if where not in ("host", "sandbox"):
-            raise ConfigError(
-                "suite", f"arms.{ctx.arm.name}.params.where", "must be 'host' or 'sandbox'"
-            )
-        timeout = params.get("timeout_s", ctx.budgets.timeout_s)
+        where = params.where
+        timeout = ctx.budgets.timeout_s if params.timeout_s is None else params.timeout_s
 
         async with AsyncExitStack() as stack:
             proxy = None
@@ -138,14 +134,14 @@ class CommandAgent(Agent):
                     metering_proxy(
                         ctx,
                         ctx.model,
-                        force_model=params.get("force_model", True),
+                        force_model=params.force_model,
                         unix_path=unix_path,
                     )
                 )
                 if unix_path is not None:
                     command = _relayed(command, posixpath.basename(unix_path))
             files = await stack.enter_async_context(_exchange_files(ctx, where))
-            env = self._env(ctx, proxy, files)
+            env = self._env(ctx, params, proxy, files)
             start = time.monotonic()
             outcome: _ProgramRun = {}
             timed_out = False
@@ -154,7 +150,9 @@ class CommandAgent(Agent):
 
                     async def runner() -> None:
                         try:
-                            outcome.update(await self._execute(ctx, command, where, env, files))
+                            outcome.update(
+                                await self._execute(ctx, params, command, where, env, files)
+                            )
                         except Exception as exc:  # re-raised below, unwrapped
                             outcome["error"] = exc
                         tg.cancel_scope.cancel()
@@ -218,12 +216,13 @@ class CommandAgent(Agent):
         )
 
     # -- environment ----------------------------------------------------------------------
-    def _env(self, ctx: AgentContext, proxy: Any, files: _ExchangeFiles) -> dict[str, str]:
-        params = ctx.params
+    def _env(
+        self, ctx: AgentContext, params: CommandParams, proxy: Any, files: _ExchangeFiles
+    ) -> dict[str, str]:
         env = {k: os.environ[k] for k in _SAFE_ENV_KEYS if k in os.environ}
         secret_names = {ctx.model.api_key_env} if ctx.model and ctx.model.api_key_env else set()
         secret_values = {os.environ[n] for n in secret_names if os.environ.get(n)}
-        for name in params.get("pass_env") or []:
+        for name in params.pass_env:
             if name in secret_names:
                 raise ConfigError(
                     "suite",
@@ -232,7 +231,7 @@ class CommandAgent(Agent):
                 )
             if name in os.environ and os.environ[name] not in secret_values:
                 env[name] = os.environ[name]
-        env.update({str(k): str(v) for k, v in (params.get("env") or {}).items()})
+        env.update({k: str(v) for k, v in params.env.items()})
         env.update(
             HARNESS_INSTRUCTION=ctx.instruction,
             HARNESS_ANSWER_FILE=files.path("answer"),
@@ -253,14 +252,15 @@ class CommandAgent(Agent):
     async def _execute(
         self,
         ctx: AgentContext,
+        params: CommandParams,
         command: str,
         where: str,
         env: dict[str, str],
         files: _ExchangeFiles,
     ) -> _ProgramRun:
-        stdin = ctx.instruction if ctx.params.get("stdin", True) else None
+        stdin = ctx.instruction if params.stdin else None
         if where == "sandbox":
-            timeout = ctx.params.get("timeout_s", ctx.budgets.timeout_s)
+            timeout = ctx.budgets.timeout_s if params.timeout_s is None else params.timeout_s
             result = await ctx.sandbox.exec(command, stdin=stdin, env=env, timeout=timeout)
             return {
                 "exit_code": result.exit_code,

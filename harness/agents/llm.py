@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -37,6 +37,9 @@ from harness.agents.user import STOP, UserTurnInfo, with_turn_info
 from harness.config.models import Options, Price, ToolSpec
 from harness.errors import BudgetExceeded, ConfigError
 from harness.models.chat import ChatMessage, ToolSchema
+
+if TYPE_CHECKING:
+    from harness.models.client import ChatClient, ToolCallRequest
 
 PREAMBLE = (
     "You are an agent being evaluated on a task. Act only through the provided tools; "
@@ -85,10 +88,9 @@ def tool_schema(spec: ToolSpec) -> ToolSchema:
     }
 
 
-def system_prompt(ctx: AgentContext) -> str:
-    params = ctx.params
-    parts = [ctx.policy.strip(), str(params.get("system_prompt") or PREAMBLE)]
-    if params.get("confidence"):
+def system_prompt(ctx: AgentContext, params: LLMParams) -> str:
+    parts = [ctx.policy.strip(), params.system_prompt or PREAMBLE]
+    if params.confidence:
         parts.append(CONFIDENCE_REQUEST)
     return "\n\n".join(p for p in parts if p)
 
@@ -116,8 +118,8 @@ class LLMAgent(Agent):
         settings = ctx.model
         if settings is None:
             raise ConfigError("suite", f"arms.{ctx.arm.name}.model", "the llm agent needs a model")
-        params = ctx.params
-        client = ChatClient(settings, backoff_base_s=params.get("backoff_base_s"))
+        params = self.params_as(ctx, LLMParams)
+        client = ChatClient(settings, backoff_base_s=params.backoff_base_s)
         settings = client.settings  # ${VAR} references resolved
         price = price_for(settings)
         tools = [tool_schema(t) for t in ctx.tools]
@@ -127,7 +129,7 @@ class LLMAgent(Agent):
             first = await user.opening()
             opening, info = first.text, with_turn_info(first.info, {"turn": 0, "opening": True})
         messages: list[ChatMessage] = [
-            {"role": "system", "content": system_prompt(ctx)},
+            {"role": "system", "content": system_prompt(ctx, params)},
             {"role": "user", "content": opening},
         ]
         if user is not None:
@@ -167,7 +169,7 @@ class LLMAgent(Agent):
     async def _until_reply(
         self,
         ctx: AgentContext,
-        client: Any,
+        client: ChatClient,
         messages: list[ChatMessage],
         tools: list[ToolSchema],
         price: Price | None,
@@ -175,9 +177,9 @@ class LLMAgent(Agent):
         """Call the model and run its tool calls until it replies without one."""
         from harness.models.metering import meter_call
 
-        params = ctx.params
-        max_calls = int(params.get("max_model_calls", 200))
-        seed = ctx.seed if params.get("send_seed", True) else None
+        params = self.params_as(ctx, LLMParams)
+        max_calls = params.max_model_calls
+        seed = ctx.seed if params.send_seed else None
         while True:
             if ctx.usage.model_calls >= max_calls:
                 raise BudgetExceeded("max_model_calls", f"{ctx.usage.model_calls} model calls")
@@ -204,11 +206,11 @@ class LLMAgent(Agent):
                 output = await self._run_tool(ctx, call)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
 
-    async def _run_tool(self, ctx: AgentContext, call: Any) -> str:
+    async def _run_tool(self, ctx: AgentContext, call: ToolCallRequest) -> str:
         """Execute one tool call; a malformed one becomes an error message for the model."""
-        limit = int(ctx.params.get("max_tool_output_chars", 20_000))
+        limit = self.params_as(ctx, LLMParams).max_tool_output_chars
         problem: str | None = None
-        args: Any = None
+        args: object = None
         if not call.name:
             problem = "error: the tool call names no function"
         else:

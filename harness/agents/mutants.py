@@ -368,4 +368,4 @@ class MutantAgent(Agent):
     Params = MutantParams
 
     async def run(self, ctx: ReferenceContext) -> AgentResult:  # type: ignore[override]
-        return await MUTANTS[ctx.params["mutant"]](ctx)
+        return await MUTANTS[self.params_as(ctx, MutantParams).mutant](ctx)

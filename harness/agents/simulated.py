@@ -77,6 +77,9 @@ class SimulatedParams(Options):
     a: float = Field(2.0, gt=0, description="Beta(a, b) of per-task probabilities, without p")
     b: float = Field(2.0, gt=0)
     population_seed: int = Field(0, description="seed of the per-task uniforms")
+    common_random_numbers: bool = Field(
+        False, description="draw each trial's uniform from the trial seed alone, shared by arms"
+    )
     shift: float = Field(0.0, description="added to p, clipped to [0, 1]")
     variant_drop: float = Field(0.0, ge=0, le=1, description="relative drop of p on variants")
     confidence: Literal["calibrated", "overconfident"] | None = None
@@ -91,16 +94,17 @@ class SimulatedAgent(Agent):
 
     async def run(self, ctx: ReferenceContext) -> AgentResult:  # type: ignore[override]
         params = ctx.params
+        options = self.params_as(ctx, SimulatedParams)
         variant = ctx.variant.id if ctx.variant else ""
         p = task_probability(params, ctx.task, variant)
         rng = random.Random(trial_draw_seed(params, ctx.seed, ctx.arm.name))
         success = rng.random() < p
-        if params.get("delay_s"):
+        if options.delay_s:
             import anyio
 
-            await anyio.sleep(float(params["delay_s"]))
+            await anyio.sleep(options.delay_s)
         confidence = None
-        style = params.get("confidence")
+        style = options.confidence
         if style == "calibrated":
             confidence = p
         elif style == "overconfident":
@@ -111,7 +115,7 @@ class SimulatedAgent(Agent):
         from harness.agents.mutants import MUTANTS
 
         modes = failure_modes(ctx.task)
-        allowed = params.get("failure_modes")
+        allowed = options.failure_modes
         names = [n for n in modes if not allowed or n in allowed] or modes
         mode = random.Random(derive_seed("mode", ctx.seed, ctx.arm.name)).choice(names)
         result = await MUTANTS[mode](ctx)

@@ -144,6 +144,7 @@ async def test_malformed_tool_calls_are_fed_back(fake_openai, settings, sandbox)
                 call("kv_get", '{"key": "col', id="bad_json"),
                 call("no_such_tool", {"x": 1}, id="unknown"),
                 call("kv_get", "[1, 2]", id="not_object"),
+                call("no_such_tool", "[1, 2]", id="unknown_not_object"),
             ]
         ),
         completion("I could not read it."),
@@ -151,9 +152,10 @@ async def test_malformed_tool_calls_are_fed_back(fake_openai, settings, sandbox)
     ctx = make_ctx(sandbox, model=settings)
     result = await LLMAgent().run(ctx)
     assert result.answer == "I could not read it."
-    assert ctx.usage.malformed_tool_calls == 3
+    assert ctx.usage.malformed_tool_calls == 4
     tools = ctx.trajectory.tool_calls()
-    assert [e.ok for e in tools] == [False, False, False]
+    assert [e.ok for e in tools] == [False, False, False, False]
+    assert tools[3].args == {}  # not an object: kept out of the event's args
     fed = {
         m["tool_call_id"]: m["content"]
         for m in fake_openai.chat_requests()[1].json["messages"]
@@ -162,6 +164,7 @@ async def test_malformed_tool_calls_are_fed_back(fake_openai, settings, sandbox)
     assert "not valid JSON" in fed["bad_json"]
     assert "unknown tool 'no_such_tool'" in fed["unknown"]
     assert "JSON object" in fed["not_object"]
+    assert "unknown tool 'no_such_tool'" in fed["unknown_not_object"]
 
 
 def test_split_confidence() -> None:

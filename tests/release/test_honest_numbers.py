@@ -46,6 +46,30 @@ def test_simulated_arms_draw_independently_unless_asked():
     assert trial_draw_seed(crn, 7, "base") == trial_draw_seed(crn, 7, "base-aa") == 7
 
 
+def test_every_param_the_simulated_draws_read_is_declared():
+    """A key the draw functions read but ``SimulatedParams`` lacks would be refused at load
+    (extra="forbid"), as ``common_random_numbers`` once was."""
+    from harness.agents.simulated import SimulatedParams
+
+    class Reads(dict):
+        seen: set[str] = set()
+
+        def get(self, key, default=None):
+            self.seen.add(key)
+            return super().get(key, default)
+
+        def __contains__(self, key):
+            self.seen.add(key)
+            return super().__contains__(key)
+
+    params = Reads()
+    task = SimpleNamespace(id="t0", simulated={})
+    task_probability(params, task, variant="v1")
+    trial_draw_seed(params, 7, "base")
+    assert params.seen and params.seen <= set(SimulatedParams.model_fields)
+    assert SimulatedParams.model_validate({"common_random_numbers": True}).common_random_numbers
+
+
 def test_aa_false_regression_rate_with_the_independent_agent_is_at_most_alpha():
     params = {"a": 3.0, "b": 2.0}
     runs, regressions = 300, 0
