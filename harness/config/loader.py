@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from harness.config.env import expand_env
 from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
@@ -76,7 +77,7 @@ def from_validation(
     return ConfigError(str(file), field_path(loc), msg, nearest_line(lines, loc))
 
 
-def _message(err: Mapping[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     kind, msg = err["type"], err["msg"]
     if kind == "extra_forbidden":
         return "unknown key (check the spelling; see the README's reference)"
@@ -90,7 +91,7 @@ def _message(err: Mapping[str, Any]) -> str:
     return msg
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return {
         dict: "a mapping",
         list: "a list",
@@ -102,7 +103,7 @@ def _kind(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     if isinstance(value, dict | list):
         return ""
     text = repr(value)
