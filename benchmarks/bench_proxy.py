@@ -24,7 +24,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.agents.base import AgentContext  # noqa: E402
-from harness.config.models import Arm, Budgets, ModelSettings, Price, Task  # noqa: E402
+from harness.config.models import Arm, Budgets, ModelSettings, Price  # noqa: E402
 from harness.models.proxy import metering_proxy  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Turn  # noqa: E402
 
@@ -39,9 +39,8 @@ async def main(calls: int, tokens: int) -> None:
             price=Price(input=1, output=2),
         )
         server.default = Turn("ok", usage=(10, 1))
-        task = Task(id="bench", instruction="x", graders=[{"type": "state_diff"}])
         ctx = AgentContext(
-            task=task,
+            task_id="bench",
             arm=Arm(name="a", agent="command", model=settings),
             instruction="x",
             sandbox=None,  # type: ignore[arg-type]  # the proxy never touches the sandbox
