@@ -209,6 +209,7 @@ class _ForwardingSandbox(Sandbox):
         self.workdir = inner.workdir
         self.socket_dir = inner.socket_dir
         self.agent_path = inner.agent_path
+        self.isolated = inner.isolated
 
     async def __call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         coro = getattr(self.__inner, name)(*args, **kwargs)

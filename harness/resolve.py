@@ -131,11 +131,14 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
     """
     suite = config.suite
     data = {f.name: getattr(config, f.name) for f in fields(ResolvedSuite)}
+    agents = {arm.name: _agent(config, i, arm) for i, arm in enumerate(suite.arms)}
+    chosen = _sandbox(config, _choose(config, sandbox or suite.sandbox))
+    _check_agent_programs(config, agents, chosen)
     return Resolved(
         **data,
-        agents={arm.name: _agent(config, i, arm) for i, arm in enumerate(suite.arms)},
+        agents=agents,
         graders={lt.task.id: _graders(lt) for lt in config.tasks},
-        sandbox=_sandbox(config, _choose(config, sandbox or suite.sandbox)),
+        sandbox=chosen,
         executor=_executor(config),
     )
 
@@ -197,6 +200,26 @@ def _sandbox(config: ResolvedSuite, name: str) -> SandboxBinding:
     options = config.suite.sandbox_options
     checked = _options(config, ("sandbox_options",), cls.validate_options, options)
     return SandboxBinding(name, cls, checked)
+
+
+def _check_agent_programs(
+    config: ResolvedSuite, agents: dict[str, AgentBinding], sandbox: SandboxBinding
+) -> None:
+    """Refuse an arm whose program must run inside the sandbox against the metering proxy
+    (a ready-made CLI, a ``command`` with ``where: sandbox`` and a model) when the backend
+    cannot host it: it would otherwise run unconfined on the host, or fail as the agent's
+    fault for want of a way out to the proxy."""
+    if sandbox.cls.runs_agent_programs(sandbox.options):
+        return
+    for i, arm in enumerate(config.suite.arms):
+        if agents[arm.name].wants_socket_dir(arm):
+            raise _error(
+                config,
+                ("arms", i, "agent"),
+                f"agent '{arm.agent}' runs its program inside the sandbox against the "
+                f"metering proxy, which sandbox '{sandbox.name}' cannot host (no socket "
+                "mount); use `--sandbox docker`",
+            )
 
 
 def _executor(config: ResolvedSuite) -> ExecutorBinding:

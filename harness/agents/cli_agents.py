@@ -105,11 +105,19 @@ class _CliAgent(Agent):
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ConfigError("suite", f"{where}.params.args", "must be a list of strings")
         package = self.package(self._version(params))
-        if ctx.sandbox.agent_path:  # built into the sandbox's image
+        if ctx.sandbox.agent_path:  # put into the sandbox by its backend
             path, mode = ctx.sandbox.agent_path, "sandbox"
-        else:  # no image: the host's staged executable
+        elif not ctx.sandbox.isolated:  # unsafe-local: the host's staged executable
             exe = await anyio.to_thread.run_sync(stage, package)
             path, mode = str(exe), "host"
+        else:  # never unconfined on the host in place of a sandbox that cannot hold it
+            raise ConfigError(
+                "suite",
+                f"{where}.agent",
+                f"{self.label} runs inside the sandbox, and this trial's sandbox "
+                f"({ctx.sandbox.id}) has no place for it (a task without an environment, "
+                "or a backend that cannot mount it)",
+            )
         command_params: dict[str, Any] = {
             "command": self.command(path, args),
             "where": mode,

@@ -127,6 +127,13 @@ class CommandAgent(Agent):
                 from harness.models.proxy import metering_proxy
 
                 socket_dir = ctx.sandbox.socket_dir if where == "sandbox" else None
+                if where == "sandbox" and socket_dir is None and ctx.sandbox.isolated:
+                    raise ConfigError(
+                        "suite",
+                        f"arms.{ctx.arm.name}.params.where",
+                        f"sandbox {ctx.sandbox.id} has no socket to the metering proxy, so "
+                        "a program inside it cannot reach the model",
+                    )
                 unix_path = (
                     f"{socket_dir}/model-{uuid.uuid4().hex[:8]}.sock" if socket_dir else None
                 )

@@ -97,8 +97,11 @@ class Sandbox(abc.ABC):
     mounted it (Docker); None elsewhere."""
     agent_path: str | None = None
     """Where the requested ``AgentBuild``'s executable is inside this sandbox, when the
-    backend built it into the sandbox's image (Docker); None: the backend has no image, so
-    the agent runs the host's executable."""
+    backend put it there (Docker: built into the image); None: not provided."""
+    isolated: bool = True
+    """False only where commands run on the host as they are (``unsafe-local``): there an
+    agent program may run as a host process, since nothing is isolated anyway. An isolated
+    sandbox without ``agent_path`` or ``socket_dir`` never lets it run on the host instead."""
 
     @abc.abstractmethod
     async def exec(
@@ -159,6 +162,17 @@ class SandboxProvider(abc.ABC):
     name: ClassVar[str]
     isolated: bool
     Options: ClassVar[type[BackendOptions]] = BackendOptions
+    mounts_sockets: ClassVar[bool] = False
+    """Sandboxes honour ``SandboxRequest.socket_dir`` and ``.agent``: a program run inside
+    reaches the metering proxy through the mounted socket, and a ready-made agent's CLI is
+    at ``Sandbox.agent_path``. An isolated backend without it cannot run such agents."""
+
+    @classmethod
+    def runs_agent_programs(cls, options: BackendOptions) -> bool:
+        """Can an agent program that talks to the model run with this backend: inside its
+        sandboxes, or on the host because nothing is isolated? False refuses the suite at
+        load time (``harness.resolve``) rather than run the program unconfined."""
+        return cls.mounts_sockets or not cls.isolated
 
     @classmethod
     def validate_options(cls, raw: dict[str, Any]) -> BackendOptions:

@@ -115,6 +115,7 @@ class DockerProvider(SandboxProvider):
 
     name = "docker"
     isolated = True
+    mounts_sockets = True
     Options = DockerOptions
 
     def __init__(

@@ -35,6 +35,7 @@ class FaultySandbox(Sandbox):
         self.inner = inner
         self.id, self.image_id, self.workdir = inner.id, inner.image_id, inner.workdir
         self.socket_dir, self.agent_path = inner.socket_dir, inner.agent_path
+        self.isolated = inner.isolated
         self.kill_at = kill_at
         self.calls = 0
 
@@ -96,6 +97,15 @@ class FaultyProvider(SandboxProvider):
         rest = {k: v for k, v in raw.items() if k not in own}
         options._inner_options = inner.validate_options(rest)
         return options
+
+    @classmethod
+    def runs_agent_programs(cls, options: BackendOptions) -> bool:
+        """As the inner backend does."""
+        from harness.sandbox import BACKENDS
+
+        assert isinstance(options, FaultyOptions)
+        inner = BACKENDS.load(options.inner)
+        return inner.runs_agent_programs(options._inner_options)
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> FaultyProvider:

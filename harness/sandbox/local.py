@@ -33,6 +33,8 @@ _SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
 class LocalSandbox(Sandbox):
+    isolated = False
+
     def __init__(self, root: Path, image_id: str | None):
         self.id = f"local-{uuid.uuid4().hex[:12]}"
         self.image_id = image_id

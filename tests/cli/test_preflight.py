@@ -59,3 +59,55 @@ def test_preflight_refuses_before_any_run_row(change, field, text, tmp_path, mon
     if db.exists():
         with sqlite3.connect(db) as conn:
             assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+SEALED = (
+    "from harness.sandbox.local import LocalProvider\n\n"
+    "class Sealed(LocalProvider):\n    name = 'sealed'\n    isolated = True\n"
+)
+MODEL = {"name": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": None}
+
+
+@pytest.mark.parametrize(
+    "arm",
+    [
+        {"agent": "codex", "model": MODEL},
+        {"agent": "claude-code", "model": {**MODEL, "api": "anthropic"}},
+        {"agent": "command", "model": MODEL, "params": {"command": "true", "where": "sandbox"}},
+    ],
+    ids=["codex", "claude-code", "command-in-sandbox"],
+)
+def test_an_agent_program_never_runs_unconfined_for_want_of_a_socket(arm, tmp_path):
+    """An isolated backend that cannot mount the proxy's socket (nor a CLI) refuses arms
+    whose program runs inside the sandbox, naming the arm's agent field and the backend;
+    ``unsafe-local`` (nothing isolated) and a program on the host or without model pass."""
+    from harness.resolve import load
+
+    suite = write_suite(tmp_path / "s", n_tasks=1)
+    (suite.parent / "sealed.py").write_text(SEALED)
+    doc = yaml.safe_load(suite.read_text())
+    doc["arms"] = [{"name": "ok", "agent": "oracle"}, {"name": "cli", **arm}]
+    doc["sandbox"] = "sealed:Sealed"
+    suite.write_text(yaml.safe_dump(doc))
+    db = tmp_path / "h.db"
+    code, _, err = _main("run", str(suite), "--store", f"sqlite:///{db}", "-q")
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "suite.yaml:" in lines[0], err
+    assert "field 'arms[1].agent'" in lines[0] and "sandbox 'sealed:Sealed'" in lines[0], err
+    if db.exists():
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    doc["sandbox"] = "unsafe-local"
+    suite.write_text(yaml.safe_dump(doc))
+    load(suite)  # nothing is isolated there: the program runs on the host, as documented
+    if arm["agent"] == "command":
+        for params in ({"command": "true"}, {"command": "true", "where": "sandbox"}):
+            doc.update(sandbox="sealed:Sealed")
+            doc["arms"][1] = {"name": "cli", "agent": "command", "params": params}
+            if "where" in params:
+                doc["arms"][1].pop("model", None)
+            else:
+                doc["arms"][1]["model"] = MODEL
+            suite.write_text(yaml.safe_dump(doc))
+            load(suite)  # host program with a model, sandboxed one without: accepted

@@ -30,6 +30,27 @@ async def test_a_cli_needs_its_api(settings, sandbox, agent, wrong) -> None:
         await cls().run(make_ctx(sandbox, agent=agent))
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "command"])
+async def test_an_isolated_sandbox_without_a_place_never_runs_the_program_on_the_host(
+    settings, sandbox, agent, monkeypatch
+) -> None:
+    """A sandbox that is isolated but has neither the CLI nor the proxy's socket (a task
+    without environment, a backend that cannot mount them) is a configuration error of the
+    harness's making, never a host process nor the agent's failure."""
+    monkeypatch.setattr(sandbox, "isolated", True)
+    model = (
+        settings.model_copy(update={"api": agent_class(agent).api})
+        if agent != "command"
+        else settings
+    )
+    params = {"command": "touch ran-on-host", "where": "sandbox"} if agent == "command" else None
+    ctx = make_ctx(sandbox, agent=agent, model=model, params=params)
+    with pytest.raises(ConfigError, match="sandbox") as info:
+        await agent_class(agent)().run(ctx)
+    assert classify(info.value) == "harness_error"
+    assert not (Path(sandbox.workdir) / "ran-on-host").exists()
+
+
 def test_lock_file_pins_the_cli_versions(tmp_path: Path) -> None:
     task = {
         "id": "q",
