@@ -183,6 +183,8 @@ class ResponsesEvent(TypedDict, total=False):
     response: ResponsesBody
     """``response.completed``, ``response.incomplete``, ``response.failed``."""
     error: OpenAIError
+    """Not in OpenAI's ``error`` event (its fields are at the top); the proxy's own error
+    events carry it too, for clients that read the chat API's shape."""
     code: str | None
     message: str
     param: str | None
