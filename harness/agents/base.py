@@ -16,7 +16,7 @@ import abc
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -64,6 +64,17 @@ class Usage:
         return self.tokens_in, self.tokens_cached, self.tokens_out
 
 
+class ToolCalls(Protocol):
+    """What an agent's context needs of the trial's tool server
+    (``harness.tools.client.ToolServer``, or a forwarder to it)."""
+
+    tools: list[str]
+
+    async def call(self, tool: str, args: dict[str, object], timeout: float, /) -> tuple[bool, str]:
+        """(ok, output) of one tool call."""
+        ...
+
+
 @dataclass
 class ToolResult:
     ok: bool
@@ -92,7 +103,7 @@ class AgentContext:
     started: float = field(default_factory=time.monotonic)
     ended_by: str | None = None
     """The terminating tool that ended the episode, once one has run."""
-    tool_server: Any = None
+    tool_server: ToolCalls | None = None
     """The trial's ``harness.tools.client.ToolServer`` when the environment has one: tool
     calls go to it instead of one process per call."""
 

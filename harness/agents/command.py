@@ -61,7 +61,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -72,6 +72,9 @@ from harness.agents.llm import split_confidence
 from harness.config.models import Arm, ModelSettings, Options
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
 from harness.sandbox.base import SOCKET_MOUNT
+
+if TYPE_CHECKING:
+    from harness.models.proxy import MeteringProxy
 
 _SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 _OUTPUT_CAP = 4 * 1024 * 1024
@@ -224,7 +227,11 @@ class CommandAgent(Agent):
 
     # -- environment ----------------------------------------------------------------------
     def _env(
-        self, ctx: AgentContext, params: CommandParams, proxy: Any, files: _ExchangeFiles
+        self,
+        ctx: AgentContext,
+        params: CommandParams,
+        proxy: MeteringProxy | None,
+        files: _ExchangeFiles,
     ) -> dict[str, str]:
         env = {k: os.environ[k] for k in _SAFE_ENV_KEYS if k in os.environ}
         secret_names = {ctx.model.api_key_env} if ctx.model and ctx.model.api_key_env else set()

@@ -135,7 +135,7 @@ def altered_answer(task: Task) -> str:
     return "I don't know."
 
 
-def _alter(value: Any) -> Any:
+def _alter(value: object) -> object:
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):

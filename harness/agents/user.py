@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from harness.config.models import ModelSettings, UserScript
 from harness.models.chat import ChatMessage
+
+if TYPE_CHECKING:
+    from harness.models.client import ChatClient
 
 STOP = "###STOP###"
 DEFAULT_MAX_TURNS = 10
@@ -122,7 +125,7 @@ class ModelUser:
         persona: str | None,
         seed: int,
         max_turns: int = DEFAULT_MAX_TURNS,
-        client: Any = None,
+        client: ChatClient | None = None,
         opens: bool = False,
     ):
         from harness.models.settings import expand_env

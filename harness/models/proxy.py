@@ -39,12 +39,12 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import h11
 import httpx
-from anyio.abc import SocketAttribute, SocketStream
+from anyio.abc import Listener, SocketAttribute, SocketStream
 
 from harness.config.models import ModelSettings
 from harness.errors import BudgetExceeded, ConfigError, ModelUnavailable
@@ -474,7 +474,7 @@ async def metering_proxy(
     """Run a ``MeteringProxy`` for the duration of the block: on 127.0.0.1 (a free port), or
     on the unix socket ``unix_path`` (connectable by any local user: the token guards it)."""
     proxy = MeteringProxy(ctx, settings, client=client, force_model=force_model)
-    listener: Any
+    listener: Listener[SocketStream]
     if unix_path is None:
         listener = await anyio.create_tcp_listener(local_host=proxy.host, local_port=0)
         proxy.port = listener.extra(SocketAttribute.local_port)
