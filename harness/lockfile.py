@@ -3,8 +3,9 @@
 `harness lock suite.yaml` writes ``suite.lock.json`` beside the suite; `harness run --locked`
 refuses to start when any environment now resolves to something else, naming each one. The
 ready-made agents' CLI builds are pinned twice: per arm (``agents``: the CLI version) and,
-on a backend with images, per environment (its entry's ``agents``: the package spec and the
-id of the task image plus that CLI).
+on a backend that runs them inside its sandboxes, per environment (its entry's ``agents``:
+the package spec and, on Docker, the id of the task image plus that CLI, on bwrap the
+SHA-256 of the executable it binds).
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def _check_agent_programs(
                 ("arms", i, "agent"),
                 f"agent '{arm.agent}' runs its program inside the sandbox against the "
                 f"metering proxy, which sandbox '{sandbox.name}' cannot host (no socket "
-                "mount); use `--sandbox docker`",
+                "mount); use `--sandbox docker` or `--sandbox bwrap`",
             )
 
 

@@ -181,7 +181,7 @@ async def _run(
 
             await check_lock_for(resolved, provider)
         image_ids = await provider.prepare(envs)
-        # ready-made agents' CLIs built into their own images (bwrap, unsafe-local: none)
+        # ready-made agents' CLIs: built into images (docker), staged and hashed (bwrap)
         await provider.prepare_agents(agent_builds(resolved))
         await provider.prepare_networks(_task_networks(resolved))  # tasks' own hosts
     all_jobs = build_plan(resolved)

@@ -11,9 +11,11 @@ as for ``command``.
 
 On Docker the executable is built into the task's image at image-build time (``build``:
 one image per environment and CLI build, pinned beside the task image and recorded in the
-lock file) and runs from there inside the network-less container. Backends without images
-(``bwrap``, ``unsafe-local``) run the host's staged executable as a host program, in the
-sandbox directory on ``unsafe-local``.
+lock file) and runs from there inside the network-less container. On ``bwrap`` the staged
+executable is bound read-only at the same path inside the network-less sandbox (pinned in
+the lock file by its SHA-256). Only ``unsafe-local``, which isolates nothing, runs it as a
+host program in the sandbox directory; any other sandbox without ``agent_path`` is refused,
+never replaced by the host.
 
 Params:
   version    the CLI version (default: the pinned ``VERSION`` below)

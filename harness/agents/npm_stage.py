@@ -4,8 +4,8 @@ Claude Code and Codex CLI ship their Linux x64 builds as self-contained native e
 inside npm packages (``@anthropic-ai/claude-code-linux-x64``, ``@openai/codex`` at its
 ``-linux-x64`` version). ``npm install --prefix`` puts the pinned version in
 ``$HARNESS_CLI_CACHE`` (default ``~/.cache/harness/cli``); the Docker backend copies the
-executable into an image built on the task's image (``docker_agent_images``), so nothing
-inside a container needs network or Node.js. Install scripts never run (``--ignore-scripts``): the executable is in the
+executable into an image built on the task's image (``docker_agent_images``), bwrap binds
+it read-only into its sandboxes, so nothing inside a sandbox needs network or Node.js. Install scripts never run (``--ignore-scripts``): the executable is in the
 tarball.
 """
 

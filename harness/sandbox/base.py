@@ -50,8 +50,9 @@ class SandboxRequest:
     mounts read-only at ``SOCKET_MOUNT``: the one host path a container may see, asked for
     only by agents that run a program inside the sandbox against the proxy."""
     agent: AgentBuild | None = None
-    """The ready-made agent CLI the trial's arm runs: a backend with images (Docker) creates
-    the sandbox from the environment's image with it installed at ``agent.path``."""
+    """The ready-made agent CLI the trial's arm runs, to be found at ``agent.path`` inside
+    the sandbox: Docker creates it from the environment's image with the CLI built in, bwrap
+    binds the staged executable there read-only."""
 
 
 SOCKET_MOUNT = "/run/harness"
@@ -64,7 +65,8 @@ class AgentBuild:
     """One pinned build of a ready-made agent's CLI, to install into images at build time.
 
     ``fetch`` is blocking and returns the executable on this host (installed once from the
-    package registry into a cache); a backend with images copies it in, others run it."""
+    package registry into a cache); Docker copies it into an image, bwrap binds it read-only,
+    ``unsafe-local`` runs it as a host program."""
 
     key: str
     """Directory name below ``AGENT_DIR`` and lock-file key, e.g. ``codex-0.171.0``."""
@@ -94,10 +96,11 @@ class Sandbox(abc.ABC):
     workdir: str
     socket_dir: str | None = None
     """The host side of ``SOCKET_MOUNT`` when the request asked for one and the backend
-    mounted it (Docker); None elsewhere."""
+    mounted it (Docker, bwrap); None elsewhere."""
     agent_path: str | None = None
     """Where the requested ``AgentBuild``'s executable is inside this sandbox, when the
-    backend put it there (Docker: built into the image); None: not provided."""
+    backend put it there (Docker: built into the image; bwrap: bound read-only); None: not
+    provided."""
     isolated: bool = True
     """False only where commands run on the host as they are (``unsafe-local``): there an
     agent program may run as a host process, since nothing is isolated anyway. An isolated
@@ -216,7 +219,7 @@ class SandboxProvider(abc.ABC):
     ) -> dict[str, dict[str, str]]:
         """At image-build time, before any trial: build for each (environment, agent CLI)
         pair an image holding the CLI; return environment -> ``AgentBuild.key`` -> image id.
-        Default: nothing to build (a backend without images runs the host's executable)."""
+        Default: nothing to build (``unsafe-local`` runs the host's executable)."""
         return {}
 
     async def healthy(self) -> bool:

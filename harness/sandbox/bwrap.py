@@ -17,6 +17,12 @@ command runs in a NEW ``bwrap`` sandbox over that directory:
 * limits from the suite's ``limits`` (see ``bwrap_limits``): a cgroup per trial (pids,
   memory with swap) when the host allows, else ``ulimit -v``; time from each command's
   timeout and the agent's budget.
+* two more read-only host paths, only when the trial's arm asks: the metering proxy's
+  socket directory at ``SOCKET_MOUNT`` (the in-sandbox relay reaches the proxy through it;
+  the network stays unshared), and a ready-made agent's staged executable at
+  ``AgentBuild.path``, the same paths Docker uses. The sandbox's read-only file view plays
+  the part of Docker's derived image: the CLI is fetched once per run (``prepare_agents``)
+  and pinned by its npm spec and the SHA-256 of the file (``lock_entries``).
 
 Requires the ``bwrap`` binary (Debian/Ubuntu: ``apt-get install bubblewrap``) and user
 namespaces.
@@ -24,6 +30,7 @@ namespaces.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -39,6 +46,8 @@ from harness.config.models import Limits, Options
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox import bwrap_limits, trial_dirs
 from harness.sandbox.base import (
+    SOCKET_MOUNT,
+    AgentBuild,
     Environment,
     ExecResult,
     Sandbox,
@@ -111,8 +120,14 @@ class BwrapSandbox(Sandbox):
         image_id: str | None,
         limits: Limits,
         cgroup: bwrap_limits.TrialCgroup | None,
+        socket_dir: str | None = None,
+        agent: tuple[Path, str] | None = None,
     ):
         self.id = f"bwrap-{root.name[-8:]}"
+        self.socket_dir = socket_dir
+        self._agent = agent
+        """(host executable, its path inside) of the arm's agent CLI, bound read-only."""
+        self.agent_path = agent[1] if agent else None
         self.image_id = image_id
         self.root = root
         self.workdir = workdir
@@ -163,6 +178,7 @@ class BwrapSandbox(Sandbox):
             "--bind",
             str(self._work),
             self.workdir,
+            *self._extra_binds(),
             "--remount-ro",
             "/",
             "--chdir",
@@ -198,6 +214,17 @@ class BwrapSandbox(Sandbox):
             join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1"; shift; n=$((n-1)); done; exec "$@"'
             files = self._cgroup.procs_files
             args = ["/bin/sh", "-c", join, "sh", str(len(files)), *files, *args]
+        return args
+
+    def _extra_binds(self) -> list[str]:
+        """The proxy's socket directory and the agent's executable, read-only, when asked.
+        The sandbox's uid 1000 is the harness's own uid outside (user namespace), and the
+        proxy's socket is mode 0666, so the relay inside may connect to it."""
+        args = []
+        if self.socket_dir is not None:
+            args += ["--ro-bind", self.socket_dir, SOCKET_MOUNT]
+        if self._agent is not None:
+            args += ["--ro-bind", str(self._agent[0]), self._agent[1]]
         return args
 
     async def open_process(self, cmd: str, *, stderr: Any) -> Any:
@@ -312,6 +339,7 @@ class BwrapProvider(SandboxProvider):
 
     name = "bwrap"
     isolated = True
+    mounts_sockets = True
     Options = BwrapOptions
 
     def __init__(self, base_dir: str | None = None, limits: Limits | None = None):
@@ -322,6 +350,9 @@ class BwrapProvider(SandboxProvider):
             )
         self.base_dir = base_dir
         self.limits = limits or Limits()
+        self._agents: dict[str, tuple[AgentBuild, Path, str]] = {}
+        """``AgentBuild.key`` -> (build, staged host executable, its SHA-256)."""
+        self._agent_lock: anyio.Lock | None = None
         self.cgroups = bwrap_limits.mechanism()
         log.info("bwrap sandbox: limits via %s", self.cgroups)
         if self.cgroups == "none":
@@ -339,6 +370,35 @@ class BwrapProvider(SandboxProvider):
             )
         return {env.name: f"bwrap:{_dir_digest(env.root)}" for env in environments}
 
+    async def prepare_agents(
+        self, wanted: list[tuple[Environment, AgentBuild]]
+    ) -> dict[str, dict[str, str]]:
+        """Fetch ONCE per CLI build its executable into the host cache and hash it; every
+        sandbox of the build binds that file. Returns environment -> key -> ``sha256:...``
+        (the same bytes on every environment). A CLI that cannot be fetched raises
+        ``EnvironmentBuildError`` before any trial."""
+        if self._agent_lock is None:
+            self._agent_lock = anyio.Lock()
+        out: dict[str, dict[str, str]] = {}
+        for env, build in wanted:
+            async with self._agent_lock:
+                if build.key not in self._agents:
+                    exe = await anyio.to_thread.run_sync(build.fetch)
+                    digest = await anyio.to_thread.run_sync(_sha256, exe)
+                    self._agents[build.key] = (build, exe, digest)
+            out.setdefault(env.name, {})[build.key] = f"sha256:{self._agents[build.key][2]}"
+        return out
+
+    async def lock_entries(self, environments: list[Environment]) -> dict[str, dict[str, Any]]:
+        """Per environment: its files digest (as ``image_id``) and the agent CLIs prepared so
+        far, each as its npm spec and the SHA-256 of the executable sandboxes bind."""
+        ids = await self.prepare(environments)
+        agents = {
+            key: {"npm": build.spec, "sha256": digest}
+            for key, (build, _exe, digest) in sorted(self._agents.items())
+        }
+        return {name: {"image_id": image_id, "agents": agents} for name, image_id in ids.items()}
+
     async def prepare_networks(self, wanted) -> None:
         for env, hosts in wanted:
             self._refuse_network(env.name, hosts)
@@ -354,6 +414,10 @@ class BwrapProvider(SandboxProvider):
 
     async def create(self, request: SandboxRequest) -> BwrapSandbox:
         self._refuse_network(request.environment.name, request.network or [])
+        agent = None
+        if request.agent is not None:  # the arm's CLI, staged on this host
+            await self.prepare_agents([(request.environment, request.agent)])
+            agent = (self._agents[request.agent.key][1], request.agent.path)
 
         def make() -> BwrapSandbox:
             root = trial_dirs.make_trial_dir("harness-bwrap", self.base_dir)
@@ -373,7 +437,13 @@ class BwrapProvider(SandboxProvider):
                 shutil.rmtree(root, ignore_errors=True)
                 raise
             return BwrapSandbox(
-                root, request.environment.spec.workdir, request.image_id, request.limits, cgroup
+                root,
+                request.environment.spec.workdir,
+                request.image_id,
+                request.limits,
+                cgroup,
+                request.socket_dir,
+                agent,
             )
 
         try:
@@ -387,6 +457,14 @@ class BwrapProvider(SandboxProvider):
     def gc(self, running_run_ids=None) -> list[str]:
         """Remove trial directories (and cgroups) left by killed runs on this host."""
         return [str(p) for p in trial_dirs.gc(self.base_dir)]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 __all__ = ["BwrapOptions", "BwrapProvider", "BwrapSandbox", "bwrap_available"]

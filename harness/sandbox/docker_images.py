@@ -464,10 +464,11 @@ def agent_mismatches(
     name: str,
     was: dict[str, dict],
     now: dict[str, dict],
-    fields: tuple[str, ...] = ("npm", "image_id"),
+    fields: tuple[str, ...] = ("npm", "image_id", "sha256"),
 ) -> list[str]:
     """One line per agent CLI of environment ``name`` whose ``fields`` (package spec, image
-    id) changed or that the lock (``was``) does not hold."""
+    id on Docker, executable's hash on bwrap) changed or that the lock (``was``) does not
+    hold."""
     out = []
     for key in sorted(now):
         if key not in was:
