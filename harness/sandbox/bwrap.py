@@ -414,10 +414,13 @@ class BwrapProvider(SandboxProvider):
 
     async def create(self, request: SandboxRequest) -> BwrapSandbox:
         self._refuse_network(request.environment.name, request.network or [])
-        agent = None
+        agent, image_id = None, request.image_id
         if request.agent is not None:  # the arm's CLI, staged on this host
             await self.prepare_agents([(request.environment, request.agent)])
-            agent = (self._agents[request.agent.key][1], request.agent.path)
+            _build, exe, digest = self._agents[request.agent.key]
+            agent = (exe, request.agent.path)
+            # What the trial ran: the task's files plus this CLI (as Docker's derived image).
+            image_id = f"{image_id}+{request.agent.key}@sha256:{digest[:12]}"
 
         def make() -> BwrapSandbox:
             root = trial_dirs.make_trial_dir("harness-bwrap", self.base_dir)
@@ -439,7 +442,7 @@ class BwrapProvider(SandboxProvider):
             return BwrapSandbox(
                 root,
                 request.environment.spec.workdir,
-                request.image_id,
+                image_id,
                 request.limits,
                 cgroup,
                 request.socket_dir,

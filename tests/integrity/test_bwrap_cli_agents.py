@@ -161,12 +161,13 @@ def test_cli_agents_run_inside_bwrap_through_the_proxy(tmp_path, bwrap_ready):  
         budget = rows[(f"{agent}-right", "shell/config-port-budget")]
         assert budget["status"] == "failed" and "max_tokens" in budget["reason"], budget
         assert budget["tokens_in"] == 2 * USAGE[0]
-    _check_lock(suite)
+    _check_lock(suite, rows)
 
 
-def _check_lock(suite: Path) -> None:
+def _check_lock(suite: Path, rows: dict) -> None:
     """`harness lock` on bwrap pins each CLI by its npm spec and the SHA-256 of the staged
-    executable the sandboxes bind."""
+    executable the sandboxes bind; each CLI trial records the task's files plus that CLI as
+    the image it ran, and the task's files alone as the image under it."""
     from harness.agents.cli_agents import ClaudeCodeAgent, CodexAgent
     from harness.agents.npm_stage import staged
 
@@ -178,4 +179,10 @@ def _check_lock(suite: Path) -> None:
         exe = staged(package)
         assert exe is not None
         pin = entry["agents"][f"{cls.name}-{cls.VERSION}"]
-        assert pin == {"npm": package.spec, "sha256": hashlib.sha256(exe.read_bytes()).hexdigest()}
+        digest = hashlib.sha256(exe.read_bytes()).hexdigest()
+        assert pin == {"npm": package.spec, "sha256": digest}
+        ran = {r["image_id"] for (arm, _), r in rows.items() if arm.startswith(cls.name)}
+        under = {r["task_image_id"] for (arm, _), r in rows.items() if arm.startswith(cls.name)}
+        key = f"{cls.name}-{cls.VERSION}"
+        assert under == {entry["image_id"]}
+        assert ran == {f"{entry['image_id']}+{key}@sha256:{digest[:12]}"}
