@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import ConfigError
 from harness.release.records import (
     Comparison,
     GateResult,
     History,
+    NoiseFloor,
     RunComparison,
     Sensitivity,
     TrialRecord,
 )
 from harness.release.run_config import StoredSuite
+
+if TYPE_CHECKING:
+    from harness.release.source import Side
 
 
 def compare_runs(
@@ -30,16 +36,9 @@ def compare_runs(
     ``refused`` (True when differences exist and ``force`` is off: no numbers then).
     """
     from harness.release.compare import paired_comparison
-    from harness.release.floor import noise_floor, uses_common_random_numbers
     from harness.release.preconditions import differences
     from harness.release.slices import class_screens
-    from harness.release.source import (
-        aa_arm,
-        load_rows,
-        resolve_side,
-        stored_config,
-        suite_config,
-    )
+    from harness.release.source import load_rows, resolve_side, stored_config, suite_config
 
     a = resolve_side(store, spec_a, "baseline")
     b = resolve_side(store, spec_b, "candidate")
@@ -83,12 +82,7 @@ def compare_runs(
             "across runs: run-level drift (provider, index, grader) is not cancelled by "
             "pairing; prefer arms interleaved in one run"
         )
-    aa = aa_arm(a.run, a.arm)
-    out["noise_floor"] = None
-    if aa:
-        n = compare(rows_a, [r for r in all_a if r["arm"] == aa])
-        crn = uses_common_random_numbers(stored_config(a.run), aa)
-        out["noise_floor"] = noise_floor(n, aa, common_random_numbers=crn)
+    out["noise_floor"] = _aa_noise_floor(a, all_a, rows_a, compare)
     lo, hi = c.get("lo"), c.get("hi")
     headline_flat = (
         c["estimate"] is not None and lo is not None and hi is not None and lo <= 0 <= hi
@@ -103,6 +97,25 @@ def compare_runs(
         phase_one_trials=phase_one,
     )
     return out
+
+
+def _aa_noise_floor(
+    side: Side,
+    all_rows: list[TrialRecord],
+    rows: list[TrialRecord],
+    compare: Callable[[list[TrialRecord], list[TrialRecord]], Comparison],
+) -> NoiseFloor | None:
+    """The A/A arm's paired comparison against ``side``'s arm as a noise floor, or None
+    when the run has no A/A twin of that arm."""
+    from harness.release.floor import noise_floor, uses_common_random_numbers
+    from harness.release.source import aa_arm, stored_config
+
+    aa = aa_arm(side.run, side.arm)
+    if not aa:
+        return None
+    n = compare(rows, [r for r in all_rows if r["arm"] == aa])
+    crn = uses_common_random_numbers(stored_config(side.run), aa)
+    return noise_floor(n, aa, common_random_numbers=crn)
 
 
 def phase_one_trials(*runs) -> int | None:
