@@ -61,7 +61,7 @@ async def write_lock(
 
 def mismatches(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
     """One line per environment whose pinned image (or base image) changed."""
-    from harness.sandbox.docker_images import check_lock
+    from harness.sandbox.lock_compare import check_lock
 
     return check_lock(locked, current)
 
@@ -94,7 +94,7 @@ def agent_builds(resolved: ResolvedSuite) -> list[tuple[Environment, AgentBuild]
 def _cli_mismatches(doc: dict[str, Any], resolved: ResolvedSuite) -> list[str]:
     """The ready-made agents' CLI builds against the lock: each environment's package specs
     (when the lock was made with images) and each arm's pin."""
-    from harness.sandbox.docker_images import agent_mismatches
+    from harness.sandbox.lock_compare import agent_mismatches
 
     problems = []
     for env, build in agent_builds(resolved):

@@ -53,13 +53,10 @@ import json
 import os
 import posixpath
 import shlex
-import shutil
 import signal
-import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -68,6 +65,7 @@ from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
 from harness.agents.base import Agent, AgentContext, AgentResult
+from harness.agents.command_files import ExchangeFiles, exchange_files
 from harness.agents.llm import split_confidence
 from harness.config.models import Arm, ModelSettings, Options
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
@@ -150,7 +148,7 @@ class CommandAgent(Agent):
                 )
                 if unix_path is not None:
                     command = _relayed(command, posixpath.basename(unix_path))
-            files = await stack.enter_async_context(_exchange_files(ctx, where))
+            files = await stack.enter_async_context(exchange_files(ctx, where))
             env = self._env(ctx, params, proxy, files)
             start = time.monotonic()
             outcome: _ProgramRun = {}
@@ -231,7 +229,7 @@ class CommandAgent(Agent):
         ctx: AgentContext,
         params: CommandParams,
         proxy: MeteringProxy | None,
-        files: _ExchangeFiles,
+        files: ExchangeFiles,
     ) -> dict[str, str]:
         env = {k: os.environ[k] for k in _SAFE_ENV_KEYS if k in os.environ}
         secret_names = {ctx.model.api_key_env} if ctx.model and ctx.model.api_key_env else set()
@@ -270,7 +268,7 @@ class CommandAgent(Agent):
         command: str,
         where: str,
         env: dict[str, str],
-        files: _ExchangeFiles,
+        files: ExchangeFiles,
     ) -> _ProgramRun:
         stdin = ctx.instruction if params.stdin else None
         if where == "sandbox":
@@ -359,73 +357,11 @@ def model_env(origin: str, token: str, settings: ModelSettings) -> dict[str, str
     }
 
 
-class _ExchangeFiles:
-    """The answer, trajectory and tools files the program shares with the harness.
-
-    They live outside the sandbox's working directory (so file-state snapshots do not see
-    them): in a host temporary directory for ``where: host``, under ``/tmp`` inside the
-    sandbox for ``where: sandbox``.
-    """
-
-    NAMES = {"answer": "answer.txt", "trajectory": "trajectory.jsonl", "tools": "tools.json"}
-
-    def __init__(self, ctx: AgentContext, where: str, base: str, host_cwd: str | None):
-        self.ctx, self.where, self.base, self.host_cwd = ctx, where, base, host_cwd
-
-    def path(self, name: str) -> str:
-        return f"{self.base}/{self.NAMES[name]}"
-
-    async def read(self, name: str) -> str | None:
-        """The file's text, or None when the program did not write it."""
-        try:
-            if self.where == "host":
-                data = Path(self.path(name)).read_bytes()
-            else:
-                data = await self.ctx.sandbox.read_file(self.path(name))
-        except Exception:  # OSError, or a sandbox backend's own "missing file" error
-            return None
-        return data.decode("utf-8", errors="replace")
-
-
-@asynccontextmanager
-async def _exchange_files(ctx: AgentContext, where: str) -> AsyncIterator[_ExchangeFiles]:
-    """Create the exchange files (the tools list written), remove them afterwards."""
-    tools = json.dumps([t.model_dump() for t in ctx.tools], indent=1).encode()
-    if where == "host":
-        base = tempfile.mkdtemp(prefix="harness-agent-")
-        local = _local_root(ctx)
-        cwd = local or tempfile.mkdtemp(prefix="harness-agent-cwd-")
-        files = _ExchangeFiles(ctx, where, base, cwd)
-        Path(files.path("tools")).write_bytes(tools)
-        try:
-            yield files
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
-            if local is None:
-                shutil.rmtree(cwd, ignore_errors=True)
-    else:
-        # inside the workdir (relative): removed again before the final state snapshot
-        base = f".harness-agent-{uuid.uuid4().hex[:12]}"
-        files = _ExchangeFiles(ctx, where, base, None)
-        await ctx.sandbox.write_file(files.path("tools"), tools)
-        try:
-            yield files
-        finally:
-            with anyio.CancelScope(shield=True):
-                await ctx.sandbox.exec(f"rm -rf {shlex.quote(base)}", timeout=30)
-
-
 def _relayed(command: str, socket_name: str) -> str:
     """``command`` run by the in-container relay to the proxy's mounted unix socket."""
     source = (Path(__file__).parents[1] / "sandbox" / "relay.py").read_text()
     socket_path = f"{SOCKET_MOUNT}/{socket_name}"
     return f"python3 -c {shlex.quote(source)} {shlex.quote(socket_path)} {shlex.quote(command)}"
-
-
-def _local_root(ctx: AgentContext) -> str | None:
-    from harness.sandbox.local import LocalSandbox
-
-    return str(ctx.sandbox.root) if isinstance(ctx.sandbox, LocalSandbox) else None
 
 
 async def _run_host(

@@ -54,7 +54,8 @@ from harness.sandbox.base import (
     network_hosts,
 )
 from harness.sandbox.docker_container import DockerSandbox, docker_errors
-from harness.sandbox.docker_images import PinnedImage, check_lock
+from harness.sandbox.docker_images import PinnedImage
+from harness.sandbox.lock_compare import check_lock
 
 log = logging.getLogger(__name__)
 

@@ -426,67 +426,6 @@ def lock_entry(env: Environment, pinned: PinnedImage) -> dict[str, Any]:
     }
 
 
-def check_lock(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
-    """Compare a lock file's entries with freshly computed ones (both from ``lock_entries``).
-
-    Returns one human-readable line per mismatch, each naming the environment; an empty list
-    means every environment in ``current`` resolves exactly as locked. Environments present
-    only in ``locked`` are ignored (a suite may run a subset). Checked: the pinned image id,
-    the recipe image id, every base image id, the files digest, and each agent CLI's package
-    spec and image (an agent CLI only in ``locked`` is ignored too).
-    """
-    problems: list[str] = []
-    for name in sorted(current):
-        now = current[name]
-        was = locked.get(name)
-        if was is None:
-            problems.append(f"environment '{name}': not in the lock file")
-            continue
-        for key in ("image_id", "recipe_image_id", "files_digest"):
-            if was.get(key) != now.get(key):
-                problems.append(
-                    f"environment '{name}': {key} is {now.get(key)} but the lock says "
-                    f"{was.get(key)}"
-                )
-        was_bases, now_bases = was.get("base_images") or {}, now.get("base_images") or {}
-        for ref in sorted(set(was_bases) | set(now_bases)):
-            a = (was_bases.get(ref) or {}).get("id")
-            b = (now_bases.get(ref) or {}).get("id")
-            if a != b:
-                problems.append(
-                    f"environment '{name}': base image '{ref}' is {b} but the lock says {a}"
-                )
-        problems += agent_mismatches(name, was.get("agents") or {}, now.get("agents") or {})
-    return problems
-
-
-def agent_mismatches(
-    name: str,
-    was: dict[str, dict],
-    now: dict[str, dict],
-    fields: tuple[str, ...] = ("npm", "image_id", "sha256"),
-) -> list[str]:
-    """One line per agent CLI of environment ``name`` whose ``fields`` (package spec, image
-    id on Docker, executable's hash on bwrap) changed or that the lock (``was``) does not
-    hold."""
-    out = []
-    for key in sorted(now):
-        if key not in was:
-            has = f" (it has {', '.join(sorted(was))})" if was else ""
-            out.append(
-                f"environment '{name}': agent CLI {key} ({now[key].get('npm')}) is not in the "
-                f"lock file{has}"
-            )
-            continue
-        for field_ in fields:
-            if was[key].get(field_) != now[key].get(field_):
-                out.append(
-                    f"environment '{name}': agent CLI {key} {field_} is {now[key].get(field_)} "
-                    f"but the lock says {was[key].get(field_)}"
-                )
-    return out
-
-
 # ----------------------------------------------------------------------------- shipping
 def export_image(client, image_id: str) -> bytes:
     """The image as a ``docker save`` archive, named by its tags so they come along."""

@@ -19,7 +19,8 @@ from harness.errors import SandboxError
 from harness.sandbox.base import AGENT_DIR, AgentBuild
 from harness.sandbox.docker import DockerProvider
 from harness.sandbox.docker_agent_images import SPEC_LABEL
-from harness.sandbox.docker_images import check_lock, export_image
+from harness.sandbox.docker_images import export_image
+from harness.sandbox.lock_compare import check_lock
 
 pytestmark = pytest.mark.anyio
 

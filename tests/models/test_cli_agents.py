@@ -124,7 +124,7 @@ def test_agents_stage_fills_the_cache_the_trials_read(tmp_path: Path) -> None:
 def test_locked_refuses_a_changed_cli_executable_on_bwrap() -> None:
     """On bwrap a CLI is pinned by its npm spec and the SHA-256 of the executable the
     sandboxes bind: other bytes under the same spec are refused, naming both hashes."""
-    from harness.sandbox.docker_images import check_lock
+    from harness.sandbox.lock_compare import check_lock
 
     def entry(sha: str) -> dict:
         pin = {"npm": "@openai/codex@0.171.0-linux-x64", "sha256": sha}
