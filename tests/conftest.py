@@ -8,12 +8,16 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -43,6 +47,17 @@ def run_cli(
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def in_parallel(*calls: Callable[[], T]) -> list[T]:
+    """Run independent calls at the same time and return their results in order.
+
+    For CLI runs that share nothing (own store, own sandboxes): one waiting on Docker or on a
+    subprocess leaves the CPU to the other, so the test takes the longer one's time instead
+    of the sum. An exception in any call is raised here."""
+    with ThreadPoolExecutor(max_workers=len(calls) or 1) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [f.result() for f in futures]
 
 
 def write_suite(

@@ -18,7 +18,7 @@ from harness.errors import (
     SandboxError,
     is_retryable,
 )
-from tests.conftest import write_suite
+from tests.conftest import in_parallel, write_suite
 
 
 def _suite_with_env(tmp, n_tasks: int, p: float, **suite):
@@ -61,16 +61,19 @@ def test_rerun_trap_crash_only_retries_recover_p(tmp_path, cli):
         "sandbox_options": {"inner": "local", "create_failure": f, "kill": 0.0, "seed": 3},
     }
     clean_suite = _suite_with_env(tmp_path / "clean", n, p)
-    _, clean = _verdicts(cli, clean_suite, f"sqlite:///{tmp_path / 'clean.db'}")
     retry_suite = _suite_with_env(
         tmp_path / "retry", n, p, retries={"max_attempts": 4, "backoff_s": 0}, **faulty
     )
-    res, retried = _verdicts(cli, retry_suite, f"sqlite:///{tmp_path / 'retry.db'}")
-    assert res.returncode == 0, res.stderr
     once_suite = _suite_with_env(
         tmp_path / "once", n, p, retries={"max_attempts": 1, "backoff_s": 0}, **faulty
     )
-    res1, once = _verdicts(cli, once_suite, f"sqlite:///{tmp_path / 'once.db'}")
+    # three independent runs (own suite, own store) at the same time
+    (_, clean), (res, retried), (res1, once) = in_parallel(
+        lambda: _verdicts(cli, clean_suite, f"sqlite:///{tmp_path / 'clean.db'}"),
+        lambda: _verdicts(cli, retry_suite, f"sqlite:///{tmp_path / 'retry.db'}"),
+        lambda: _verdicts(cli, once_suite, f"sqlite:///{tmp_path / 'once.db'}"),
+    )
+    assert res.returncode == 0, res.stderr
     assert res1.returncode == 3  # crashed trials are unresolved, and the exit code says so
 
     clean_rate = clean["arms"]["a"]["success"]["estimate"]

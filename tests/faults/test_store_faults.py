@@ -11,13 +11,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 
 from harness.store import Store
-from tests.conftest import REPO, run_cli, write_suite
+from tests.conftest import REPO, in_parallel, run_cli, write_suite
 
 DEMO = REPO / "tasks" / "demo" / "suite.yaml"
 
@@ -87,8 +88,12 @@ def test_read_only_store_is_reported(tiny_fs, tmp_path):
     assert run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q").returncode == 0
     remount = ["mount", "-o", "remount,ro", str(tiny_fs)]
     assert subprocess.run(remount, capture_output=True).returncode == 0
-    for args in (["report"], ["report", "--json"], ["runs"], ["history", "test-suite"]):
-        result = run_cli(*args, "--store", f"sqlite:///{db}")
+    reads = (["report"], ["report", "--json"], ["runs"], ["history", "test-suite"])
+    # nothing can write to a read-only mount, so the readers go at the same time
+    results = in_parallel(
+        *(partial(run_cli, *args, "--store", f"sqlite:///{db}") for args in reads)
+    )
+    for args, result in zip(reads, results, strict=True):
         assert result.returncode == 0, (args, result.stderr)
     result = run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q")
     assert result.returncode == 5 and "read-only" in result.stderr

@@ -4,12 +4,11 @@ and graders give the same verdicts on the local and Docker backends."""
 from __future__ import annotations
 
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import in_parallel, run_cli
 
 SUITES = [
     "tasks/demo/suite.yaml",
@@ -17,7 +16,6 @@ SUITES = [
     "tasks/shell/suite.yaml",
     "tasks/retail/suite.yaml",
 ]
-BACKENDS = ("local", "docker")
 
 
 @pytest.mark.slow
@@ -53,8 +51,9 @@ def _run_on(suite: str, backend: str, db: Path) -> list[tuple]:
 def test_graders_agree_on_local_and_docker(suite, tmp_path, docker_ready):
     # The two runs share nothing (own store, own sandboxes), so they run at the same time:
     # the Docker run mostly waits on the daemon while the local one uses the CPU.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = {b: pool.submit(_run_on, suite, b, tmp_path / f"{b}.db") for b in BACKENDS}
-        verdicts = {b: run.result() for b, run in runs.items()}
-    assert verdicts["local"] == verdicts["docker"]
-    assert {v[2] for v in verdicts["docker"]} == {"passed", "failed"}
+    local, docker = in_parallel(
+        lambda: _run_on(suite, "local", tmp_path / "local.db"),
+        lambda: _run_on(suite, "docker", tmp_path / "docker.db"),
+    )
+    assert local == docker
+    assert {v[2] for v in docker} == {"passed", "failed"}
