@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import in_parallel, run_cli, wait_for  # noqa: E402
+from tests.conftest import run_cli, wait_for  # noqa: E402
 
 
 def _suite(tmp: Path, arms: list[dict], n_tasks: int = 6, **extra) -> Path:
@@ -75,17 +75,10 @@ def test_docker_and_local_agree_for_oracle_and_noop(tmp_path, docker_client):
         [{"name": "oracle", "agent": "oracle"}, {"name": "noop", "agent": "noop"}],
         n_tasks=12,
     )
-
-    def url(backend: str) -> str:
-        return f"sqlite:///{tmp_path / backend}.db"
-
-    # both backends at once: the runs share nothing, and Docker mostly waits on the daemon
-    results = in_parallel(
-        lambda: run_cli("run", str(suite), "--sandbox", "docker", "--store", url("docker"), "-q"),
-        lambda: run_cli("run", str(suite), "--sandbox", "local", "--store", url("local"), "-q"),
-    )
     verdicts = {}
-    for backend, result in zip(("docker", "local"), results, strict=True):
+    for backend in ("docker", "local"):
+        url = f"sqlite:///{tmp_path / backend}.db"
+        result = run_cli("run", str(suite), "--sandbox", backend, "--store", url, "-q")
         assert result.returncode == 0, result.stderr
         with sqlite3.connect(tmp_path / f"{backend}.db") as conn:
             verdicts[backend] = sorted(

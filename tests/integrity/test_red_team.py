@@ -17,8 +17,6 @@ import sqlite3
 import subprocess
 import uuid
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,7 @@ import yaml
 
 from tests.conftest import REPO, require_docker, run_cli
 from tests.integrity.hostile import PROBES
-from tests.integrity.test_bwrap_sandbox import bwrap_available, require_bwrap
+from tests.integrity.test_bwrap_sandbox import require_bwrap
 
 HERE = Path(__file__).resolve().parent
 TASKS = ("ri-answer", "ri-state", "ri-tests", "ri-trajectory")
@@ -81,18 +79,7 @@ def _suite(tmp_path: Path, backend: str, tag: int, port: int, marker: Path, secr
     return path
 
 
-@dataclass
-class RedTeamRun:
-    """One backend's `harness run` of the red-team suite, and what it must leave behind."""
-
-    tmp_path: Path
-    db: Path
-    tag: int
-    marker: Path
-    result: subprocess.CompletedProcess
-
-
-def _run_red_team(tmp_path: Path, backend: str) -> RedTeamRun:
+def _red_team(tmp_path: Path, backend: str) -> None:
     (tmp_path / "trials").mkdir()
     tag = random.randint(7_000_000, 7_999_999)
     listener = socket.socket()
@@ -102,51 +89,19 @@ def _run_red_team(tmp_path: Path, backend: str) -> RedTeamRun:
     marker = Path("/var/tmp") / f"red-team-{uuid.uuid4().hex}"
     secret = tmp_path / "host-secret"
     secret.write_text("do-not-read")
+    cgroups_before = _cgroups()
     db = tmp_path / "r.db"
     suite = _suite(tmp_path, backend, tag, port, marker, secret)
-    try:
-        result = run_cli(
-            "run",
-            str(suite),
-            "--store",
-            f"sqlite:///{db}",
-            "-q",
-            env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x"},
-            timeout=600,
-        )
-    finally:
-        listener.close()
-    return RedTeamRun(tmp_path, db, tag, marker, result)
-
-
-@pytest.fixture(scope="module")
-def red_team_runs(request, tmp_path_factory) -> tuple[dict[str, RedTeamRun], set[str]]:
-    """The selected backends' runs, started together (they share nothing but the machine:
-    own store, port, marker, secret and trial directory; the Docker run mostly waits on the
-    daemon), and the harness cgroups that existed before either started. A backend that is
-    not available here is not run; its test skips or fails on its own."""
-    from harness.sandbox.docker import docker_available
-
-    selected = {item.name for item in request.session.items}
-    available = [
-        b
-        for b, ok in (("bwrap", bwrap_available), ("docker", docker_available))
-        if f"test_red_team_on_{b}" in selected and ok()
-    ]
-    cgroups_before = _cgroups()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {
-            b: pool.submit(_run_red_team, tmp_path_factory.mktemp(f"red-team-{b}"), b)
-            for b in available
-        }
-        runs = {b: f.result() for b, f in futures.items()}
-    return runs, cgroups_before
-
-
-def _check_red_team(runs: dict[str, RedTeamRun], backend: str, cgroups_before: set[str]):
-    assert backend in runs, f"{backend} was not available when the red-team runs started"
-    run = runs[backend]
-    tmp_path, db, tag, marker, result = run.tmp_path, run.db, run.tag, run.marker, run.result
+    result = run_cli(
+        "run",
+        str(suite),
+        "--store",
+        f"sqlite:///{db}",
+        "-q",
+        env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x"},
+        timeout=600,
+    )
+    listener.close()
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     with sqlite3.connect(db) as conn:
@@ -207,17 +162,15 @@ def _write_table(backend: str, table: dict) -> None:
             fh.write(f"{backend}\t{arm}\t{cells}\n")
 
 
-def test_red_team_on_bwrap(red_team_runs):
+def test_red_team_on_bwrap(tmp_path):
     require_bwrap()
-    runs, cgroups_before = red_team_runs
-    _check_red_team(runs, "bwrap", cgroups_before)
+    _red_team(tmp_path, "bwrap")
 
 
 @pytest.mark.usefixtures("docker_ready")
-def test_red_team_on_docker(red_team_runs):
+def test_red_team_on_docker(tmp_path):
     require_docker()
-    runs, cgroups_before = red_team_runs
-    _check_red_team(runs, "docker", cgroups_before)
+    _red_team(tmp_path, "docker")
 
 
 def test_the_suite_has_enough_probes():

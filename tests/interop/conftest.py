@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 import pytest
 
 from harness.importers.tau_bench import Imported, import_tau_bench
-from tests.conftest import in_parallel
 from tests.interop.tau_support import DOMAINS, checkout_or_skip
 
 
 @pytest.fixture(scope="session")
 def tau_import(tmp_path_factory) -> tuple[Path, dict[str, Imported]]:
-    """(output dir, domain -> what `harness import tau-bench` wrote).
-
-    The domains are imported at the same time: each writes only its own folders, and much
-    of an import is its replay subprocess, which leaves this process's CPU to the other."""
+    """(output dir, domain -> what `harness import tau-bench` wrote)."""
     checkout = checkout_or_skip()
     out = tmp_path_factory.mktemp("tau-import")
-    imports = in_parallel(*(partial(import_tau_bench, checkout, d, "test", out) for d in DOMAINS))
-    return out, dict(zip(DOMAINS, imports, strict=True))
+    return out, {d: import_tau_bench(checkout, d, "test", out) for d in DOMAINS}
