@@ -94,7 +94,14 @@ class DockerSandbox(Sandbox):
             environment=env or None,
             workdir=self.workdir,
         )["Id"]
-        out, err = api.exec_start(exec_id, demux=True)
+        try:
+            out, err = api.exec_start(exec_id, demux=True)
+        except ValueError as exc:
+            # docker-py read payload bytes as a frame header ("48 is not a valid stream",
+            # docker/docker-py#3160; seen under load). The command ran but its output is
+            # lost, and running it again could repeat its effects: the trial's
+            # infrastructure failed, so the whole trial is retried in a fresh container.
+            raise self._fail(exc, "reading exec output") from exc
         code = api.exec_inspect(exec_id)["ExitCode"]
         return code, out or b"", err or b""
 

@@ -327,3 +327,25 @@ async def test_container_killed_during_exec_is_a_sandbox_error_not_an_exit_code(
                 await s.exec("sleep 30", timeout=60)
     finally:
         await s.destroy()
+
+
+async def test_garbled_exec_output_is_a_sandbox_error(provider, root_env, request_for, monkeypatch):
+    """docker-py can misread exec output under load ("48 is not a valid stream"): the
+    command ran but its output is lost, so the trial is infrastructure's failure (retried
+    whole, in a fresh container), never a harness error or the agent's failure."""
+    s = await provider.create(request_for(root_env))
+    try:
+        api = provider._client.api
+        real = api.exec_start
+
+        def garbled(exec_id, **kwargs):
+            real(exec_id, **kwargs)  # the command really runs
+            raise ValueError("48 is not a valid stream")
+
+        monkeypatch.setattr(api, "exec_start", garbled)
+        with pytest.raises(SandboxError, match="reading exec output failed"):
+            await s.exec("echo ran > /work/ran")
+        monkeypatch.setattr(api, "exec_start", real)
+        assert (await s.exec("cat /work/ran")).stdout == "ran\n"
+    finally:
+        await s.destroy()
