@@ -139,6 +139,27 @@ def test_quantile_interval_uses_the_binomial_order_statistics():
     assert lo95 < 95.5 < hi95 and hi95 == 100.0
 
 
+def test_binom_ppf_equals_scipy_stats():
+    """The scipy.special-only inverse gives scipy.stats.binom.ppf's k on a grid of n, p and
+    levels, including the two-sided 95% and 99% ends used by quantile_interval. At an exact
+    tie (P(X <= k) equals the level, as for the median of an odd symmetric binomial) float
+    rounding picks k or k + 1 in either library; both are then the smallest k within 1e-9."""
+    from scipy.special import bdtr
+    from scipy.stats import binom
+
+    from harness.stats.intervals import binom_ppf
+
+    rng = np.random.default_rng(5)
+    levels = [0.005, 0.025, 0.05, 0.5, 0.95, 0.975, 0.995, *rng.uniform(0, 1, 20)]
+    for n in (1, 2, 3, 7, 20, 100, 1000, 12345):
+        for p in (0.01, 0.05, 0.25, 0.5, 0.95, 0.99, *rng.uniform(0, 1, 5)):
+            for level in levels:
+                ours, theirs = binom_ppf(level, n, p), int(binom.ppf(level, n, p))
+                if ours != theirs:  # only at a tie, and only by one
+                    assert abs(ours - theirs) == 1, (level, n, p)
+                    assert abs(bdtr(min(ours, theirs), n, p) - level) < 1e-9, (level, n, p)
+
+
 def test_as_dict_carries_every_field_of_the_estimate():
     """``as_dict`` spells its fields out (typed); a field added to ``Estimate`` must reach it."""
     import dataclasses
