@@ -137,7 +137,34 @@ def test_cli_agents_run_in_docker_through_the_proxy(tmp_path, docker_client):
     # The tool ran `env` inside the container: its output came back in a tool result.
     assert any("harness-trial-" in b for b in bodies)
     # /run/harness holds the proxy's socket only: the CLI comes from the image.
-    listed = {m for b in bodies for m in re.findall(r"RUNHARNESS=([^\s\"\\]*)", b)}
+    check_proxy_only(requests, bodies)
+    rows = trial_rows(db)
+    assert len(rows) == 8
+    for agent in ("claude-code", "codex"):
+        right = rows[(f"{agent}-right", "shell/config-port")]
+        wrong = rows[(f"{agent}-wrong", "shell/config-port")]
+        assert right["status"] == "passed", right["reason"]
+        assert wrong["status"] == "failed" and "agent failure" not in wrong["reason"]
+        for row in (right, wrong):
+            check_metered(row, min_calls=2)
+            assert json.loads(row["evidence"])["info"]["cli"].startswith(
+                "@anthropic-ai/claude-code@" if agent == "claude-code" else "@openai/codex@"
+            )
+        budget = rows[(f"{agent}-right", "shell/config-port-budget")]
+        assert budget["status"] == "failed" and "max_tokens" in budget["reason"], budget
+        assert budget["tokens_in"] == 2 * USAGE[0]
+    _check_images_and_lock(suite, db, rows, docker_client)
+
+
+def marked(bodies: list[str], marker: str) -> set[str]:
+    """The values a tool command printed as ``MARKER=value`` (seen in the requests' bodies)."""
+    return {m for b in bodies for m in re.findall(marker + r"=([^\s\"\\]*)", b)}
+
+
+def check_proxy_only(requests: list[RecordedRequest], bodies: list[str]) -> None:
+    """The sandbox's /run/harness held only the proxy's sockets; the real key is in no
+    request body and reaches the upstream only in the API's auth header."""
+    listed = marked(bodies, "RUNHARNESS")
     assert listed and all(re.fullmatch(r"(model-[0-9a-f]{8}\.sock,)+", m) for m in listed), listed
     assert not any(KEY in b for b in bodies)
     for r in requests:
@@ -146,27 +173,21 @@ def test_cli_agents_run_in_docker_through_the_proxy(tmp_path, docker_client):
         else:
             assert r.headers["authorization"] == f"Bearer {KEY}"
 
+
+def trial_rows(db: Path) -> dict[tuple[str, str], dict]:
+    """The store's trial rows by (arm, task id)."""
     with sqlite3.connect(db) as conn:
         conn.row_factory = sqlite3.Row
-        rows = {(r["arm"], r["task_id"]): dict(r) for r in conn.execute("SELECT * FROM trials")}
-    assert len(rows) == 8
-    for agent in ("claude-code", "codex"):
-        right = rows[(f"{agent}-right", "shell/config-port")]
-        wrong = rows[(f"{agent}-wrong", "shell/config-port")]
-        assert right["status"] == "passed", right["reason"]
-        assert wrong["status"] == "failed" and "agent failure" not in wrong["reason"]
-        for row in (right, wrong):
-            calls = row["tokens_in"] // USAGE[0]
-            assert calls >= 2 and row["tokens_in"] == calls * USAGE[0]
-            assert (row["tokens_cached"], row["tokens_out"]) == (calls * CACHED, calls * USAGE[1])
-            assert row["cost_usd"] == pytest.approx(calls * CALL_COST, rel=1e-9)
-            assert json.loads(row["evidence"])["info"]["cli"].startswith(
-                "@anthropic-ai/claude-code@" if agent == "claude-code" else "@openai/codex@"
-            )
-        budget = rows[(f"{agent}-right", "shell/config-port-budget")]
-        assert budget["status"] == "failed" and "max_tokens" in budget["reason"], budget
-        assert budget["tokens_in"] == 2 * USAGE[0]
-    _check_images_and_lock(suite, db, rows, docker_client)
+        return {(r["arm"], r["task_id"]): dict(r) for r in conn.execute("SELECT * FROM trials")}
+
+
+def check_metered(row: dict, min_calls: int) -> None:
+    """Tokens and cost on the row are the script's usage × prices, for a whole number of
+    model calls (at least ``min_calls``)."""
+    calls = row["tokens_in"] // USAGE[0]
+    assert calls >= min_calls and row["tokens_in"] == calls * USAGE[0]
+    assert (row["tokens_cached"], row["tokens_out"]) == (calls * CACHED, calls * USAGE[1])
+    assert row["cost_usd"] == pytest.approx(calls * CALL_COST, rel=1e-9)
 
 
 def _check_images_and_lock(suite: Path, db: Path, rows: dict, docker_client) -> None:

@@ -16,25 +16,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import sqlite3
 import uuid
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.conftest import run_cli
 from tests.docker.test_docker_cli_agents import (
     CACHED,
-    CALL_COST,
     EDITS,
     KEY,
     KEY_ENV,
     USAGE,
     _answered,
     _suite,
+    check_metered,
+    check_proxy_only,
     cli_builds,  # noqa: F401  (autouse: the CLIs are staged or npm can fetch them)
+    marked,
+    trial_rows,
 )
 from tests.fakes.openai_server import FakeOpenAI, RecordedRequest, Turn
 from tests.integrity.test_bwrap_sandbox import bwrap_ready  # noqa: F401
@@ -103,10 +103,6 @@ def _bwrap_suite(tmp: Path, base_url: str) -> Path:
     return path
 
 
-def _fields(bodies: list[str], marker: str) -> set[str]:
-    return {m for b in bodies for m in re.findall(marker + r"=([^\s\"\\]*)", b)}
-
-
 def test_cli_agents_run_inside_bwrap_through_the_proxy(tmp_path, bwrap_ready):  # noqa: F811
     secret = tmp_path / "host-secret"
     secret.write_text(SECRET)
@@ -121,26 +117,16 @@ def test_cli_agents_run_inside_bwrap_through_the_proxy(tmp_path, bwrap_ready):  
     bodies = [r.body.decode("utf-8", "replace") for r in requests]
     # The CLIs' tool ran inside bwrap: its hostname, no host file, the proxy's socket only,
     # and the CLI bound read-only where Docker puts it.
-    assert _fields(bodies, "SEENHOST") == {"sandbox"}
-    assert _fields(bodies, "SEENFILE") == {"unreadable"}
+    assert marked(bodies, "SEENHOST") == {"sandbox"}
+    assert marked(bodies, "SEENFILE") == {"unreadable"}
     assert not any(SECRET in b for b in bodies)
-    listed = _fields(bodies, "RUNHARNESS")
-    assert listed and all(re.fullmatch(r"(model-[0-9a-f]{8}\.sock,)+", m) for m in listed), listed
-    assert {m.rstrip(",") for m in _fields(bodies, "AGENTDIR")} <= {
+    check_proxy_only(requests, bodies)
+    assert {m.rstrip(",") for m in marked(bodies, "AGENTDIR")} <= {
         "claude-code-2.1.332",
         "codex-0.171.0",
     }
     assert any("HARNESS_SANDBOX_ID=bwrap-" in b for b in bodies)
-    assert not any(KEY in b for b in bodies)
-    for r in requests:
-        if r.path.rstrip("/").endswith("/messages"):
-            assert r.headers["x-api-key"] == KEY
-        else:
-            assert r.headers["authorization"] == f"Bearer {KEY}"
-
-    with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        rows = {(r["arm"], r["task_id"]): dict(r) for r in conn.execute("SELECT * FROM trials")}
+    rows = trial_rows(db)
     assert len(rows) == 12
     for agent in ("claude-code", "codex", "command"):
         right = rows[(f"{agent}-right", "shell/config-port")]
@@ -148,11 +134,7 @@ def test_cli_agents_run_inside_bwrap_through_the_proxy(tmp_path, bwrap_ready):  
         assert right["status"] == "passed", right["reason"]
         assert wrong["status"] == "failed" and "agent failure" not in wrong["reason"], wrong
         for row in (right, wrong):
-            calls = row["tokens_in"] // USAGE[0]
-            assert calls >= (1 if agent == "command" else 2)
-            assert row["tokens_in"] == calls * USAGE[0]
-            assert (row["tokens_cached"], row["tokens_out"]) == (calls * CACHED, calls * USAGE[1])
-            assert row["cost_usd"] == pytest.approx(calls * CALL_COST, rel=1e-9)
+            check_metered(row, min_calls=1 if agent == "command" else 2)
         if agent == "command":
             continue
         assert json.loads(right["evidence"])["info"]["cli"].startswith(
