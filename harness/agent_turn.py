@@ -236,9 +236,6 @@ class _ForwardingSandbox(Sandbox):
         """Agents do not sweep their sandbox; the trial does."""
         return 0
 
-    async def death_cause(self) -> str | None:
-        return None
-
     async def destroy(self, interrupted: bool = False) -> None:
         """Agents do not end their sandbox; the trial does."""
         return None

@@ -145,9 +145,6 @@ class _NoSandbox(Sandbox):
     async def sweep(self) -> int:
         return 0
 
-    async def death_cause(self) -> str | None:
-        return None
-
     async def destroy(self, interrupted: bool = False) -> None:
         return None
 
