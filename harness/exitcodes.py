@@ -1,4 +1,4 @@
-"""Exit codes a CI job can trust. Listed in the README."""
+"""Exit codes a CI job can trust. Listed in docs/exit-codes.md."""
 
 OK = 0  # every trial has a verdict (passed or failed)
 INTERNAL = 1  # a bug of ours (uncaught exception); please report it

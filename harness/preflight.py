@@ -33,7 +33,7 @@ def preflight(resolved: Resolved) -> None:
             raise fail(
                 ("arms", i, "agent"),
                 f"'{arm.agent}' is not an agent: it needs `async def run(self, ctx)` "
-                "returning AgentResult (see the README, 'Writing an agent')",
+                "returning AgentResult (see docs/agents.md, 'Writing an agent')",
             )
         model = arm.model
         if model is not None and model.api_key_env and model.api_key_env not in os.environ:

@@ -18,7 +18,7 @@ AGENTS: Registry[Agent] = Registry(
         "codex": "harness.agents.cli_agents:CodexAgent",
     },
     hint="subclass harness.agents.Agent and define `async def run(self, ctx)` returning "
-    "AgentResult (see the README, 'Writing an agent')",
+    "AgentResult (see docs/agents.md, 'Writing an agent')",
 )
 
 

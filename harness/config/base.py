@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 # ------------------------------------------------------------------------------ ranges
-# Every number a config file may hold has a stated maximum (README, "Limits"): a typo such as
+# Every number a config file may hold has a stated maximum (docs/suite.md, "Limits"): a typo such as
 # `trials: 1e11` is a one-line error, not a run that never ends. Integers are strict: `true`
 # is not 1 and "3" is not 3.
 MAX_SEED = 2**63 - 1

@@ -80,7 +80,7 @@ def from_validation(
 def _message(err: ErrorDetails) -> str:
     kind, msg = err["type"], err["msg"]
     if kind == "extra_forbidden":
-        return "unknown key (check the spelling; see the README's reference)"
+        return "unknown key (check the spelling; see docs/suite.md and docs/tasks.md)"
     if kind == "missing":
         return "required field is missing"
     got = err.get("input")

@@ -2,7 +2,7 @@
 
 A YAML alias lets a few hundred bytes stand for billions of nodes ("billion laughs"), and an
 anchor may contain itself. Both are refused here, before anything walks the document, with a
-one-line ``ConfigError``. The limits are stated in the README's suite reference.
+one-line ``ConfigError``. The limits are stated in docs/suite.md.
 """
 
 from __future__ import annotations

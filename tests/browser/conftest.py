@@ -43,7 +43,7 @@ def save_screenshot(
     browser: Browser, session: str, name: str, *, full_page: bool = False, docs: bool = False
 ):
     """Save under test-artifacts/browser/; with ``docs`` also refresh docs/screenshots/ (the
-    README's pictures) when HARNESS_UPDATE_SCREENSHOTS=1."""
+    pictures in docs/) when HARNESS_UPDATE_SCREENSHOTS=1."""
     path = browser.screenshot(session, ARTIFACTS / f"{name}.png", full_page=full_page)
     if docs and os.environ.get("HARNESS_UPDATE_SCREENSHOTS") == "1":
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The example agent and grader users copy (examples/custom) work as the README says: named
+"""The example agent and grader users copy (examples/custom) work as docs/agents.md says: named
 `module:Class`, resolved from the suite's folder, graded, reported."""
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def test_version_and_top_level_help():
 
 
 def test_compare_with_one_run(tmp_path):
-    """The README's `harness compare RUN`: one run's baseline against its candidate."""
+    """docs/release.md's `harness compare RUN`: one run's baseline against its candidate."""
     store = f"sqlite:///{tmp_path}/s.db"
     suite = write_suite(tmp_path / "s", n_tasks=3)
     code, _, err = _main("run", str(suite), "--store", store, "-q")

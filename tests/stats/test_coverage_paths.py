@@ -4,7 +4,7 @@ A fast version of ``benchmarks/coverage.py`` (same planted population, same code
 compare, the gate's one-sided bound, class screens, the report's success, stratified and
 pass^2 sections, adaptive repeats read by phase one). Each check allows three binomial
 standard errors of the coverage estimate around 95%; the benchmark's 1,000-replication table
-in the README pins it to 93–97%.
+in docs/release.md pins it to 93–97%.
 """
 
 from __future__ import annotations
