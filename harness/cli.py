@@ -73,6 +73,7 @@ def _fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+# long: the signature declares one typer option per ``harness run`` flag.
 @app.command()
 def run(
     suite: Annotated[Optional[Path], typer.Argument(help="The suite file.")] = None,  # noqa: UP045
@@ -110,9 +111,7 @@ def run(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Long because the signature declares one typer option per ``harness run`` flag.
-
-    Run a suite (or resume a run) and print its summary."""
+    """Run a suite (or resume a run) and print its summary."""
     from harness.errors import Interrupted
 
     if suite is None and resume is None:

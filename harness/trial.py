@@ -185,11 +185,10 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     raise AssertionError("unreachable")
 
 
+# long: it is the trial lifecycle read top to bottom (provision, setup, snapshot, agent, snapshot,
+#   grade, teardown in ``finally``), as DESIGN asks.
 async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
-    """Long because it is the trial lifecycle read top to bottom (provision, setup, snapshot, agent,
-    snapshot, grade, teardown in ``finally``), as DESIGN asks.
-
-    One attempt of one trial; its outcome decides whether the job is retried."""
+    """One attempt of one trial; its outcome decides whether the job is retried."""
     loaded = rc.resolved.task(job.task_id)
     task = loaded.task
     suite = rc.resolved.suite

@@ -110,11 +110,10 @@ class CommandAgent(Agent):
             and (arm.model is not None)
         )
 
+    # long: the program's whole life (metering proxy, exchanged files, the run, its answer and
+    #   trajectory) runs inside one exit stack, released on any exit.
     async def run(self, ctx: AgentContext) -> AgentResult:
-        """Long because the program's whole life (metering proxy, exchanged files, the run,
-        its answer and trajectory) runs inside one exit stack, released on any exit.
-
-        Run the suite's ``command`` once, on the host or in the sandbox."""
+        """Run the suite's ``command`` once, on the host or in the sandbox."""
         params = self.params_as(ctx, CommandParams)
         command = params.command
         if not command.strip():

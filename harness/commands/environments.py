@@ -78,6 +78,7 @@ def gc(
     )
 
 
+# long: the signature declares one typer option per ``harness validate`` flag.
 def validate(
     suite: Annotated[Path, typer.Argument(help="The suite file.")],
     sandbox: Annotated[
@@ -94,9 +95,7 @@ def validate(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Long because the signature declares one typer option per ``harness validate`` flag.
-
-    Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
+    """Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
     from rich.console import Console
     from rich.table import Table
 

@@ -175,12 +175,11 @@ def _sample(t: Trial, instruction: str, model: str, events: list[TrajectoryEvent
     return sample
 
 
+# long: it maps one arm's run-level fields to Inspect's log schema field by field.
 def _log(
     run: Run, arm: _Arm, trials: list[Trial], events: dict[int, list[TrajectoryEvent]]
 ) -> EvalLog:
-    """Long because it maps one arm's run-level fields to Inspect's log schema field by field.
-
-    One Inspect eval log for one arm of the run."""
+    """One Inspect eval log for one arm of the run."""
     tasks = stored_config(run).get("tasks", {})
     samples: list[Sample] = []
     tokens_in = tokens_out = 0

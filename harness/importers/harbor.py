@@ -239,10 +239,9 @@ def _memory_mb(env: HarborEnvironment) -> int | None:
     return None
 
 
+# long: it writes one import's files in sequence (tasks, environment, suite), each step a few lines.
 def import_harbor(path: Path, out: Path) -> HarborImport:
-    """Long because it writes one import's files in sequence (tasks, environment, suite), each step a few lines.
-
-    Import every task directory under ``path``; see the module doc."""
+    """Import every task directory under ``path``; see the module doc."""
     if not path.is_dir():
         raise ConfigError(str(path), "", "not a directory")
     dirs = find_tasks(path)

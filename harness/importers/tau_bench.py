@@ -313,10 +313,9 @@ def _dump(path: Path, data: object, header: str = "") -> None:
     path.write_text(header + text)
 
 
+# long: it writes one import's files in sequence (environment, tasks, suite), each step a few lines.
 def import_tau_bench(checkout: Path, domain: str, split: str, out: Path) -> Imported:
-    """Long because it writes one import's files in sequence (environment, tasks, suite), each step a few lines.
-
-    Write the environment and the suite of one domain and split; see the module doc."""
+    """Write the environment and the suite of one domain and split; see the module doc."""
     if domain not in DOMAINS:
         raise ConfigError("--domain", "domain", f"unknown domain '{domain}' ({', '.join(DOMAINS)})")
     pkg = checkout / "tau_bench" if (checkout / "tau_bench").is_dir() else checkout

@@ -78,6 +78,8 @@ def upstream_headers(client: ChatClient, provider: str, request: dict[str, str])
     return headers
 
 
+# long: the retry loop handles every transport outcome (connect error, timeout, transient status) in
+#   one place.
 async def send(
     client: ChatClient,
     api: WireAPI,
@@ -86,9 +88,7 @@ async def send(
     *,
     stream: bool,
 ) -> UpstreamReply:
-    """Long because the retry loop handles every transport outcome (connect error, timeout, transient status) in one place.
-
-    POST ``payload`` to the upstream's ``api.path``; retry what is transient.
+    """POST ``payload`` to the upstream's ``api.path``; retry what is transient.
 
     Returns the first non-transient reply (a 2xx, or a 4xx the program should see). Raises
     ``UpstreamExhausted`` when the retries run out. The caller closes ``reply.stream``.

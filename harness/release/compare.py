@@ -217,6 +217,8 @@ def _p_values(broke: int, fixed: int) -> dict[str, float]:
     }
 
 
+# long: one pass over the paired tasks yields the estimate, the exact test, the design label and the
+#   per-task rows; split, each part would redo the pairing.
 def paired_comparison(
     rows_a: TrialRows,
     rows_b: TrialRows,
@@ -228,9 +230,7 @@ def paired_comparison(
     variants: bool = False,
     phase_one_trials: int | None = None,
 ) -> Comparison:
-    """Long because one pass over the paired tasks yields the estimate, the exact test, the design label and the per-task rows; split, each part would redo the pairing.
-
-    Paired comparison of candidate (B) against baseline (A) on the tasks both ran.
+    """Paired comparison of candidate (B) against baseline (A) on the tasks both ran.
 
     Estimand: Σ_j w_j (p̂_Bj − p̂_Aj) / Σ_j w_j, the weighted mean over paired tasks of the
     per-task success-rate difference (candidate − baseline; positive means the candidate is

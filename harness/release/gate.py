@@ -201,6 +201,8 @@ def threshold_check(
     }
 
 
+# long: it is the gate's decision order (must-never, coverage, rule, A/A floor, screens), read top
+#   to bottom as the module doc lists it.
 def evaluate_gate(
     rows: list[TrialRecord],
     policy: GatePolicy,
@@ -211,9 +213,7 @@ def evaluate_gate(
     run_id: str | None = None,
     look: int | None = None,
 ) -> GateResult:
-    """Long because it is the gate's decision order (must-never, coverage, rule, A/A floor, screens), read top to bottom as the module doc lists it.
-
-    Apply a ``GatePolicy`` to one run's trial rows; returns the verdict with its numbers.
+    """Apply a ``GatePolicy`` to one run's trial rows; returns the verdict with its numbers.
 
     ``config`` is the run's stored resolved config (suite settings, tasks with their
     ``must_never`` flags); the primary arms come from the policy, else the suite's primary

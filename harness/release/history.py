@@ -86,6 +86,8 @@ def why_unpairable(fa: Fingerprint, fb: Fingerprint) -> list[str]:
     return out
 
 
+# long: each run's row and its move from the previous run of the same arm come from one walk over
+#   the runs in order.
 def suite_history(
     runs: list[Any],
     rows_by_run: dict[str, list[TrialRecord]],
@@ -94,9 +96,7 @@ def suite_history(
     sequential: bool = False,
     first_look: int = 1,
 ) -> History:
-    """Long because each run's row and its move from the previous run of the same arm come from one walk over the runs in order.
-
-    Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
+    """Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
     from the previous run of the same arm (paired when pairable), flagged against the A/A
     noise floor of the later run when it has one, and read as a regression or improvement
     when its interval excludes 0.

@@ -54,6 +54,8 @@ def _canon(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+# long: it is a flat list of independent precondition checks, a few lines each, in the order they
+#   are reported.
 def differences(
     config_a: StoredConfig,
     rows_a: list[TrialRecord],
@@ -61,9 +63,7 @@ def differences(
     rows_b: list[TrialRecord],
     labels: tuple[str, str] = ("A", "B"),
 ) -> list[dict[str, str]]:
-    """Long because it is a flat list of independent precondition checks, a few lines each, in the order they are reported.
-
-    Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.
+    """Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.
 
     ``config_*`` is a run's stored resolved config (keys suite, tasks, environments);
     ``rows_*`` the side's trial rows. Checks: task ids; grader versions (from the trial

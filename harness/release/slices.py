@@ -43,6 +43,8 @@ def class_refusal(n_clusters: int) -> str:
     )
 
 
+# long: the Holm adjustment, the opposite-move rule and the look-here flags read the same per-class
+#   list in turn.
 def class_screens(
     rows_a: TrialRows,
     rows_b: TrialRows,
@@ -54,9 +56,7 @@ def class_screens(
     headline_flat: bool = True,
     phase_one_trials: int | None = None,
 ) -> Screens:
-    """Long because the Holm adjustment, the opposite-move rule and the look-here flags read the same per-class list in turn.
-
-    Per-class paired comparisons (candidate − baseline) with Holm-adjusted p-values.
+    """Per-class paired comparisons (candidate − baseline) with Holm-adjusted p-values.
 
     Returns {"classes": [...], "holm_alpha", "look_here": [classes], "opposite_moves":
     {"up": [...], "down": [...]} | None, "note"}. ``look_here`` holds classes whose

@@ -375,6 +375,8 @@ def _consistency(hat: list[PassAtK], trials_per_task: int) -> PassAtK | None:
     return consistency
 
 
+# long: it assembles the arm's sections in the order of the report schema (module doc), one call
+#   each.
 def arm_report(
     arm: ArmTrials,
     *,
@@ -387,9 +389,7 @@ def arm_report(
     prediction_resamples: int,
     seed: int,
 ) -> ArmReport:
-    """Long because it assembles the arm's sections in the order of the report schema (module doc), one call each.
-
-    One arm's sections."""
+    """One arm's sections."""
     confidence = settings["confidence"]
     denominator = settings["denominator"]
     rng = np.random.default_rng(seed)

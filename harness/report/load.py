@@ -122,12 +122,11 @@ def _unpack(texts, n: int, name: str) -> np.ndarray:
     return values
 
 
+# long: one columnar query is decoded into every array the report needs in a single pass.
 def load_run_data(
     store: Any, run_id: str, *, with_variants: bool | None = None, with_pairing: bool = True
 ) -> RunData:
-    """Long because one columnar query is decoded into every array the report needs in a single pass.
-
-    Read one run's trials and attempts as arrays (``Store.report_rows``, then numpy).
+    """Read one run's trials and attempts as arrays (``Store.report_rows``, then numpy).
 
     ``with_variants``: True/False if the caller knows whether the run scheduled variant
     trials; None asks the store. ``with_pairing``: also read each trial's index and seed

@@ -248,6 +248,7 @@ def _callable_jackknife(
     return out
 
 
+# long: input checks, the resampling and the interval method share the same validated arrays.
 def cluster_bootstrap_ci(
     data: object,
     clusters: object | None = None,
@@ -260,9 +261,7 @@ def cluster_bootstrap_ci(
     rng: RngLike = None,
     vectorized: bool = True,
 ) -> BootstrapResult:
-    """Long because input checks, the resampling and the interval method share the same validated arrays.
-
-    Bootstrap interval for a statistic of per-task data, resampling whole clusters.
+    """Bootstrap interval for a statistic of per-task data, resampling whole clusters.
 
     Estimand: whatever ``statistic`` estimates over the population of clusters (metrics guide:
     bootstrap for any statistic; resample the independent unit; when-not-to-ship guide: match the interval

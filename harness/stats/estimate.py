@@ -241,6 +241,8 @@ def no_variation_interval(
     return max(lo_r, value - u * (value - lo_r)), min(hi_r, value + u * (hi_r - value))
 
 
+# long: the choice of interval method by design (one unit, no variation, clusters, tasks) stays in
+#   one place so every view shares it.
 def mean_estimate(
     values: object,
     clusters: object | None = None,
@@ -250,9 +252,7 @@ def mean_estimate(
     confidence: float = 0.95,
     strata: object | None = None,
 ) -> Estimate:
-    """Long because the choice of interval method by design (one unit, no variation, clusters, tasks) stays in one place so every view shares it.
-
-    Estimate and interval for the (weighted) mean of per-task values, method by design.
+    """Estimate and interval for the (weighted) mean of per-task values, method by design.
 
     Estimand: Σ_i w_i x_i / Σ_i w_i over the population of clusters (or tasks) the suite was
     drawn from, x_i a task's rate (mean over its trials), paired difference (candidate −

@@ -61,6 +61,7 @@ def test_short_help_works(command):
     code, out, err = _main(command, "-h")
     assert code == 0, err
     assert "Usage" in out
+    assert "long because" not in out.lower(), out  # reasons for code length are not user help
 
 
 @pytest.mark.parametrize(
@@ -86,6 +87,7 @@ def test_version_and_top_level_help():
     assert code == 0 and out.strip() == f"harness {__version__}"
     code, out, _ = _main("-h")
     assert code == 0 and "run" in out and "--version" in out
+    assert "long because" not in out.lower(), out
 
 
 def test_compare_with_one_run(tmp_path):

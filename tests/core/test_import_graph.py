@@ -1,7 +1,8 @@
 """Layering: no import cycles in harness/ or graders/, and config imports nothing above it.
 
-The graph holds module-level imports only (imports inside functions and ``TYPE_CHECKING``
-blocks are deferred on purpose and cannot deadlock an import). Importing ``a.b.c`` also
+The graph holds module-level imports by default; imports inside functions are added for the
+layering checks, and ``TYPE_CHECKING`` imports for the type-only check (neither can deadlock
+an import, but both tie layers together). Importing ``a.b.c`` also
 runs the ``__init__`` of every package on the way that the importer is not already inside.
 """
 
@@ -20,9 +21,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.Module, deferred: bool) -> list[ast.Import | ast.ImportFrom]:
+def _imports(
+    tree: ast.Module, deferred: bool, type_only: bool = False
+) -> list[ast.Import | ast.ImportFrom]:
     """Imports executed when the module loads: module body and plain if/try blocks; with
-    ``deferred``, also those inside functions and classes. Never ``if TYPE_CHECKING:``."""
+    ``deferred``, also those inside functions and classes; with ``type_only``, also those
+    under ``if TYPE_CHECKING:`` (a type-only import is still a dependency between layers)."""
     out: list[ast.Import | ast.ImportFrom] = []
     todo: list[ast.stmt] = list(tree.body)
     while todo:
@@ -36,7 +40,7 @@ def _imports(tree: ast.Module, deferred: bool) -> list[ast.Import | ast.ImportFr
         elif deferred and isinstance(node, ast.For | ast.AsyncFor | ast.While):
             todo += [*node.body, *node.orelse]
         elif isinstance(node, ast.If):
-            if "TYPE_CHECKING" not in ast.unparse(node.test):
+            if type_only or "TYPE_CHECKING" not in ast.unparse(node.test):
                 todo += node.body
             todo += node.orelse
         elif isinstance(node, ast.Try):
@@ -51,14 +55,14 @@ def _parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text())
 
 
-def import_graph(deferred: bool = False) -> dict[str, set[str]]:
+def import_graph(deferred: bool = False, type_only: bool = False) -> dict[str, set[str]]:
     files = {_module_name(p): p for root in ROOTS for p in (REPO / root).rglob("*.py")}
     packages = {name for name, p in files.items() if p.name == "__init__.py"}
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
         package = name if name in packages else name.rpartition(".")[0]
         inside = {".".join(package.split(".")[:i]) for i in range(1, package.count(".") + 2)}
-        for node in _imports(_parse(path), deferred):
+        for node in _imports(_parse(path), deferred, type_only):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -122,6 +126,28 @@ def test_no_import_cycles() -> None:
 def test_no_cycles_through_deferred_imports() -> None:
     """Imports inside functions must not hide a cycle either: layers stay layers."""
     assert cycles(import_graph(deferred=True)) == []
+
+
+# Run-side cycles through type-only imports, left for the run-side rework of issue 23 point 5
+# (RunContext in one module; the Docker container given a narrow client). Nothing may join them
+# and no other cycle may appear; delete an entry when its cycle is gone.
+TYPE_ONLY_CYCLES_ALLOWED = [
+    ["harness.executors", "harness.resolve", "harness.trial", "harness.trial_rows"],
+    ["harness.sandbox.docker", "harness.sandbox.docker_container"],
+]
+
+
+def test_no_cycles_counting_type_only_imports() -> None:
+    """A ``TYPE_CHECKING`` import cannot deadlock, but a circle of them is one layer split in
+    two: counted here too, so the analysis packages (report, release, stats) stay layered."""
+    found = cycles(import_graph(deferred=True, type_only=True))
+    assert [c for c in found if c not in TYPE_ONLY_CYCLES_ALLOWED] == []
+
+
+def test_the_type_only_allow_list_is_not_stale() -> None:
+    found = cycles(import_graph(deferred=True, type_only=True))
+    stale = [c for c in TYPE_ONLY_CYCLES_ALLOWED if c not in found]
+    assert not stale, f"these cycles are gone: delete them from TYPE_ONLY_CYCLES_ALLOWED: {stale}"
 
 
 def test_cycle_finder_finds_a_planted_cycle() -> None:
