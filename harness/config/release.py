@@ -71,6 +71,14 @@ class GatePolicy(Strict):
     max_unresolved: float = Field(
         0.05, ge=0, le=1, description="largest share of either arm's trials without a verdict"
     )
+    max_retry_gap: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="largest difference between the arms' shares of retried trials (or of "
+        "trials without a verdict) a may-ship verdict tolerates; beyond it, and clear of noise "
+        "at `confidence`, the gate says inconclusive",
+    )
     must_never: list[str] = Field(
         default_factory=list,
         description="task classes where any candidate failure blocks the release (asserted, "

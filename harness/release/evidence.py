@@ -1,5 +1,7 @@
 """The gate's checks that come before any statistics: must-never classes (asserted, never
-tested) and unresolved coverage (too many trials without a verdict means no clean verdict)."""
+tested), unresolved coverage (too many trials without a verdict means no clean verdict) and
+the arms' balance in retried and unresolved trials (an imbalance makes a may-ship verdict
+inconclusive)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ from collections import defaultdict
 
 from harness.release.records import (
     ArmCoverage,
+    Balance,
+    BalanceGap,
+    BalanceShare,
     Coverage,
     MustNeverCheck,
     TrialRecord,
@@ -89,4 +94,90 @@ def coverage_check(rows: dict[str, list[TrialRecord]], limit: float) -> Coverage
         },
         "worst_share": worst,
         "status": "ok" if worst <= limit else "exceeded",
+    }
+
+
+BALANCE_METHOD = (
+    "Wilson score intervals per arm, Newcombe's hybrid score interval for the gap "
+    "(trials of one task may be correlated)"
+)
+
+
+def balance_check(
+    baseline: tuple[str, list[TrialRecord]] | None,
+    candidate: tuple[str, list[TrialRecord]],
+    bound: float,
+    confidence: float,
+) -> Balance:
+    """Candidate − baseline in the share of retried trials (more than one attempt) and of
+    trials without a verdict. A gap is an imbalance when it is larger than ``bound`` and its
+    two-sided interval at ``confidence`` excludes 0: a gap inside the bound is tolerated, and
+    one that noise explains is not called (simulated error rates: ``benchmarks/retry_balance.py``)."""
+    out: Balance = {
+        "name": "retry balance",
+        "bound": bound,
+        "confidence": confidence,
+        "method": BALANCE_METHOD,
+        "gaps": [],
+        "status": "not applicable",
+    }
+    if baseline is None:
+        return out
+    tests = {
+        "retried": lambda r: (r.get("attempts") or 1) > 1,
+        "unresolved": lambda r: r["status"] not in ("passed", "failed"),
+    }
+    for what, has in tests.items():
+        shares = {
+            arm: _share(sum(1 for r in rows if has(r)), len(rows), confidence)
+            for arm, rows in (baseline, candidate)
+        }
+        b, c = shares[baseline[0]], shares[candidate[0]]
+        gap = c["share"] - b["share"]
+        lo = gap - ((c["share"] - c["lo"]) ** 2 + (b["hi"] - b["share"]) ** 2) ** 0.5
+        hi = gap + ((c["hi"] - c["share"]) ** 2 + (b["share"] - b["lo"]) ** 2) ** 0.5
+        entry: BalanceGap = {
+            "what": what,
+            "arms": shares,
+            "gap": gap,
+            "lo": lo,
+            "hi": hi,
+            "imbalanced": abs(gap) > bound and (lo > 0 or hi < 0),
+        }
+        out["gaps"].append(entry)
+    out["status"] = "imbalanced" if any(g["imbalanced"] for g in out["gaps"]) else "ok"
+    return out
+
+
+def balance_reason(balance: Balance) -> str | None:
+    """The sentence that turns a may-ship verdict inconclusive, or None when balanced."""
+    off = [g for g in balance["gaps"] if g["imbalanced"]]
+    if not off:
+        return None
+    parts = []
+    for g in off:
+        arms = ", ".join(
+            f"{arm} {s['count']}/{s['trials']} ({s['share']:.1%})" for arm, s in g["arms"].items()
+        )
+        parts.append(
+            f"{g['what']} share differs by {g['gap']:+.1%} [{g['lo']:+.1%}, {g['hi']:+.1%}] "
+            f"({arms})"
+        )
+    return (
+        "; ".join(parts)
+        + f": beyond max_retry_gap {balance['bound']:.1%}, so the arms were not measured alike "
+        "(retries and missing verdicts can hide failures): inconclusive"
+    )
+
+
+def _share(count: int, trials: int, confidence: float) -> BalanceShare:
+    from harness.stats import wilson_interval
+
+    lo, hi = wilson_interval(count, trials, confidence)
+    return {
+        "trials": trials,
+        "count": count,
+        "share": count / trials if trials else 0.0,
+        "lo": float(lo),
+        "hi": float(hi),
     }

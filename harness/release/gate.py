@@ -5,6 +5,10 @@ Order of checks (eval-harness guide and when-not-to-ship guide):
    never tested; listed first.
 2. unresolved coverage: if either arm has more trials without a verdict than the policy
    allows, there is no clean verdict (missing evidence is not a failure of the agent).
+   Retry balance: when the arms' shares of retried trials (or of trials without a verdict)
+   differ by more than ``max_retry_gap``, clear of noise, a may-ship verdict becomes
+   inconclusive: an agent that turns its failures into infrastructure retries must not
+   ship on them (``evidence.balance_check``).
 3. the primary comparison (baseline vs candidate, named before the run): the interval for
    candidate − baseline from ``harness.stats.mean_estimate`` (the method every view uses),
    read by the rule:
@@ -222,7 +226,12 @@ def evaluate_gate(
     """
     from harness.release.adaptive import design_summary
     from harness.release.compare import paired_comparison
-    from harness.release.evidence import coverage_check, must_never_checks
+    from harness.release.evidence import (
+        balance_check,
+        balance_reason,
+        coverage_check,
+        must_never_checks,
+    )
     from harness.release.floor import noise_floor, uses_common_random_numbers
     from harness.release.slices import class_screens
 
@@ -244,6 +253,12 @@ def evaluate_gate(
     must_never = must_never_checks(rows_b, list(policy.must_never), flagged)
     arm_rows = {candidate: rows_b} if baseline is None else {baseline: rows_a, candidate: rows_b}
     coverage = coverage_check(arm_rows, policy.max_unresolved)
+    balance = balance_check(
+        (baseline, rows_a) if baseline else None,
+        (candidate, rows_b),
+        policy.max_retry_gap,
+        policy.confidence,
+    )
     sequential = _sequential(policy, look)
     confidence = sequential["confidence"] if sequential else policy.confidence
     level = interval_level(policy, confidence)
@@ -301,6 +316,9 @@ def evaluate_gate(
     reasons = _blocking_reasons(must_never, coverage, policy.max_unresolved)
     verdict = "no-verdict" if reasons else stat_verdict
     reasons = reasons or [why]
+    unbalanced = balance_reason(balance)
+    if verdict in MAY_SHIP and unbalanced:
+        verdict, reasons = "inconclusive", [unbalanced, f"(the statistics alone: {why})"]
     headline_flat = stat_verdict not in ("improvement", "regression")
     screens = None
     if baseline:
@@ -334,6 +352,7 @@ def evaluate_gate(
         "candidate": candidate,
         "must_never": must_never,
         "coverage": coverage,
+        "balance": balance,
         "primary": primary_out,
         "threshold": threshold,
         "sequential": sequential,

@@ -134,6 +134,8 @@ class TrialRecord(TypedDict, total=False):
     status: str
     passed: bool | None
     cost_usd: float | None
+    attempts: int
+    """Attempts the trial took (more than one: infrastructure errors were retried)."""
     grader_versions: dict[str, str]
     image_id: str | None
     task_image_id: str | None
@@ -221,6 +223,44 @@ class Coverage(TypedDict):
     """'ok' or 'exceeded'."""
 
 
+class BalanceShare(TypedDict):
+    """One arm's share of trials with a property (retried, or without a verdict)."""
+
+    trials: int
+    count: int
+    share: float
+    lo: float
+    hi: float
+    """Wilson interval at the balance check's level."""
+
+
+class BalanceGap(TypedDict):
+    """Candidate − baseline in one share, with its Newcombe interval."""
+
+    what: str
+    """'retried' (more than one attempt) or 'unresolved' (no verdict)."""
+    arms: dict[str, BalanceShare]
+    gap: float
+    lo: float
+    hi: float
+    imbalanced: bool
+    """The gap is beyond the bound and its interval excludes 0."""
+
+
+class Balance(TypedDict):
+    """Do the arms differ in retried or unresolved share? Retries are where an agent could
+    turn its failures into fresh attempts, and missing verdicts are not missing at random:
+    a may-ship verdict over arms that differ there beyond the bound is inconclusive."""
+
+    name: str
+    bound: float
+    confidence: float
+    method: str
+    gaps: list[BalanceGap]
+    status: str
+    """'ok', 'imbalanced', or 'not applicable' (no baseline: the threshold rule)."""
+
+
 class Sequential(TypedDict):
     """This look's share of the season's error rate."""
 
@@ -287,6 +327,7 @@ class GatePolicyRecord(TypedDict):
     """'one-sided' or 'two-sided'."""
     confidence: float
     max_unresolved: float
+    max_retry_gap: float
     must_never: list[str]
     n_resamples: int
 
@@ -307,6 +348,7 @@ class GateResult(TypedDict):
     candidate: str
     must_never: list[MustNeverCheck]
     coverage: Coverage
+    balance: Balance
     primary: Comparison | None
     threshold: ThresholdCheck | None
     sequential: Sequential | None

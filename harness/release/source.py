@@ -26,6 +26,7 @@ ROW_COLUMNS = column_names(
     Trial.status,
     Trial.passed,
     Trial.cost_usd,
+    Trial.attempts,
     Trial.grader_versions,
     Trial.image_id,
     Trial.task_image_id,

@@ -223,6 +223,10 @@ def gate_context(gate: GateResult) -> GateSection:
         checks.append(
             ("unresolved coverage", cov["status"], f"worst share {hs.pct(cov.get('worst_share'))}")
         )
+    bal = gate.get("balance")
+    if isinstance(bal, dict) and bal.get("status") not in (None, "not applicable"):
+        gaps = ", ".join(f"{g['what']} gap {hs.pct(g['gap'])}" for g in bal.get("gaps") or [])
+        checks.append(("retry balance", bal["status"], f"{gaps}; bound {hs.pct(bal['bound'])}"))
     primary = gate.get("primary") or {}
     cannot = gate.get("cannot_establish") or []
     return {

@@ -1,6 +1,6 @@
 """The release gate's checks as JUnit XML, for CI systems that show test results.
 
-One testcase per check: each must-never class, unresolved coverage, and the primary
+One testcase per check: each must-never class, unresolved coverage, retry balance, and the primary
 comparison (or threshold). Inconclusive and no-verdict are failures of their check, never a
 pass. The document is built with ``xml.etree.ElementTree``, which escapes every attribute and
 text node.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from harness.release.records import GateResult
-from harness.report.render.release import decision_lines
+from harness.report.render.release import balance_text, decision_lines
 
 
 def gate_cases(g: GateResult) -> list[tuple[str, str | None, str, str]]:
@@ -30,6 +30,9 @@ def gate_cases(g: GateResult) -> list[tuple[str, str | None, str, str]]:
             "",
         )
     )
+    if text := balance_text(g):
+        imbalanced = g["balance"]["status"] == "imbalanced"
+        cases.append(("retry balance", "imbalanced" if imbalanced else None, text, ""))
     head, lines = decision_lines(g)
     decision = g["threshold"] or g["primary"]
     assert decision is not None  # a gate without a threshold rule always has a comparison

@@ -233,6 +233,9 @@ def print_gate(g: GateResult) -> None:
     ]
     ok = "[green]ok[/]" if cov["status"] == "ok" else "[red]exceeded[/]"
     con.print(f"[bold]Unresolved coverage[/]: {', '.join(parts)}; limit {cov['limit']:.1%}: {ok}")
+    if text := balance_text(g):
+        bal = "[green]ok[/]" if g["balance"]["status"] == "ok" else "[red]imbalanced[/]"
+        con.print(f"[bold]Retry balance[/]: {text}: {bal}")
     head, lines = decision_lines(g)
     con.print(f"[bold]{head}[/]")
     for line in lines:
@@ -246,6 +249,20 @@ def print_gate(g: GateResult) -> None:
     for w in g["warnings"]:
         con.print(f"[yellow]warning:[/] {w}")
     con.print("[dim]this evaluation cannot establish: " + "; ".join(g["cannot_establish"]) + "[/]")
+
+
+def balance_text(g: GateResult) -> str | None:
+    """The retry-balance check in one line (None when there is no baseline to compare)."""
+    bal = g.get("balance")
+    if not bal or bal["status"] == "not applicable":
+        return None
+    parts = []
+    for gap in bal["gaps"]:
+        arms = ", ".join(
+            f"{arm} {s['count']}/{s['trials']} ({s['share']:.1%})" for arm, s in gap["arms"].items()
+        )
+        parts.append(f"{gap['what']} {arms}, gap {gap['gap']:+.1%}")
+    return "; ".join(parts) + f"; bound {bal['bound']:.1%}"
 
 
 def decision_lines(g: GateResult) -> tuple[str, list[str]]:
@@ -332,6 +349,8 @@ def gate_markdown(g: GateResult) -> str:
         + f" — {cov['status']}",
         "",
     ]
+    if text := balance_text(g):
+        out += [f"**Retry balance**: {text} — {g['balance']['status']}", ""]
     head, lines = decision_lines(g)
     out += [f"**{head}**", ""]
     out += [f"- {line}" for line in lines]
