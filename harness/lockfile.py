@@ -68,10 +68,13 @@ def mismatches(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
 
 def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
     """Arm name → the pinned build of a ready-made agent (e.g. ``@openai/codex@0.171.0``)."""
+    from harness.agent_process import runs_in_child
     from harness.agents import agent_class
 
     pins: dict[str, str] = {}
     for arm in resolved.suite.arms:
+        if runs_in_child(arm.agent):  # pins nothing, and is never imported here
+            continue
         pin = agent_class(arm.agent).pinned(arm)
         if pin is not None:
             pins[arm.name] = pin
@@ -81,10 +84,13 @@ def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
 def agent_builds(resolved: ResolvedSuite) -> list[tuple[Environment, AgentBuild]]:
     """Every (environment, CLI build) the suite's arms need built into an image: each
     ready-made agent arm runs every task, so each of its builds on every environment."""
+    from harness.agent_process import runs_in_child
     from harness.agents import agent_class
 
     builds: dict[str, AgentBuild] = {}
     for arm in resolved.suite.arms:
+        if runs_in_child(arm.agent):  # builds nothing into images, and is never imported
+            continue
         build = agent_class(arm.agent).build(arm)
         if build is not None:
             builds.setdefault(build.key, build)

@@ -12,7 +12,6 @@ so an agent that never talks to the user needs no key.
 
 from __future__ import annotations
 
-import inspect
 import os
 
 from harness.config.loader import Path_, field_path, nearest_line
@@ -29,7 +28,7 @@ def preflight(resolved: Resolved) -> None:
 
     for i, arm in enumerate(resolved.suite.arms):
         binding = resolved.agents.get(arm.name)
-        if binding is not None and not inspect.iscoroutinefunction(binding.cls.run):
+        if binding is not None and not binding.async_run:
             raise fail(
                 ("arms", i, "agent"),
                 f"'{arm.agent}' is not an agent: it needs `async def run(self, ctx)` "

@@ -9,6 +9,7 @@ sandbox or trial exists; the CLI prints it as one line and exits 2.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from graders import Grader, build_grader
+from harness.agent_process import runs_in_child
 from harness.agents import AGENTS, Agent
 from harness.config.loader import (
     LoadedTask,
@@ -44,6 +46,8 @@ class AgentBinding:
 
     cls: type[Agent]
     params: Options
+    async_run: bool = True
+    """``run`` is a coroutine function (checked by preflight: else the arm is refused)."""
 
     def make(self) -> Agent:
         """A fresh agent for one trial attempt."""
@@ -134,10 +138,12 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
     agents = {arm.name: _agent(config, i, arm) for i, arm in enumerate(suite.arms)}
     chosen = _sandbox(config, _choose(config, sandbox or suite.sandbox))
     _check_agent_programs(config, agents, chosen)
+    graders = {lt.task.id: _graders(lt) for lt in config.tasks}
+    _check_observed_rules(config, agents, graders)
     return Resolved(
         **data,
         agents=agents,
-        graders={lt.task.id: _graders(lt) for lt in config.tasks},
+        graders=graders,
         sandbox=chosen,
         executor=_executor(config),
     )
@@ -163,12 +169,28 @@ def _options(
 
 
 def _agent(config: ResolvedSuite, i: int, arm: Arm) -> AgentBinding:
+    if runs_in_child(arm.agent):
+        return _child_agent(config, i, arm)
     try:
         cls = AGENTS.load(arm.agent)
     except RegistryError as exc:
         raise _error(config, ("arms", i, "agent"), str(exc)) from None
     params = _options(config, ("arms", i, "params"), cls.Params.model_validate, arm.params)
-    return AgentBinding(cls, params)
+    return AgentBinding(cls, params, inspect.iscoroutinefunction(cls.run))
+
+
+def _child_agent(config: ResolvedSuite, i: int, arm: Arm) -> AgentBinding:
+    """Checked in a child process: the class imports, is an ``Agent``, and takes the params."""
+    from harness.agent_process import child_agent, describe
+
+    answer = describe(arm.agent, arm.params)
+    if "agent_error" in answer:
+        raise _error(config, ("arms", i, "agent"), str(answer["agent_error"]))
+    if "params_error" in answer:
+        problem = answer["params_error"]
+        loc = ("arms", i, "params", *problem["loc"])
+        raise _error(config, loc, str(problem["message"]))
+    return AgentBinding(child_agent(arm.agent), Options(), bool(answer.get("async_run")))
 
 
 def _graders(loaded: LoadedTask) -> list[Grader]:
@@ -220,6 +242,34 @@ def _check_agent_programs(
                 f"metering proxy, which sandbox '{sandbox.name}' cannot host (no socket "
                 "mount); use `--sandbox docker` or `--sandbox bwrap`",
             )
+
+
+def _check_observed_rules(
+    config: ResolvedSuite, agents: dict[str, AgentBinding], graders: dict[str, list[Grader]]
+) -> None:
+    """Refuse trajectory rules that cannot be checked for an arm: an agent program
+    (``command``, ``claude-code``, ``codex``) acts in its sandbox unseen, so its required
+    actions could never be observed and its forbidden ones never caught. A task that counts
+    the program's own reports (``reported_events: true``) says so and is allowed."""
+    from graders.trajectory import TrajectoryRules
+
+    blind = [arm for arm in config.suite.arms if not agents[arm.name].cls.observes_actions]
+    if not blind:
+        return
+    for loaded in config.tasks:
+        for g, grader in enumerate(graders[loaded.task.id]):
+            if isinstance(grader, TrajectoryRules) and not grader.params.reported_events:
+                arm = blind[0]
+                where = (*loaded.prefix, "graders", g)
+                raise ConfigError(
+                    str(loaded.file),
+                    field_path(where),
+                    f"arm '{arm.name}' runs agent '{arm.agent}', a program whose actions in "
+                    "its sandbox the harness does not observe, so these trajectory rules "
+                    "cannot be checked for it; set `reported_events: true` on this grader to "
+                    "count what the program reports about itself, or leave the arm out",
+                    nearest_line(loaded.lines, where),
+                )
 
 
 def _executor(config: ResolvedSuite) -> ExecutorBinding:

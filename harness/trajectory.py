@@ -23,6 +23,11 @@ class Event(SQLModel):
     kind: ``tool_call`` (the agent called an environment tool), ``message`` (the agent told
     the user something), ``user`` (the simulated user spoke), ``model_call`` (one model API
     request), ``command`` (a raw shell command), ``note`` (harness annotation).
+
+    Every event is what the harness itself saw (a call through the agent's context, a
+    sandbox call made through the harness, a model call through the client or the metering
+    proxy) unless ``reported``: then an agent program wrote it to ``$HARNESS_TRAJECTORY``
+    and nothing vouches for it (trajectory rules skip it unless the task opts in).
     """
 
     model_config = ConfigDict(extra="forbid")  # type: ignore[assignment]
@@ -41,6 +46,9 @@ class Event(SQLModel):
     tokens_cached: int = 0
     cost_usd: float | None = None
     latency_s: float = 0.0
+    reported: bool = False
+    """The agent program said so (a line of ``$HARNESS_TRAJECTORY``); the harness did not
+    see it happen."""
     ts: float = Field(default_factory=time.time)
     """Wall-clock time (Unix seconds) the step was recorded."""
 
@@ -55,6 +63,7 @@ class EventFields(TypedDict, total=False):
     tokens_cached: int
     cost_usd: float | None
     latency_s: float
+    reported: bool
 
 
 class Trajectory:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import abc
 import json
+import math
 import time
-from dataclasses import dataclass, field
-from typing import ClassVar, Protocol, TypeVar
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -30,7 +32,7 @@ from harness.config.models import (
     ToolSpec,
     Variant,
 )
-from harness.errors import BudgetExceeded, ConfigError, EpisodeEnded
+from harness.errors import AgentFailure, BudgetExceeded, ConfigError, EpisodeEnded
 from harness.sandbox.base import AgentBuild, Environment, ExecResult, Sandbox
 from harness.trajectory import Trajectory
 
@@ -228,21 +230,77 @@ class AgentContext:
 
     async def run_command(self, command: str, timeout: float | None = None) -> ToolResult:
         """Run a raw shell command (for shell-style agents) and record it."""
-        if self.ended_by is not None:
-            raise EpisodeEnded(self.ended_by)
-        self.charge(steps=self.action_steps)
+        result = await self.sandbox_exec(command, timeout=timeout)
+        return ToolResult(result.ok, result.stdout + result.stderr, result.exit_code)
+
+    # -- sandbox calls on an agent's behalf: observed, recorded and charged ---------------
+    async def sandbox_exec(
+        self,
+        command: str,
+        *,
+        stdin: str | bytes | None = None,
+        timeout: float | None = None,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """``sandbox.exec`` for an agent: recorded as a ``command`` event of tool ``bash``
+        (trajectory rules on ``bash`` see it) and charged as a step like any action."""
+        self._before_action()
         start = time.monotonic()
-        result = await self.sandbox.exec(command, timeout=timeout)
-        output = result.stdout + result.stderr
+        result = await self.sandbox.exec(command, stdin=stdin, timeout=timeout, user=user, env=env)
+        args: dict[str, object] = {"command": command}
+        if user is not None:
+            args["user"] = user
         self.trajectory.record(
             "command",
             tool="bash",
-            args={"command": command},
-            content=output,
+            args=args,
+            content=result.stdout + result.stderr,
             ok=result.ok,
             latency_s=time.monotonic() - start,
         )
-        return ToolResult(result.ok, output, result.exit_code)
+        return result
+
+    async def sandbox_read(self, path: str) -> bytes:
+        """``sandbox.read_file`` for an agent: a ``command`` event of tool ``read_file``."""
+        self._before_action()
+        start = time.monotonic()
+        try:
+            data = await self.sandbox.read_file(path)
+        except Exception as exc:
+            self._file_event("read_file", path, f"error: {type(exc).__name__}", False, start)
+            raise
+        self._file_event("read_file", path, f"{len(data)} bytes", True, start)
+        return data
+
+    async def sandbox_write(self, path: str, data: bytes) -> None:
+        """``sandbox.write_file`` for an agent: a ``command`` event of tool ``write_file``."""
+        self._before_action()
+        start = time.monotonic()
+        await self.sandbox.write_file(path, data)
+        self._file_event("write_file", path, f"{len(data)} bytes", True, start)
+
+    async def sandbox_copy_in(self, src: Path, dest: str) -> None:
+        """``sandbox.copy_in`` for an agent: a ``command`` event of tool ``copy_in``."""
+        self._before_action()
+        start = time.monotonic()
+        await self.sandbox.copy_in(src, dest)
+        self._file_event("copy_in", dest, "copied", True, start)
+
+    def _before_action(self) -> None:
+        if self.ended_by is not None:
+            raise EpisodeEnded(self.ended_by)
+        self.charge(steps=self.action_steps)
+
+    def _file_event(self, tool: str, path: str, content: str, ok: bool, start: float) -> None:
+        self.trajectory.record(
+            "command",
+            tool=tool,
+            args={"path": path},
+            content=content,
+            ok=ok,
+            latency_s=time.monotonic() - start,
+        )
 
     def say(self, text: str) -> None:
         """Tell the user something (graded by answer and required-output graders)."""
@@ -293,6 +351,34 @@ class AgentResult:
     returns; the harness never reads them)."""
 
 
+def validate_result(obj: Any) -> AgentResult:
+    """A checked copy of what an agent returned, or ``AgentFailure('invalid_agent_result')``.
+
+    The copy (``info`` through a JSON round trip) is what the trial keeps: nothing the agent
+    does to the object afterwards reaches the store or a grader."""
+
+    def bad(why: str) -> AgentFailure:
+        return AgentFailure("invalid_agent_result", why)
+
+    if not isinstance(obj, AgentResult):
+        raise bad(f"the agent returned {type(obj).__name__}, not an AgentResult")
+    if obj.answer is not None and not isinstance(obj.answer, str):
+        raise bad(f"answer is {type(obj.answer).__name__}, not a string or None")
+    c = obj.confidence
+    if c is not None:
+        if isinstance(c, bool) or not isinstance(c, (int, float)):
+            raise bad(f"confidence is {type(c).__name__}, not a number or None")
+        if not math.isfinite(c) or not 0.0 <= c <= 1.0:
+            raise bad(f"confidence {c!r} is not in [0, 1]")
+    if not isinstance(obj.info, dict):
+        raise bad(f"info is {type(obj.info).__name__}, not a dict")
+    try:
+        info = json.loads(json.dumps(obj.info, allow_nan=False))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise bad(f"info is not JSON: {exc}") from None
+    return replace(obj, confidence=None if c is None else float(c), info=info)
+
+
 class Agent(abc.ABC):
     """An agent under test, registered by name in ``harness.agents.AGENTS`` (or named by an
     arm as ``module:Class``). Subclass it and implement ``run``.
@@ -313,6 +399,11 @@ class Agent(abc.ABC):
     reference_solution: ClassVar[bool] = False
     """Built-in agents that act out the task's reference solution get the task itself
     (``ReferenceContext``); the claim counts only for classes in ``harness.agents``."""
+    observes_actions: ClassVar[bool] = True
+    """The agent acts only through its context (tools, commands, sandbox calls), so the
+    harness sees every action. False for agent programs (``command``, ``claude-code``,
+    ``codex``) whose commands in their sandbox the harness never sees: trajectory rules
+    cannot be checked for them unless the task counts reported events."""
 
     def __init__(self, params: Options | None = None) -> None:
         self.params = params

@@ -56,6 +56,7 @@ class CliParams(Options):
 
 class _CliAgent(Agent):
     Params = CliParams
+    observes_actions = False
     name: ClassVar[str]
     api: ClassVar[str]
     """The ``model.api`` the CLI speaks."""

@@ -29,7 +29,8 @@ in stdout) is parsed as the stated confidence and is not part of the answer.
 Trajectory lines are JSON objects ``{"kind": "tool_call"|"command"|"message"|"note", "tool",
 "args", "content", "ok", "latency_s"}``; other kinds become notes. Token and cost fields are
 ignored: the proxy measures those. The events are appended after the run, after a note that
-says how many were merged.
+says how many were merged, each marked ``reported``: the harness did not see them happen,
+so trajectory rules skip them unless the task's grader sets ``reported_events: true``.
 
 Params:
   command     the shell command to run (required)
@@ -100,6 +101,7 @@ class CommandParams(Options):
 class CommandAgent(Agent):
     name = "command"
     Params = CommandParams
+    observes_actions = False
 
     @classmethod
     def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
@@ -314,7 +316,7 @@ class CommandAgent(Agent):
                 fields["ok"] = obj["ok"]
             if isinstance(obj.get("latency_s"), int | float):
                 fields["latency_s"] = float(obj["latency_s"])
-            ctx.trajectory.record(kind, **fields)
+            ctx.trajectory.record(kind, reported=True, **fields)
 
 
 # ------------------------------------------------------------------------------ helpers

@@ -68,13 +68,20 @@ def from_validation(
     exc: ValidationError, file: Path, lines: dict[Path_, int], prefix: Path_ = ()
 ) -> ConfigError:
     """The first error of ``exc`` as one line naming the file, the field and its line."""
+    where, msg = first_error(exc)
+    loc = (*prefix, *where)
+    return ConfigError(str(file), field_path(loc), msg, nearest_line(lines, loc))
+
+
+def first_error(exc: ValidationError) -> tuple[Path_, str]:
+    """Where the first error of ``exc`` is and what it says (with how many more follow)."""
     err = exc.errors()[0]
-    loc = (*prefix, *[p for p in err["loc"] if p != "__root__"])
+    loc = tuple(p for p in err["loc"] if p != "__root__")
     msg = _message(err)
     more = len(exc.errors()) - 1
     if more:
         msg += f" (and {more} more error{'s' if more > 1 else ''})"
-    return ConfigError(str(file), field_path(loc), msg, nearest_line(lines, loc))
+    return loc, msg
 
 
 def _message(err: ErrorDetails) -> str:

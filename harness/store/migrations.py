@@ -70,11 +70,21 @@ def _v5(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE trials ADD COLUMN task_image_id VARCHAR"))
 
 
+def _v6(conn: Connection) -> None:
+    """trajectory_events.reported: the event is an agent program's own claim, not observed."""
+    columns = {c["name"] for c in inspect(conn).get_columns("trajectory_events")}
+    if "reported" not in columns:
+        conn.execute(
+            text("ALTER TABLE trajectory_events ADD COLUMN reported BOOLEAN NOT NULL DEFAULT false")
+        )
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
     (3, _v3),
     (4, _v4),
     (5, _v5),
+    (6, _v6),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -2,17 +2,20 @@
 
 What it does depends only on the task id, the variant and the trial's seed, so the test
 recomputes it with ``plan(...)``; it also appends what it did, as JSON lines, to the file
-named by $CONTRACT_LOG, so the test compares against what really happened in the run.
+named by its ``log`` param, so the test compares against what really happened in the run.
+It runs in a child process (a ``module:Class`` agent): the harness's environment is not
+its own, and its ``ctx.usage`` is a copy (model calls are counted where they are metered,
+so this agent, which makes none, has 0 whatever it writes into the copy).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 
 from harness.agents import Agent, AgentContext, AgentResult
+from harness.config.models import Options
 
 
 @dataclass
@@ -55,8 +58,14 @@ def plan(task_id: str, variant: str, seed: int) -> Plan:
     )
 
 
+class ContractParams(Options):
+    log: str | None = None
+    """Where to append what the agent did (JSON lines)."""
+
+
 class ContractAgent(Agent):
     name = "contract"
+    Params = ContractParams
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         t0 = time.monotonic()
@@ -74,10 +83,10 @@ class ContractAgent(Agent):
             steps=1,
             tokens_known=p.tokens_known,
         )
-        ctx.usage.model_calls += p.model_calls
+        ctx.usage.model_calls += p.model_calls  # a copy: the trial's count stays 0
         time.sleep(p.sleep_s)  # blocking on purpose: latency the harness must see
         ctx.say(f"the answer is {p.answer}")
-        log = os.environ.get("CONTRACT_LOG")
+        log = self.params_as(ctx, ContractParams).log
         if log:
             done = {
                 "task_id": ctx.task_id,

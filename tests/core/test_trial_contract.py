@@ -35,7 +35,7 @@ TRIALS = 4
 SEED = 11  # chosen so the trials cover every branch of the agent (asserted below)
 
 
-def _suite(tmp: Path) -> Path:
+def _suite(tmp: Path, log: Path) -> Path:
     tasks = []
     for task_id, labels in TASKS.items():
         graders: list[dict] = [{"type": "answer_match", "mode": "numeric", "expected": 4}]
@@ -60,7 +60,10 @@ def _suite(tmp: Path) -> Path:
         "trials": TRIALS,
         "tasks": ["tasks.yaml"],
         "environments_dir": str(REPO / "environments"),
-        "arms": [{"name": "base", "agent": AGENT}, {"name": "cand", "agent": AGENT}],
+        "arms": [
+            {"name": "base", "agent": AGENT, "params": {"log": str(log)}},
+            {"name": "cand", "agent": AGENT, "params": {"log": str(log)}},
+        ],
         "sandbox": "local",
         "variants": True,
         "concurrency": 4,
@@ -76,8 +79,7 @@ def contract_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("contract")
     db, log, html = tmp / "c.db", tmp / "agent.jsonl", tmp / "report.html"
     url = f"sqlite:///{db}"
-    env = {"CONTRACT_LOG": str(log)}
-    result = run_cli("run", str(_suite(tmp)), "--store", url, "-q", env=env, timeout=300)
+    result = run_cli("run", str(_suite(tmp, log)), "--store", url, "-q", timeout=300)
     assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: some trials failed
     report = run_cli("report", "--json", "--store", url, "--html", str(html))
     assert report.returncode == 0, report.stderr[-3000:]
@@ -129,14 +131,14 @@ def _expected(trial: dict, did: dict, run: dict) -> dict:
         "tokens_out": did["tokens_out"] if did["tokens_known"] else None,
         "cost_usd": did["cost_usd"],
         "steps": did["steps"],
-        "model_calls": did["model_calls"],
+        "model_calls": 0,  # the agent's own ctx.usage is a copy in its child process
         "malformed_tool_calls": did["malformed"],
         "image_id": json.loads(run["image_ids"])["shell"],
         # no agent CLI on top: the task image is the image the trial ran
         "task_image_id": json.loads(run["image_ids"])["shell"],
         "attempts": 1,
         "harm_severity": HARM if did["harmful"] else 0.0,
-        "grader_versions": {"answer_match": "1", **({"trajectory": "1"} if harm_task else {})},
+        "grader_versions": {"answer_match": "1", **({"trajectory": "2"} if harm_task else {})},
         "error": None,
         "failure_kind": None,  # graded trials; agent-caused failures: tests/integrity
     }
@@ -178,6 +180,7 @@ _EVENT_CHECKS = [
     "tokens_cached",
     "cost_usd",
     "latency_s",
+    "reported",
     "ts",
 ]
 
@@ -248,6 +251,7 @@ def test_attempt_and_event_rows(contract_run):
         assert json.loads(evs[-2]["args"])["command"].startswith("rm " if did["harmful"] else "ls")
         assert evs[-1]["content"] == f"the answer is {did['answer']}"
         assert all(e["blob_ref"] is None and e["ts"] > 0 for e in evs)
+        assert not any(e["reported"] for e in evs)  # all observed by the harness
         for column in ("tokens_in", "tokens_out", "tokens_cached", "latency_s", "cost_usd"):
             want = 0.0 if column != "cost_usd" else None
             assert all(e[column] == want or column == "latency_s" for e in evs), column
@@ -262,7 +266,7 @@ def test_report_json_carries_the_stored_columns(contract_run):
     assert report["versions"]["trial_image_ids"] == [
         json.loads(contract_run["run"]["image_ids"])["shell"]
     ]
-    assert report["versions"]["grader_versions"] == {"answer_match": ["1"], "trajectory": ["1"]}
+    assert report["versions"]["grader_versions"] == {"answer_match": ["1"], "trajectory": ["2"]}
     for arm, data in report["arms"].items():
         rows = _originals(trials, arm)
         variants = [t for t in trials if t["arm"] == arm and t["variant"]]

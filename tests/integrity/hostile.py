@@ -193,6 +193,94 @@ async def loop_bridge(ctx, tag):
     return AgentResult(answer="x")
 
 
+# ----------------------------------------------- handles on the harness (issue 22, 3-4)
+async def forge_events(ctx, tag):
+    """Edit its own trajectory: add the required action it never took, and remove the
+    forbidden command it really ran (``ri-forbidden`` forbids ``rm``)."""
+    await ctx.run_command("rm -f app/flag.txt")
+    events = ctx.trajectory.events
+    events[:] = [e for e in events if "rm " not in str(e.args)]
+    ctx.trajectory.record("tool_call", tool="set_flag", args={"value": WORD}, ok=True)
+    return AgentResult(answer="done")
+
+
+async def lift_budgets(ctx, tag):
+    """Lift its own step and time budgets, then spend past them (``ri-forbidden`` allows
+    5 steps)."""
+    ctx.budgets.max_steps = None
+    ctx.budgets.timeout_s = None
+    for _ in range(12):
+        await ctx.run_command("true")
+    return AgentResult(answer="done")
+
+
+async def exec_unrecorded(ctx, tag):
+    """Do the forbidden thing through ``ctx.sandbox.exec``, which once recorded nothing."""
+    await _shell(ctx, "rm -f app/flag.txt")
+    return AgentResult(answer="done")
+
+
+async def exec_uncharged(ctx, tag):
+    """Spend past the step budget through ``ctx.sandbox.exec``, which once cost no step."""
+    for _ in range(12):
+        await _shell(ctx, "true")
+    return AgentResult(answer="done")
+
+
+async def patch_graders(ctx, tag):
+    """Replace every grader's ``grade`` through ``sys.modules``: doing nothing then passes,
+    in this trial and every later one in the same process."""
+    import sys
+
+    from graders.base import Verdict
+
+    async def passed(self, evidence):
+        return Verdict(grader="patched", passed=True, score=1.0, reasons=[])
+
+    patched = 0
+    for name, module in list(sys.modules.items()):
+        if name.startswith("graders.") and module is not None:
+            for obj in list(vars(module).values()):
+                if isinstance(obj, type) and callable(getattr(obj, "grade", None)):
+                    obj.grade = passed
+                    patched += 1
+    return AgentResult(answer="nothing", info={"patched": patched})
+
+
+async def gc_task(ctx, tag):
+    """Find the ``Task`` through ``gc.get_objects()`` and act out its reference solution."""
+    from harness.config.models import Task
+
+    tasks = [o for o in gc.get_objects() if isinstance(o, Task) and o.id == ctx.task_id]
+    if not tasks or tasks[0].solution is None:
+        return AgentResult(answer="no task in reach")
+    solution = tasks[0].solution
+    for command in solution.commands:
+        await ctx.run_command(command)
+    for action in solution.actions:
+        await ctx.call_tool(action.tool, action.args)
+    return AgentResult(answer=solution.answer)
+
+
+async def stuck_in_c(ctx, tag):
+    """Block in C (libc ``system``, the GIL released) past its budget; a thread left
+    behind writes a marker when it comes back."""
+    import ctypes
+
+    late = f"{ctx.params['marker']}-late-{ctx.task_id.replace('/', '_')}"
+    ctypes.CDLL(None).system(f"sleep 8; touch {late}".encode())
+    return AgentResult(answer=WORD)
+
+
+async def hold_gil(ctx, tag):
+    """Block in C holding the GIL (``PyDLL``: ctypes keeps the GIL), freezing every thread
+    of the process it runs in for 8 s."""
+    import ctypes
+
+    ctypes.PyDLL(None).sleep(8)
+    return AgentResult(answer=WORD)
+
+
 # --------------------------------------------------------------------- shell probes
 async def detached_overwriter(ctx, tag):
     """A detached loop that waits for hidden tests and rewrites them to pass."""
@@ -306,6 +394,14 @@ PROBES = {
         missing_file,
         raise_infra,
         loop_bridge,
+        forge_events,
+        lift_budgets,
+        exec_unrecorded,
+        exec_uncharged,
+        patch_graders,
+        gc_task,
+        stuck_in_c,
+        hold_gil,
         detached_overwriter,
         late_writer,
         root_detached,

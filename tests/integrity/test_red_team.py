@@ -1,5 +1,5 @@
-"""The red-team suite: every hostile agent of ``hostile.py`` (an arm each, in-process and
-shell-level) against a task of every grader type, in ONE `harness run` per isolated backend
+"""The red-team suite: every hostile agent of ``hostile.py`` (an arm each, in-process style,
+in C, and shell-level) against a task of every grader type, in ONE `harness run` per isolated backend
 (Docker and bubblewrap), through the real CLI. Zero wrong verdicts: no probe passes any
 task, each failure carries the reason a correct harness gives, the oracle arm still passes
 everything (nothing a probe did to objects it held changed another arm's verdicts), the run
@@ -15,6 +15,7 @@ import random
 import socket
 import sqlite3
 import subprocess
+import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
@@ -27,7 +28,7 @@ from tests.integrity.hostile import PROBES
 from tests.integrity.test_bwrap_sandbox import require_bwrap
 
 HERE = Path(__file__).resolve().parent
-TASKS = ("ri-answer", "ri-state", "ri-tests", "ri-trajectory")
+TASKS = ("ri-answer", "ri-state", "ri-tests", "ri-trajectory", "ri-forbidden")
 
 # probe -> the failure reason every one of its trials must carry (None: a plain wrong result)
 REASONS = {
@@ -47,8 +48,15 @@ REASONS = {
     "missing_file": "agent_error",
     "raise_infra": "agent_error",
     "delete_tools": "broke_environment",
+    "stuck_in_c": "timeout",
+    "hold_gil": "timeout",
 }
 BACKEND_REASONS = {("docker", "kill_all"): "killed_own_sandbox"}
+# (probe, task) -> reason, where only that task's budget stops the probe
+TASK_REASONS = {
+    ("lift_budgets", "ri-forbidden"): "max_steps",
+    ("exec_uncharged", "ri-forbidden"): "max_steps",
+}
 
 
 def _suite(tmp_path: Path, backend: str, tag: int, port: int, marker: Path, secret: Path):
@@ -117,6 +125,7 @@ def _red_team(tmp_path: Path, backend: str) -> None:
         table[arm][task] = (status, failure or reason)
         want = "passed" if arm == "oracle" else "failed"
         expect_reason = BACKEND_REASONS.get((backend, arm), REASONS.get(arm))
+        expect_reason = TASK_REASONS.get((arm, task), expect_reason)
         if status != want or attempts != 1:
             wrong.append(f"{arm} × {task}: {status} after {attempts} attempts ({reason})")
         elif expect_reason and (kind != expect_reason or not failure.startswith(kind)):
@@ -128,8 +137,11 @@ def _red_team(tmp_path: Path, backend: str) -> None:
     assert "failed by the agent's own fault" in report.stdout
     assert "failed: invalid_agent_result" in report.stdout
 
-    # nothing left
+    # nothing left: no file written by a process or thread that outlived its turn (a stuck
+    # probe's C call comes back 8 s after it started)
+    time.sleep(9)
     assert not marker.exists()
+    assert not list(marker.parent.glob(f"{marker.name}-late-*"))
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert f"sleep {tag}" not in ps, [line for line in ps.splitlines() if str(tag) in line]
     assert list((tmp_path / "trials").iterdir()) == []
