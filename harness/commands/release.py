@@ -50,7 +50,10 @@ def compare(
     force: Annotated[
         bool, typer.Option("--force", help="Pair even if tasks, graders or images differ.")
     ] = False,
-    confidence: Annotated[float, typer.Option(help="Two-sided interval level.")] = 0.95,
+    confidence: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(help="Two-sided interval level (default: the run's report.confidence)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
     store: StoreOpt = None,

@@ -25,6 +25,7 @@ from harness.config.base import (
     Strict,
 )
 from harness.config.release import GatePolicy, Repeats, ReportSettings
+from harness.config.roles import decide_roles
 
 
 class Options(Strict):
@@ -189,13 +190,16 @@ class Suite(Strict):
     repeats: Repeats = Field(default_factory=Repeats)
 
     def primary_arms(self) -> tuple[str, str | None]:
-        """(baseline, candidate) of the primary comparison: gate.primary, report.primary, else
-        the first two arms (the A/A copy never counts as a candidate by default)."""
-        for primary in (self.gate.primary if self.gate else None, self.report.primary):
-            if primary is not None:
-                return primary.baseline, primary.candidate
-        names = [a.name for a in self.arms if not (self.aa and a.name.endswith("-aa"))]
-        return names[0], (names[1] if len(names) > 1 else None)
+        """(baseline, candidate) of the primary comparison, by the one rule every view uses
+        (``harness.config.roles``: gate.primary, report.primary, else the arms' order)."""
+        gate = self.gate.primary if self.gate else None
+        report = self.report.primary
+        roles = decide_roles(
+            [a.name for a in self.arms],
+            gate=(gate.baseline, gate.candidate) if gate else None,
+            report=(report.baseline, report.candidate) if report else None,
+        )
+        return roles.baseline or self.arms[0].name, roles.candidate
 
     @model_validator(mode="after")
     def _unique_arms(self) -> Suite:

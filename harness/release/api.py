@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness.errors import ConfigError
 from harness.release.records import (
-    Comparison,
     GateResult,
     History,
-    NoiseFloor,
     RunComparison,
     Sensitivity,
-    TrialRecord,
 )
 from harness.release.run_config import StoredSuite
-
-if TYPE_CHECKING:
-    from harness.release.source import Side
 
 
 def compare_runs(
@@ -28,16 +21,18 @@ def compare_runs(
     spec_b: str,
     *,
     force: bool = False,
-    confidence: float = 0.95,
+    confidence: float | None = None,
 ) -> RunComparison:
     """``harness compare A B``: preconditions, the paired comparison, A/A floor, screens.
 
     Returns the comparison dict with ``differences`` (empty when pairable) and
     ``refused`` (True when differences exist and ``force`` is off: no numbers then).
+    ``confidence``: the interval level; default the baseline run's ``report.confidence``.
     """
-    from harness.release.compare import paired_comparison
+    from harness.analysis import settings_of
+    from harness.analysis.paired import aa_floor, compare_arms, screens
+    from harness.analysis.roles import aa_copy
     from harness.release.preconditions import differences
-    from harness.release.slices import class_screens
     from harness.release.source import load_rows, resolve_side, stored_config, suite_config
 
     a = resolve_side(store, spec_a, "baseline")
@@ -58,23 +53,11 @@ def compare_runs(
     }
     if out["refused"]:
         return out
-    cfg = suite_config(a.run)
-    report = cfg.get("report")
-    cluster_key = report.get("cluster_key", "cluster") if report else "cluster"
-    denominator = cfg.get("denominator", "failure")
-    phase_one = phase_one_trials(a.run, b.run)
-
-    def compare(base: list[TrialRecord], cand: list[TrialRecord]) -> Comparison:
-        return paired_comparison(
-            base,
-            cand,
-            confidence=confidence,
-            cluster_key=cluster_key,
-            denominator=denominator,
-            phase_one_trials=phase_one,
-        )
-
-    c = compare(rows_a, rows_b)
+    suite = suite_config(a.run)
+    settings = replace(
+        settings_of(suite).at(confidence), phase_one_trials=phase_one_trials(a.run, b.run)
+    )
+    c = compare_arms(rows_a, rows_b, settings)
     out = {**out, **c}
     out["within_run"] = a.run.id == b.run.id
     if not out["within_run"]:
@@ -82,40 +65,14 @@ def compare_runs(
             "across runs: run-level drift (provider, index, grader) is not cancelled by "
             "pairing; prefer arms interleaved in one run"
         )
-    out["noise_floor"] = _aa_noise_floor(a, all_a, rows_a, compare)
-    lo, hi = c.get("lo"), c.get("hi")
-    headline_flat = (
-        c["estimate"] is not None and lo is not None and hi is not None and lo <= 0 <= hi
+    aa = aa_copy(suite, list(a.run.arms), a.arm)
+    out["noise_floor"] = (
+        aa_floor(rows_a, [r for r in all_a if r["arm"] == aa], aa, settings, stored_config(a.run))
+        if aa
+        else None
     )
-    out["screens"] = class_screens(
-        rows_a,
-        rows_b,
-        alpha=1 - confidence,
-        cluster_key=cluster_key,
-        denominator=denominator,
-        headline_flat=headline_flat,
-        phase_one_trials=phase_one,
-    )
+    out["screens"] = screens(rows_a, rows_b, c, settings)
     return out
-
-
-def _aa_noise_floor(
-    side: Side,
-    all_rows: list[TrialRecord],
-    rows: list[TrialRecord],
-    compare: Callable[[list[TrialRecord], list[TrialRecord]], Comparison],
-) -> NoiseFloor | None:
-    """The A/A arm's paired comparison against ``side``'s arm as a noise floor, or None
-    when the run has no A/A twin of that arm."""
-    from harness.release.floor import noise_floor, uses_common_random_numbers
-    from harness.release.source import aa_arm, stored_config
-
-    aa = aa_arm(side.run, side.arm)
-    if not aa:
-        return None
-    n = compare(rows, [r for r in all_rows if r["arm"] == aa])
-    crn = uses_common_random_numbers(stored_config(side.run), aa)
-    return noise_floor(n, aa, common_random_numbers=crn)
 
 
 def phase_one_trials(*runs) -> int | None:
@@ -203,12 +160,14 @@ def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> GateR
 
 def run_power(store, run_id: str, alpha: float, power: float) -> Sensitivity:
     """``harness plan --run RUN``: what the run's primary comparison could have detected."""
+    from harness.analysis import run_roles
     from harness.release.power import run_sensitivity
-    from harness.release.source import get_run, load_rows, primary_arms, suite_config
+    from harness.release.source import get_run, load_rows, suite_config
 
     run = get_run(store, run_id)
-    baseline, candidate = primary_arms(run)
-    if candidate is None:
+    roles = run_roles(suite_config(run), list(run.arms))
+    baseline, candidate = roles.baseline, roles.candidate
+    if baseline is None or candidate is None:
         raise ConfigError(run.id, "", "the run has a single arm: nothing was compared")
     # First-phase trials only: with adaptive repeats, later trials follow discordance.
     rows = [r for r in load_rows(store, run.id) if r["trial_index"] < run.trials_per_task]

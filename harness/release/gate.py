@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, cast
 
+from harness.config.roles import Roles
 from harness.release.records import (
     Comparison,
     Coverage,
@@ -224,25 +225,23 @@ def evaluate_gate(
     comparison, else the first two arms. ``look`` is this run's 1-based place among the
     suite's gated runs, read when the policy is ``sequential``. Pure: no store access.
     """
+    from harness.analysis import settings_of
+    from harness.analysis.paired import aa_floor, compare_arms
+    from harness.analysis.paired import screens as class_screens
     from harness.release.adaptive import design_summary
-    from harness.release.compare import paired_comparison
     from harness.release.evidence import (
         balance_check,
         balance_reason,
         coverage_check,
         must_never_checks,
     )
-    from harness.release.floor import noise_floor, uses_common_random_numbers
-    from harness.release.slices import class_screens
 
     config = config or {}
     suite: StoredSuite = config.get("suite") or {}
-    baseline, candidate = _arms(policy, suite, arms)
-    report = suite.get("report") or {}
-    cluster_key = report.get("cluster_key", "cluster")
-    denominator = suite.get("denominator", "failure")
-    adaptive = (suite.get("repeats") or {}).get("mode") == "adaptive"
-    phase_one = trials_per_task if adaptive else None
+    roles = _roles(policy, suite, arms)
+    baseline, candidate = roles.baseline, roles.candidate
+    assert candidate is not None  # _roles refuses a run without one
+    settings = settings_of(suite, trials_per_task)
     by_arm: dict[str, list[TrialRecord]] = defaultdict(list)
     for r in rows:
         by_arm[r["arm"]].append(r)
@@ -263,17 +262,7 @@ def evaluate_gate(
     confidence = sequential["confidence"] if sequential else policy.confidence
     level = interval_level(policy, confidence)
 
-    def compare(base: list[TrialRecord], cand: list[TrialRecord]) -> Comparison:
-        return paired_comparison(
-            base,
-            cand,
-            confidence=level,
-            cluster_key=cluster_key,
-            denominator=denominator,
-            phase_one_trials=phase_one,
-        )
-
-    primary = compare(rows_a, rows_b) if baseline else None
+    primary = compare_arms(rows_a, rows_b, settings, level) if baseline else None
     threshold = None
     if sequential and sequential["alpha"] == 0.0:
         stat_verdict = "inconclusive"
@@ -285,10 +274,10 @@ def evaluate_gate(
         threshold = threshold_check(
             rows_b,
             policy,
-            cluster_key=cluster_key,
-            denominator=denominator,
+            cluster_key=settings.cluster_key,
+            denominator=settings.denominator,
             confidence=confidence,
-            phase_one_trials=phase_one,
+            phase_one_trials=settings.phase_one_trials,
         )
         stat_verdict, why = threshold["verdict"], threshold["why"]
         if "p_above_bar" in threshold:
@@ -299,18 +288,14 @@ def evaluate_gate(
     else:
         assert primary is not None  # every rule but threshold compares against a baseline
         stat_verdict, why = primary_verdict(primary, policy, confidence)
-    if adaptive and primary is not None:
+    if settings.phase_one_trials is not None and primary is not None:
         why += f"; estimator: {primary['estimator']}"
     if sequential:
         why += f"; sequential look {look}: {sequential['spent']}"
 
     noise = None
-    aa_name = f"{baseline}-aa" if baseline else None
-    if aa_name and aa_name in by_arm:
-        c = compare(rows_a, by_arm[aa_name])
-        noise = noise_floor(
-            c, aa_name, common_random_numbers=uses_common_random_numbers(config, aa_name)
-        )
+    if baseline and roles.aa and roles.aa in by_arm:
+        noise = aa_floor(rows_a, by_arm[roles.aa], roles.aa, settings, config, level)
 
     violated = [c for c in must_never if c["status"] == "violated"]
     reasons = _blocking_reasons(must_never, coverage, policy.max_unresolved)
@@ -322,14 +307,9 @@ def evaluate_gate(
     headline_flat = stat_verdict not in ("improvement", "regression")
     screens = None
     if baseline:
+        assert primary is not None
         screens = class_screens(
-            rows_a,
-            rows_b,
-            alpha=1 - policy.confidence,
-            cluster_key=cluster_key,
-            denominator=denominator,
-            headline_flat=headline_flat,
-            phase_one_trials=phase_one,
+            rows_a, rows_b, primary, settings, alpha=1 - policy.confidence, flat=headline_flat
         )
     counts = {arm: _trials_per_task(rs) for arm, rs in arm_rows.items()}
     design = design_summary(suite.get("repeats"), trials_per_task, counts)
@@ -448,36 +428,22 @@ def policy_record(policy: GatePolicy) -> GatePolicyRecord:
     return cast("GatePolicyRecord", policy.model_dump(mode="json"))
 
 
-def _arms(policy: GatePolicy, suite: StoredSuite, arms: list[str]) -> tuple[str | None, str]:
+def _roles(policy: GatePolicy, suite: StoredSuite, arms: list[str]) -> Roles:
+    """The run's roles with the policy's pair first; a threshold rule without a declared
+    pair on a run with one arm (besides A/A copies) judges that arm alone."""
+    from harness.analysis import run_roles
     from harness.errors import ConfigError
 
-    if policy.rule == "threshold" and policy.primary is None:
-        names = [a for a in arms if not (suite.get("aa") and a.endswith("-aa"))]
-        if len(names) == 1:
-            return None, names[0]
-
-    if policy.primary is not None:
-        pair = (policy.primary.baseline, policy.primary.candidate)
-    else:
-        found = None
-        gate, report = suite.get("gate"), suite.get("report")
-        for primary in (
-            gate.get("primary") if gate else None,
-            report.get("primary") if report else None,
-        ):
-            if primary:
-                found = (primary["baseline"], primary["candidate"])
-                break
-        if found is None:
-            names = [a for a in arms if not (suite.get("aa") and a.endswith("-aa"))]
-            if len(names) < 2:
-                raise ConfigError("gate", "primary", "the run has fewer than two arms to compare")
-            found = (names[0], names[1])
-        pair = found
-    for arm in pair:
+    gate = (policy.primary.baseline, policy.primary.candidate) if policy.primary else None
+    roles = run_roles(suite, arms, gate)
+    if policy.rule == "threshold" and roles.candidate is None and roles.source == "order":
+        return roles._replace(baseline=None, candidate=roles.baseline, aa=None)
+    if roles.candidate is None:
+        raise ConfigError("gate", "primary", "the run has fewer than two arms to compare")
+    for arm in (roles.baseline, roles.candidate):
         if arm not in arms:
             raise ConfigError("gate", "primary", f"the run has no arm '{arm}' ({', '.join(arms)})")
-    return pair
+    return roles
 
 
 def _trials_per_task(rows: list[TrialRecord]) -> list[int]:

@@ -32,10 +32,14 @@ def short_hash(value: Any, n: int = 8) -> str:
 
 
 def headline(
-    rows: list[TrialRecord], confidence: float = 0.95, denominator: str = "failure"
+    rows: list[TrialRecord],
+    confidence: float = 0.95,
+    denominator: str = "failure",
+    cluster_key: str = "cluster",
 ) -> Headline:
     """Mean of per-task rates with the shared interval (``harness.stats.mean_estimate``, as
-    the report), with n tasks, clusters and trials. One cluster: its tasks are the unit."""
+    the report), with n tasks, clusters and trials. One cluster, or ``cluster_key: task``:
+    its tasks are the unit."""
     from harness.release.compare import task_rates
     from harness.stats import mean_estimate
 
@@ -44,7 +48,7 @@ def headline(
     if not tasks:
         return {"rate": None, "lo": None, "hi": None, "n_tasks": 0, "n_trials": len(rows)}
     cl = [clusters[t] for t in tasks]
-    one = len(set(cl)) < 2
+    one = len(set(cl)) < 2 or cluster_key == "task"
     e = mean_estimate([per_task[t] for t in tasks], None if one else cl, confidence=confidence)
     return {
         "rate": e.estimate,
@@ -106,9 +110,9 @@ def suite_history(
     the run at look k (``first_look`` is the first listed run's place among all the suite's
     runs) gets an interval at 1 − α·6/(π²k²) (``stats.sequential``), so the chance of any
     false call in a season of looks stays at most 1 − ``confidence``."""
-    from harness.release.compare import paired_comparison
-    from harness.release.floor import noise_floor, uses_common_random_numbers
-    from harness.release.source import primary_arms, stored_config, suite_config
+    from harness.analysis import run_roles, settings_of
+    from harness.analysis.paired import aa_floor, compare_arms
+    from harness.release.source import stored_config, suite_config
     from harness.stats import alpha_for_look, schedule_name
 
     entries: list[HistoryRun] = []
@@ -116,19 +120,18 @@ def suite_history(
     for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
         rows = rows_by_run.get(run.id, [])
         level = 1 - alpha_for_look(1 - confidence, look) if sequential else confidence
-        denominator = suite_config(run).get("denominator", "failure")
-        baseline, _ = primary_arms(run) if run.arms else (None, None)
+        suite = suite_config(run)
+        settings = settings_of(suite, run.trials_per_task).at(confidence)
+        denominator = settings.denominator
+        roles = run_roles(suite, list(run.arms or []))
         noise = None
-        aa = f"{baseline}-aa" if baseline else None
-        if aa and aa in run.arms:
-            c = paired_comparison(
-                [r for r in rows if r["arm"] == baseline],
-                [r for r in rows if r["arm"] == aa],
-                confidence=confidence,
-                denominator=denominator,
-            )
-            noise = noise_floor(
-                c, aa, common_random_numbers=uses_common_random_numbers(stored_config(run), aa)
+        if roles.baseline and roles.aa:
+            noise = aa_floor(
+                [r for r in rows if r["arm"] == roles.baseline],
+                [r for r in rows if r["arm"] == roles.aa],
+                roles.aa,
+                settings,
+                stored_config(run),
             )
             if noise is not None:
                 noise["floor"] = max(abs(noise["lo"] or 0.0), abs(noise["hi"] or 0.0))
@@ -139,7 +142,7 @@ def suite_history(
             costs = [cost for r in ar if (cost := r.get("cost_usd")) is not None]
             entry: HistoryArm = {
                 "arm": arm,
-                **headline(ar, confidence, denominator),
+                **headline(ar, confidence, denominator, settings.cluster_key),
                 "cost_usd": sum(costs) if costs else None,
                 "cost_known_trials": len(costs),
                 "images": short_hash(fp["images"]),
@@ -157,7 +160,7 @@ def suite_history(
                         "cannot_pair": problems,
                     }
                 else:
-                    c = paired_comparison(prows, ar, confidence=level, denominator=denominator)
+                    c = compare_arms(prows, ar, settings, level)
                     flagged = None
                     if noise is not None and c["estimate"] is not None:
                         flagged = abs(c["estimate"]) > noise["floor"]

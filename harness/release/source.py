@@ -68,28 +68,6 @@ def suite_config(run) -> StoredSuite:
     return StoredSuite(**(stored_config(run).get("suite") or {}))
 
 
-def aa_arm(run, baseline: str) -> str | None:
-    """The A/A copy of ``baseline`` in this run, if it has one."""
-    name = f"{baseline}-aa"
-    return name if name in run.arms else None
-
-
-def primary_arms(run) -> tuple[str, str | None]:
-    """(baseline, candidate) named before the run: gate.primary, report.primary, else the
-    run's first two arms (an A/A copy is never the default candidate). Read from the stored
-    config as plain data, so runs recorded by older versions still answer."""
-    cfg = suite_config(run)
-    gate, report = cfg.get("gate"), cfg.get("report")
-    for primary in (
-        gate.get("primary") if gate else None,
-        report.get("primary") if report else None,
-    ):
-        if primary:
-            return primary["baseline"], primary["candidate"]
-    names = [a for a in run.arms if not (cfg.get("aa") and a.endswith("-aa"))]
-    return names[0], (names[1] if len(names) > 1 else None)
-
-
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: a run and one of its arms."""
@@ -115,8 +93,10 @@ def resolve_side(store, spec: str, role: str) -> Side:
         return Side(run, arm)
     if len(run.arms) == 1:
         return Side(run, run.arms[0])
-    baseline, candidate = primary_arms(run)
-    pick = baseline if role == "baseline" else candidate
+    from harness.analysis import run_roles
+
+    roles = run_roles(suite_config(run), list(run.arms))
+    pick = roles.baseline if role == "baseline" else roles.candidate
     if pick is None:
         raise ConfigError(spec, "", f"run {run.id} has several arms; name one as RUN:ARM")
     return Side(run, pick)

@@ -24,14 +24,9 @@ def load_report(
     The shape is documented in ``harness.report.data``; it is JSON-serialisable. Pass a
     ``timings`` dict to receive the seconds spent per phase.
     """
+    from harness.analysis import run_roles, settings_of
     from harness.release.source import stored_config
-    from harness.report.compare import comparison_available, primary_comparison
-    from harness.report.data import (
-        DEFAULT_RESAMPLES,
-        build_report,
-        report_settings,
-        scheduled_per_arm,
-    )
+    from harness.report.data import DEFAULT_RESAMPLES, build_report, scheduled_per_arm
     from harness.report.load import load_run_data
 
     t0 = time.perf_counter()
@@ -43,11 +38,10 @@ def load_report(
             raise ConfigError(store.url, "run", f"{what} in this store")
         config = stored_config(run)
         suite = config.get("suite", {})
-        settings = report_settings(suite)
+        settings = settings_of(suite, run.trials_per_task)
         variants = bool(suite["variants"]) if "variants" in suite else None
-        data = load_run_data(
-            store, run.id, with_variants=variants, with_pairing=comparison_available(settings)
-        )
+        pairing = run_roles(suite, list(run.arms or [])).candidate is not None
+        data = load_run_data(store, run.id, with_variants=variants, with_pairing=pairing)
         unresolved = store.unresolved_trials(run.id)
         agent_failed = store.agent_failures(run.id)
     finally:
@@ -72,10 +66,6 @@ def load_report(
         arm["unresolved_causes"] = causes.get(name, {"causes": [], "other": 0})
         arm["agent_failure_causes"] = failures.get(name, {"causes": [], "other": 0})
     t2 = time.perf_counter()
-    comparison, warning = primary_comparison(data, settings, int(run.seed or 0))
-    report["comparison"] = comparison
-    if warning:
-        report["warnings"].append(warning)
     report = clean(report)
     if timings is not None:
         timings.update(data.timings)

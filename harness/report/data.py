@@ -93,11 +93,14 @@ from typing import cast
 import numpy as np
 
 from harness import errors
+from harness.analysis import Settings, run_roles
+from harness.analysis.settings import ESTIMAND
 from harness.release.run_config import StoredConfig, StoredSuite
 from harness.report import reliability as rel
 from harness.report import sections as sec
 from harness.report import usage as use
-from harness.report.deltas import arm_roles, arm_settings, deltas_section
+from harness.report.compare import primary_comparison
+from harness.report.deltas import arm_settings, deltas_section, roles_record
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
 from harness.report.records import (
     ArmReport,
@@ -114,14 +117,6 @@ FEW_EFFECTIVE_CLUSTERS = 5
 """Below this many effective clusters (J²/Σ J_r²) the success rate warns about unequal sizes."""
 
 SCHEMA = "harness.report/2"
-ESTIMAND = (
-    "expected success rate of the arm on a task drawn uniformly from the suite's tasks, "
-    "one trial per task (mean of per-task success rates; each task counts once)"
-)
-DENOMINATOR_TEXT = {
-    "failure": "unresolved trials (infra, grader and harness errors) count as failures",
-    "exclude": "unresolved trials are excluded from every rate (and reported separately)",
-}
 RUN_KEYS = (
     "id",
     "suite",
@@ -139,22 +134,17 @@ DEFAULT_RESAMPLES = 10_000
 DEFAULT_PREDICTION_RESAMPLES = 200
 
 
-def report_settings(suite: StoredSuite) -> ReportSettings:
-    """The report settings a run's stored suite declares, with defaults."""
+def settings_record(settings: Settings, suite: StoredSuite) -> ReportSettings:
+    """The run's analysis settings (``harness.analysis.settings_of``) as the report shows them."""
     rep = suite.get("report") or {}
-    denominator = suite.get("denominator", "failure")
     return {
-        "confidence": float(rep.get("confidence", 0.95)),
-        "denominator": denominator,
-        "denominator_text": DENOMINATOR_TEXT.get(denominator, denominator),
-        "cluster_key": rep.get("cluster_key", "cluster"),
-        "k": rep.get("k"),
+        "confidence": settings.confidence,
+        "denominator": settings.denominator,
+        "denominator_text": settings.denominator_text,
+        "cluster_key": settings.cluster_key,
+        "k": list(settings.k) if settings.k else None,
         "primary": rep.get("primary"),
-        "phase_one_trials": (
-            int(suite.get("trials", 1))
-            if (suite.get("repeats") or {}).get("mode") == "adaptive"
-            else None
-        ),
+        "phase_one_trials": settings.phase_one_trials,
     }
 
 
@@ -177,7 +167,7 @@ def build_report(
     run: RunSummary,
     data: RunData,
     *,
-    settings: ReportSettings,
+    settings: Settings,
     scheduled: tuple[int, int],
     n_resamples: int = DEFAULT_RESAMPLES,
     prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
@@ -186,8 +176,10 @@ def build_report(
     """The whole report for one run (pure: arrays in, JSON-able dict out). ``suite`` is the
     run's stored suite: arm roles and settings, and the description, come from it."""
     seed = int(run.get("seed") or 0)
-    settings = ReportSettings(
-        **settings,
+    suite = suite or {}
+    analysis = settings
+    shown = ReportSettings(
+        **settings_record(analysis, suite),
         n_resamples=n_resamples,
         prediction_resamples=prediction_resamples,
         bootstrap_seed=seed,
@@ -203,29 +195,31 @@ def build_report(
             variants=data.variants.get(name),
             trials_per_task=int(run.get("trials_per_task") or 1),
             scheduled=scheduled,
-            settings=settings,
+            settings=shown,
             n_resamples=n_resamples,
             prediction_resamples=prediction_resamples,
             seed=seed,
         )
         warnings += _arm_warnings(name, arms[name])
-    suite = suite or {}
-    roles = arm_roles(suite, list(arms))
+    roles = run_roles(suite, list(arms))
+    comparison, warning = primary_comparison(data, roles, analysis)
+    if warning:
+        warnings.append(warning)
     return {
         "schema": SCHEMA,
         "run": cast(
             RunSummary,
             {k: run.get(k) for k in RUN_KEYS} | {"description": suite.get("description") or ""},
         ),
-        "settings": settings,
+        "settings": shown,
         "estimand": ESTIMAND,
         "sampling_unit": _sampling_unit(arms),
         "versions": _versions(run, data),
         "arms": arms,
-        "roles": roles,
+        "roles": roles_record(roles),
         "arm_settings": arm_settings(suite, roles),
-        "comparison": None,
-        "class_deltas": deltas_section(data, roles, settings, suite),
+        "comparison": comparison,
+        "class_deltas": deltas_section(data, roles, analysis, comparison, suite),
         "warnings": warnings,
     }
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 
 import pytest
 from rich.console import Console
@@ -69,35 +68,24 @@ def test_report_markdown_and_terminal_on_demo_run(demo_store):
     assert "Per arm" in out and "PREDICTION" in out and "latency: p50" in out
 
 
-def test_comparison_is_omitted_when_release_is_not_importable(monkeypatch):
-    monkeypatch.setitem(sys.modules, "harness.release.compare", None)  # import -> ImportError
-    data = RunData(arms={}, attempts={}, variants={})
-    settings = {
-        "primary": {"baseline": "a", "candidate": "b"},
-        "confidence": 0.95,
-        "cluster_key": "cluster",
-        "denominator": "failure",
-    }
-    assert primary_comparison(data, settings, 0) == (None, None)
-    assert primary_comparison(data, {**settings, "primary": None}, 0) == (None, None)
-
-
 def test_comparison_receives_trial_rows(monkeypatch):
-    import types
-
     seen = {}
 
-    def fake(rows_a, rows_b, *, confidence, cluster_key, denominator, phase_one_trials):
+    def fake(rows_a, rows_b, settings):
         seen.update(
-            a=rows_a, b=rows_b, confidence=confidence, key=cluster_key, phase=phase_one_trials
+            a=rows_a,
+            b=rows_b,
+            confidence=settings.confidence,
+            key=settings.cluster_key,
+            phase=settings.phase_one_trials,
         )
         return {"estimate": 0.1, "lo": 0.0, "hi": 0.2}
 
-    monkeypatch.setitem(
-        sys.modules, "harness.release.compare", types.SimpleNamespace(paired_comparison=fake)
-    )
+    monkeypatch.setattr("harness.report.compare.compare_arms", fake)
     import numpy as np
 
+    from harness.analysis import Settings
+    from harness.config.roles import Roles
     from harness.report.load import empty_arm
 
     arm = empty_arm()
@@ -110,14 +98,8 @@ def test_comparison_receives_trial_rows(monkeypatch):
     arm.trial_index = np.array([0, 1])
     arm.seed = np.array([2**62 + 1, 5])
     data = RunData(arms={"a": arm}, attempts={}, variants={})
-    settings = {
-        "primary": {"baseline": "a", "candidate": "b"},
-        "confidence": 0.9,
-        "cluster_key": "task",
-        "denominator": "failure",
-        "phase_one_trials": 1,
-    }
-    result, warning = primary_comparison(data, settings, 11)
+    settings = Settings(confidence=0.9, cluster_key="task", phase_one_trials=1)
+    result, warning = primary_comparison(data, Roles("a", "b", None, "report"), settings)
     assert warning is None and result["baseline_arm"] == "a" and result["estimate"] == 0.1
     assert seen["phase"] == 1  # adaptive repeats: the headline reads phase one
     assert len(seen["b"]["task_id"]) == 0 and seen["confidence"] == 0.9 and seen["key"] == "task"
