@@ -109,13 +109,19 @@ def run(
         Optional[list[str]],  # noqa: UP045
         typer.Option("--arm", help="Only this arm (repeatable)."),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar and no retry messages.")
+    ] = False,
 ) -> None:
     """Run a suite (or resume a run) and print its summary."""
     from harness.errors import Interrupted
 
     if suite is None and resume is None:
         _fail("give a suite file, or --resume RUN_ID", exitcodes.BAD_CONFIG)
+    if quiet:
+        import logging
+
+        logging.getLogger("harness.retries").setLevel(logging.ERROR)
     overrides = {
         "sandbox": sandbox,
         "executor": executor,
@@ -161,6 +167,12 @@ def run(
         typer.echo(f"harness error ({n} trial(s)): {cause}", err=True)
     if o.interrupted:
         typer.echo(f"interrupted: resume with `harness run --resume {result.run_id}`", err=True)
+    elif o.stopped is not None:
+        typer.echo(
+            f"stopped: {o.stopped}; resume with `harness run --resume {result.run_id}` once "
+            "the endpoint works",
+            err=True,
+        )
     raise typer.Exit(result.exit_code)
 
 

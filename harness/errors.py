@@ -48,7 +48,26 @@ class SandboxError(InfraError):
 
 
 class ModelUnavailable(InfraError):
-    """The model API kept failing after the client's own retries."""
+    """The model API kept failing after the client's own retries.
+
+    ``endpoint`` (the base URL) and ``cause`` (a short, stable name of the failure such as
+    ``connection error``, ``timeout`` or ``HTTP 503``) let the run's circuit breaker count
+    failures of one upstream by cause; both are None when unknown."""
+
+    config = False
+    """True when the run cannot succeed until its configuration changes (see below)."""
+
+    def __init__(self, message: str, *, endpoint: str | None = None, cause: str | None = None):
+        super().__init__(message)
+        self.endpoint, self.cause = endpoint, cause
+
+
+class ModelKeyRejected(ModelUnavailable):
+    """The upstream refused the harness's own key (HTTP 401 or 403): every call of every
+    trial would fail the same way, so the run stops at once as a configuration error
+    (exit 5) instead of retrying trial after trial."""
+
+    config = True
 
 
 class StoreConflict(InfraError):

@@ -1,7 +1,8 @@
 """The orchestrator: runs a plan's jobs with bounded concurrency and writes one row each.
 
 It is the only writer of the store. SIGINT/SIGTERM once: no new trials start, in-flight
-trials finish and are written. Twice: in-flight trials are cancelled (their sandboxes are
+trials finish and are written. A model endpoint's breaker tripping (``UpstreamDown``) stops
+new trials the same way; the trials it cut stay unfinished. Twice: in-flight trials are cancelled (their sandboxes are
 still destroyed) and stay unfinished, so ``harness run --resume RUN_ID`` re-runs them.
 """
 
@@ -19,6 +20,7 @@ from typing import Protocol
 import anyio
 
 from harness import errors
+from harness.breaker import UpstreamDown
 from harness.executors import Executor, LocalExecutor
 from harness.plan import Job
 from harness.store import Store
@@ -46,6 +48,8 @@ class RunOutcome:
     interrupted: bool = False
     harness_errors: Counter = field(default_factory=Counter)
     """First line of each harness error's reason → trials (printed once in the summary)."""
+    stopped: UpstreamDown | None = None
+    """Set when a model endpoint's breaker stopped the run (its unfinished trials resume)."""
 
     @property
     def finished(self) -> int:
@@ -84,7 +88,12 @@ async def execute(
         for job in pending:
             if stopping.is_set() or writer.error:
                 return
-            record = await run_one(job)
+            try:
+                record = await run_one(job)
+            except UpstreamDown as exc:  # no new trials; this one stays unfinished
+                outcome.stopped = outcome.stopped or exc
+                stopping.set()
+                return
             writer.put(record)
             outcome.counts[record.trial.status] += 1
             if record.trial.status == errors.HARNESS_ERROR:

@@ -14,11 +14,13 @@ from datetime import datetime
 import anyio
 
 from harness import __version__, exitcodes
+from harness.breaker import CircuitBreaker
 from harness.config.loader import ResolvedSuite
 from harness.config.overrides import Overrides, given
 from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.executors import Executor
 from harness.lockfile import agent_builds
+from harness.models.probe import probe_endpoints
 from harness.orchestrator import RunOutcome, execute
 from harness.ownership import check_resumable
 from harness.plan import build_plan
@@ -40,6 +42,8 @@ class RunResult:
     def exit_code(self) -> int:
         if self.outcome.interrupted:
             return exitcodes.INTERRUPTED
+        if self.outcome.stopped is not None:
+            return exitcodes.ENVIRONMENT if self.outcome.stopped.config else exitcodes.UNRESOLVED
         if self.outcome.unresolved:
             return exitcodes.UNRESOLVED
         return exitcodes.OK
@@ -168,6 +172,8 @@ async def _run(
     from harness.progress import TrialProgress
 
     image_ids: dict[str, str | None] = {}
+    # Every model endpoint answers before anything is built or recorded (exit 5 if not).
+    await probe_endpoints(resolved)
     if locked and provider is None:  # no images to check; pinned agents still are
         from harness.lockfile import check_lock_for
 
@@ -185,8 +191,14 @@ async def _run(
         await provider.prepare_agents(agent_builds(resolved))
         await provider.prepare_networks(_task_networks(resolved))  # tasks' own hosts
     all_jobs = build_plan(resolved)
+    retries = resolved.suite.retries
     rc = RunContext(
-        run_id, resolved, provider, image_ids, backoff_s=resolved.suite.retries.backoff_s
+        run_id,
+        resolved,
+        provider,
+        image_ids,
+        backoff_s=retries.backoff_s,
+        breaker=CircuitBreaker(stop_after=retries.stop_after),
     )
     executor = None
     row_written = False
@@ -208,7 +220,9 @@ async def _run(
                 progress=progress,
                 executor=executor,
             )
-        if resolved.suite.repeats.mode == "adaptive" and not outcome.interrupted:
+        if resolved.suite.repeats.mode == "adaptive" and not (
+            outcome.interrupted or outcome.stopped
+        ):
             await _repeat_phase(
                 rc, resolved, store, run_id, len(all_jobs), outcome, progress_enabled, executor
             )
@@ -228,7 +242,7 @@ async def _run(
             from harness.models import aclose_clients
 
             await aclose_clients()
-    status = "interrupted" if outcome.interrupted else "finished"
+    status = "interrupted" if outcome.interrupted else "stopped" if outcome.stopped else "finished"
     store.update_run(run_id, status=status, finished_at=now())
     return RunResult(run_id, outcome, store.url, sandbox_name)
 
@@ -333,3 +347,4 @@ async def _repeat_phase(
     outcome.planned += more.planned
     outcome.counts.update(more.counts)
     outcome.interrupted = outcome.interrupted or more.interrupted
+    outcome.stopped = outcome.stopped or more.stopped

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 def resume_hint(run: Any) -> str | None:
     """The command that finishes a run, when there is something to finish."""
-    if shown_status(run) in ("interrupted", "failed"):
+    if shown_status(run) in ("interrupted", "failed", "stopped"):
         return f"harness run --resume {run.id}"
     return None
 

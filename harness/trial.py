@@ -156,12 +156,18 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     attempts: list[AttemptRow] = []
     for number in range(1, max_attempts + 1):
         await rc.breaker.before_attempt()
+        if rc.breaker.tripped is not None:  # the run is stopping: this trial stays unfinished
+            rc.interrupted.extend(attempts)
+            raise rc.breaker.tripped
         started = now()
         try:
             record = await _attempt(job, rc, number)
         except errors.InfraError as exc:
-            rc.breaker.after_attempt(False)
+            rc.breaker.after_attempt(False, exc, job.arm)
             attempts.append(attempt_row(job, rc, number, "infra_error", repr(exc), started))
+            if rc.breaker.tripped is not None:
+                rc.interrupted.extend(attempts)
+                raise rc.breaker.tripped from exc
             if number == max_attempts:
                 return error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
             await anyio.sleep(policy.delay(number))
@@ -172,12 +178,12 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             rc.interrupted.extend(attempts)
             raise
         except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
-            rc.breaker.after_attempt(True)
+            rc.breaker.after_attempt(True, None, job.arm)
             attempts.append(
                 attempt_row(job, rc, number, errors.classify(exc), traceback_text(exc), started)
             )
             return error_record(job, rc, errors.classify(exc), exc, attempts, started)
-        rc.breaker.after_attempt(True)
+        rc.breaker.after_attempt(True, None, job.arm)
         attempts.append(attempt_row(job, rc, number, "ok", None, started))
         record.attempts = attempts
         record.trial.attempts = number

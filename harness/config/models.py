@@ -75,6 +75,14 @@ class Retries(Strict):
         allow_inf_nan=False,
         description="base of the exponential backoff, seconds",
     )
+    stop_after: int = Field(
+        3,
+        strict=True,
+        ge=1,
+        le=10_000,
+        description="consecutive attempts one model endpoint fails with the same cause before "
+        "the run stops (resumable); a refused key stops it at once",
+    )
 
 
 class Limits(Strict):

@@ -42,6 +42,7 @@ from typing import Any
 import anyio
 
 from harness import errors
+from harness.breaker import UpstreamDown
 from harness.executors import Executor
 from harness.executors.options import RayOptions
 from harness.plan import Job
@@ -210,6 +211,9 @@ class RayExecutor(Executor):
                 raise
             except ray.exceptions.RayError as exc:
                 cause = exc.cause if isinstance(exc, ray.exceptions.RayTaskError) else None
+                if isinstance(cause, UpstreamDown):  # the worker's breaker stopped the run
+                    rc.interrupted.extend(lost)
+                    raise cause from None
                 if isinstance(exc, ray.exceptions.RayTaskError) and not isinstance(
                     cause, errors.InfraError
                 ):

@@ -5,12 +5,15 @@ process. The API key is read from the environment variable named in the settings
 moment a request is sent: it is never stored on an object, logged, put into an exception
 message or chained exception, or passed into a sandbox.
 
-Transient failures (429, 5xx, connection errors, timeouts, malformed or truncated JSON) are
-retried with jittered exponential backoff, honouring ``Retry-After``; when the retries run
-out, ``ModelUnavailable`` (an infrastructure error the orchestrator retries) is raised.
-A request the endpoint rejects as invalid (400, 413, 422: usually a transcript that outgrew
-the context window) raises ``ModelRequestRejected``, an agent failure. Other 4xx (401, 403,
-404: a wrong key, URL or model name) raise ``ModelUnavailable`` without retrying.
+Transient failures (408, 425, 429, 5xx, connection errors, timeouts, malformed or truncated
+JSON) are retried with jittered exponential backoff, honouring ``Retry-After``; each cause is
+logged once per endpoint (``harness.models.upstreams``). When the retries run out,
+``ModelUnavailable`` (an infrastructure error the orchestrator retries) is raised, naming the
+endpoint and the cause for the run's circuit breaker. A request the endpoint rejects as
+invalid (400, 409, 413, 422: usually a transcript that outgrew the context window) raises
+``ModelRequestRejected``, an agent failure. 401 and 403 (the harness's key refused) raise
+``ModelKeyRejected``, which stops the run; another 4xx (404: a wrong URL or model name in
+the suite, since the harness built the request) raises ``ModelUnavailable`` without retrying.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import anyio
 import httpx
 
 from harness.config.models import ModelSettings
-from harness.errors import AgentFailure, ConfigError, ModelUnavailable
+from harness.errors import AgentFailure, ConfigError, ModelKeyRejected, ModelUnavailable
 from harness.jsontypes import JSONObject
 from harness.models.api_types import ChatCompletion, ChatCompletionChunk, ChatRequest
 from harness.models.chat import ChatMessage, ToolCall, ToolSchema
@@ -44,8 +47,9 @@ DEFAULT_BACKOFF_MAX_S = 20.0
 DEFAULT_RETRY_AFTER_MAX_S = 60.0
 """Longest ``Retry-After`` the client honours; a longer one is cut to this."""
 
-_RETRY_STATUSES = frozenset({408, 409, 425, 429})
-_REJECT_STATUSES = frozenset({400, 413, 422})
+_RETRY_STATUSES = frozenset({408, 425, 429})
+_REJECT_STATUSES = frozenset({400, 409, 413, 422})
+_KEY_STATUSES = frozenset({401, 403})
 
 
 class ModelRequestRejected(AgentFailure):
@@ -222,8 +226,14 @@ class ChatClient:
             detail = f"HTTP {result.status} from {self.base_url}: {_error_text(result.data)}"
             if result.status in _REJECT_STATUSES:
                 raise ModelRequestRejected(self.redact(detail))
-            raise ModelUnavailable(self.redact(detail))
+            raise self.refused(result.status, detail)
         return _parse_completion(result)
+
+    def refused(self, status: int, detail: str) -> ModelUnavailable:
+        """The error for a final 4xx the request itself did not cause: the key refused
+        (401, 403: the run stops) or the suite's URL or model name wrong."""
+        kind = ModelKeyRejected if status in _KEY_STATUSES else ModelUnavailable
+        return kind(self.redact(detail), endpoint=self.base_url, cause=f"HTTP {status}")
 
     # -- low level ----------------------------------------------------------------------
     async def post(
@@ -243,9 +253,10 @@ class ChatClient:
         client = pooled_client(self.base_url)
         attempts = self.settings.max_retries + 1
         start = time.monotonic()
-        reason = "no attempt made"
+        reason, cause = "no attempt made", "unknown"
         for attempt in range(attempts):
             retry_after: float | None = None
+            self.check_up()
             try:
                 response = await client.post(
                     url,
@@ -256,39 +267,60 @@ class ChatClient:
                 body = response.content
             except httpx.TimeoutException as exc:
                 reason = f"timed out after {self.settings.timeout_s}s ({type(exc).__name__})"
+                cause = "timeout"
             except httpx.TransportError as exc:
                 reason = f"connection error ({type(exc).__name__}: {exc})"
+                cause = "connection error"
             else:
                 status = response.status_code
                 data = _json_object(body)
                 if status in _RETRY_STATUSES or status >= 500:
                     retry_after = _retry_after(response.headers.get("retry-after"))
                     reason = f"HTTP {status}: {_error_text(data) if data else _snippet(body)}"
+                    cause = f"HTTP {status}"
                 elif status >= 400:
                     return HTTPResult(status, data or {}, time.monotonic() - start, attempt + 1)
                 elif data is None:
                     reason = f"HTTP {status} with a malformed JSON body: {_snippet(body)}"
+                    cause = "malformed reply"
                 elif validate is not None and not validate(data):
                     reason = f"HTTP {status} with an unexpected body: {_snippet(body)}"
+                    cause = "malformed reply"
                 else:
                     return HTTPResult(status, data, time.monotonic() - start, attempt + 1)
             reason = self.redact(reason)
             if attempt + 1 >= attempts:
                 break
             delay = self._delay(attempt, retry_after)
-            log.warning(
-                "model %s at %s: %s; retry %d/%d in %.2fs",
-                self.settings.name,
-                self.base_url,
-                reason,
-                attempt + 1,
-                attempts - 1,
-                delay,
-            )
+            self.note_retry(cause, reason)
             await anyio.sleep(delay)
-        raise ModelUnavailable(
+        raise self.exhausted(attempts, reason, cause)
+
+    def check_up(self) -> None:
+        """Refuse to send when the run's breaker stopped the run because of this endpoint."""
+        from harness.models.upstreams import down_reason
+
+        why = down_reason(self.base_url)
+        if why is not None:
+            raise ModelUnavailable(
+                f"model '{self.settings.name}' at {self.base_url}: not called, the run is "
+                f"stopping ({why})",
+                endpoint=self.base_url,
+                cause="run stopping",
+            )
+
+    def note_retry(self, cause: str, reason: str, api: str | None = None) -> None:
+        from harness.models.upstreams import note_retry
+
+        where = f"{self.base_url} ({api})" if api else self.base_url
+        note_retry(self.base_url, cause, f"model {self.settings.name} at {where}: {reason}")
+
+    def exhausted(self, attempts: int, reason: str, cause: str) -> ModelUnavailable:
+        return ModelUnavailable(
             f"model '{self.settings.name}' at {self.base_url} failed {attempts} time(s); "
-            f"last: {reason}"
+            f"last: {reason}",
+            endpoint=self.base_url,
+            cause=cause,
         )
 
     # -- helpers --------------------------------------------------------------------------
@@ -298,7 +330,11 @@ class ChatClient:
         if name:
             key = os.environ.get(name)
             if not key:
-                raise ModelUnavailable(f"environment variable {name} is no longer set")
+                raise ModelKeyRejected(
+                    f"environment variable {name} is no longer set",
+                    endpoint=self.base_url,
+                    cause=f"{name} unset",
+                )
             headers["Authorization"] = f"Bearer {key}"
         return headers
 

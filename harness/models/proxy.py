@@ -15,6 +15,10 @@ with the real key (``harness.models.upstream``; the program never sees it) and f
   ``x-should-retry: false`` and the upstream's ``Retry-After``, and keeps the
   ``ModelUnavailable`` in ``infra_error`` (the trial is retried as infrastructure). A stream
   the upstream cuts short is an infrastructure error too.
+- passes any other 4xx on unchanged: the program's request caused it (an unknown
+  ``previous_response_id``, a bad parameter, a context too long), so it is the agent's to
+  handle, never an infrastructure error; only 401 and 403 (the harness's own key refused)
+  stop the program and, through the run's breaker, the run (exit 5).
 
 Served (``harness.models.wire``): OpenAI chat completions and Responses when the arm's
 ``model.api`` is ``openai``, Anthropic Messages when it is ``anthropic``; each plain or
@@ -70,6 +74,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
+KEY_STATUSES = frozenset({401, 403})
+"""Upstream statuses that refuse the harness's own key, whatever the program asked."""
 NO_RETRY = ("x-should-retry", "false")
 """Tells the OpenAI and Anthropic SDKs not to retry: the proxy has retried already."""
 
@@ -281,13 +287,15 @@ class MeteringProxy:
         data = reply.data or {}
         info["model"] = data.get("model") or payload["model"]
         if reply.status >= 400:
-            if reply.status in (401, 403, 404):  # our key, URL or model name: infrastructure
-                self.infra_error = ModelUnavailable(
-                    self.client.redact(
-                        f"HTTP {reply.status} from {self.settings.base_url}: "
-                        f"{reply.body[:300].decode('utf-8', 'replace')}"
-                    )
+            if reply.status in KEY_STATUSES:  # the harness's own key refused: the run stops
+                self.infra_error = self.client.refused(
+                    reply.status,
+                    f"HTTP {reply.status} from {self.settings.base_url}: "
+                    f"{reply.body[:300].decode('utf-8', 'replace')}",
                 )
+                self.stop_event.set()
+            # any other 4xx answers the program's own request (an unknown id, a bad
+            # parameter): it reaches the program as sent, and what follows is the agent's
             self.ctx.trajectory.record(
                 "model_call",
                 content=self.client.redact(reply.body.decode("utf-8", "replace"))[:2000],
@@ -358,7 +366,9 @@ class MeteringProxy:
                     f"model '{self.settings.name}' at {self.client.base_url} ({api.name}): "
                     f"stream cut by the upstream ({cut})"
                 )
-                self.infra_error = self.infra_error or ModelUnavailable(message)
+                self.infra_error = self.infra_error or ModelUnavailable(
+                    message, endpoint=self.client.base_url, cause="stream cut"
+                )
                 if not metered:
                     self.ctx.trajectory.record(
                         "model_call",

@@ -2,16 +2,17 @@
 
 Used by the metering proxy for every served API, streamed or not. The real key is added
 here (``Authorization: Bearer`` for OpenAI-kind upstreams, ``x-api-key`` for Anthropic) and
-never leaves the harness process. Transient failures (429, 5xx, connection errors, a 2xx
-whose body is not the API's JSON) are retried with the same backoff as ``ChatClient``,
-honouring ``Retry-After``; one upstream request is made per try. A stream is retried only
-until its status line arrives: once events flow, a cut is reported, never replayed.
+never leaves the harness process. Transient failures (408, 425, 429, 5xx, connection
+errors, a 2xx whose body is not the API's JSON) are retried with the same backoff as
+``ChatClient``, honouring ``Retry-After``, each cause logged once per endpoint; one upstream
+request is made per try. A stream is retried only until its status line arrives: once
+events flow, a cut is reported, never replayed. Another 4xx is returned as it came: the
+proxy decides what it means.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import time
 from dataclasses import dataclass, field
 
@@ -31,8 +32,6 @@ from harness.models.client import (
 )
 from harness.models.wire import WireAPI
 
-log = logging.getLogger(__name__)
-
 ANTHROPIC_VERSION = "2023-06-01"
 PASSED_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 """Request headers of the program that reach the upstream (they select API versions)."""
@@ -41,8 +40,16 @@ PASSED_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 class UpstreamExhausted(ModelUnavailable):
     """The upstream kept failing through every retry."""
 
-    def __init__(self, message: str, status: int | None, retry_after: str | None):
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        status: int | None,
+        retry_after: str | None,
+        *,
+        endpoint: str | None = None,
+        cause: str | None = None,
+    ):
+        super().__init__(message, endpoint=endpoint, cause=cause)
         self.status = status
         """The last HTTP status seen (None after a connection error or timeout)."""
         self.retry_after = retry_after
@@ -99,9 +106,16 @@ async def send(
     attempts = settings.max_retries + 1
     start = time.monotonic()
     reason, last_status, last_retry_after = "no attempt made", None, None
+    cause = "unknown"
     for attempt in range(attempts):
         retry_after: float | None = None
         body: bytes | None = None
+        try:
+            client.check_up()
+        except ModelUnavailable as exc:  # the run is stopping because of this upstream
+            raise UpstreamExhausted(
+                str(exc), None, None, endpoint=exc.endpoint, cause=exc.cause
+            ) from None
         try:
             request = http.build_request(
                 "POST",
@@ -129,10 +143,10 @@ async def send(
                 await response.aclose()
         except httpx.TimeoutException as exc:
             reason = f"timed out after {settings.timeout_s}s ({type(exc).__name__})"
-            last_status, last_retry_after = None, None
+            last_status, last_retry_after, cause = None, None, "timeout"
         except httpx.TransportError as exc:
             reason = f"connection error ({type(exc).__name__}: {exc})"
-            last_status, last_retry_after = None, None
+            last_status, last_retry_after, cause = None, None, "connection error"
         if body is not None:
             data = _json_object(body)
             last_status = status
@@ -140,35 +154,29 @@ async def send(
             if status in _RETRY_STATUSES or status >= 500:
                 retry_after = _retry_after(last_retry_after)
                 reason = f"HTTP {status}: {_error_text(data) if data else _snippet(body)}"
+                cause = f"HTTP {status}"
             elif status >= 400:
                 elapsed = time.monotonic() - start
                 return UpstreamReply(status, body, data, attempt + 1, elapsed)
             elif data is None or not api.valid(data):
                 what = "a malformed JSON body" if data is None else "an unexpected body"
                 reason = f"HTTP {status} with {what}: {_snippet(body)}"
-                last_status, last_retry_after = 502, None
+                last_status, last_retry_after, cause = 502, None, "malformed reply"
             else:
                 return UpstreamReply(status, body, data, attempt + 1, time.monotonic() - start)
         reason = client.redact(reason)
         if attempt + 1 >= attempts:
             break
         delay = client._delay(attempt, retry_after)
-        log.warning(
-            "model %s at %s (%s): %s; retry %d/%d in %.2fs",
-            settings.name,
-            client.base_url,
-            api.name,
-            reason,
-            attempt + 1,
-            attempts - 1,
-            delay,
-        )
+        client.note_retry(cause, reason, api.name)
         await anyio.sleep(delay)
     raise UpstreamExhausted(
         f"model '{settings.name}' at {client.base_url} ({api.name}) failed {attempts} "
         f"time(s); last: {reason}",
         last_status,
         last_retry_after,
+        endpoint=client.base_url,
+        cause=cause,
     )
 
 

@@ -17,7 +17,8 @@ longer than the client's timeout), ``malformed`` (200 with invalid JSON), ``trun
 (the connection closes mid-body), ``cut_stream`` (a stream that stops after some events,
 without its terminal event), and any tool call naming a tool that does not exist.
 When the queue is empty the server answers with ``default`` (418 "script exhausted" unless
-set), so a test that calls more than it scripted fails loudly.
+set), so a test that calls more than it scripted fails loudly. ``GET …/models`` (the
+harness's endpoint probe) answers ``models`` when set, else a list holding ``fake-model``.
 """
 
 from __future__ import annotations
@@ -201,7 +202,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._record()
         if self.path.rstrip("/").endswith("/models"):
-            self._send(Reply(body={"object": "list", "data": [{"id": "fake-model"}]}))
+            fake = self.server.fake
+            self._send(
+                fake.models or Reply(body={"object": "list", "data": [{"id": "fake-model"}]})
+            )
         else:
             self._send(error(404, f"no route {self.path}"))
 
@@ -269,6 +273,8 @@ class FakeOpenAI:
 
     def __init__(self, default: Script | None = None):
         self.default: Script = default or error(418, "fake server: script exhausted")
+        self.models: Reply | None = None
+        """The answer to ``GET …/models`` (default: a list holding ``fake-model``)."""
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Script] = deque()
         self._lock = threading.Lock()

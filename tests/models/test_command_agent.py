@@ -193,15 +193,36 @@ async def test_api_key_never_reaches_the_program(fake_openai, settings, sandbox,
     assert API_KEY not in str(info.value)
 
 
-async def test_upstream_auth_failure_is_an_infra_error(fake_openai, settings, sandbox) -> None:
+async def test_upstream_auth_failure_is_a_key_rejection(fake_openai, settings, sandbox) -> None:
+    from harness.errors import ModelKeyRejected
     from tests.fakes.openai_server import error
 
     fake_openai.push(error(401, f"Incorrect API key provided: {API_KEY}"))
     ctx = make_ctx(sandbox, agent="command", model=settings, params={"command": program()})
-    with pytest.raises(ModelUnavailable) as info:
+    with pytest.raises(ModelKeyRejected) as info:
         await CommandAgent().run(ctx)
+    assert info.value.config and info.value.endpoint == settings.base_url
     assert API_KEY not in str(info.value)
     assert all(API_KEY not in (e.content or "") for e in ctx.trajectory.events)
+
+
+@pytest.mark.parametrize("status", [400, 404, 409, 422])
+async def test_a_request_the_upstream_refuses_is_the_agents_failure(
+    fake_openai, settings, sandbox, status
+) -> None:
+    """An unknown previous_response_id, a bad parameter: the program's request caused the
+    4xx, which reaches it unchanged; the trial is its failure, never infrastructure."""
+    from tests.fakes.openai_server import error
+
+    fake_openai.push(error(status, "Previous response with id 'resp_x' not found."))
+    ctx = make_ctx(sandbox, agent="command", model=settings, params={"command": program()})
+    with pytest.raises(AgentFailure) as info:
+        await CommandAgent().run(ctx)
+    assert info.value.reason == "agent_crashed"  # the program's own reaction to the 4xx
+    assert f"model error {status}" in str(info.value)
+    assert len(fake_openai.model_requests()) == 1  # passed on, never retried
+    call = next(e for e in ctx.trajectory.events if e.kind == "model_call")
+    assert call.ok is False and call.args["status"] == status
 
 
 SDK_PROGRAM = """

@@ -123,21 +123,34 @@ async def test_connection_refused_raises_model_unavailable(api_key: str) -> None
 
 
 async def test_client_errors_are_not_retried(fake_openai: FakeOpenAI, settings) -> None:
+    """401/403: the harness's key (the run stops); 404: the suite's URL or model name (the
+    harness built the request); 400/409/413/422: the request the agent's transcript made."""
+    from harness.errors import ModelKeyRejected
+
     fake_openai.push(error(401, f"bad key {API_KEY}"))
-    with pytest.raises(ModelUnavailable) as info:
+    with pytest.raises(ModelKeyRejected) as info:
         await ChatClient(settings).chat([{"role": "user", "content": "x"}])
     assert API_KEY not in str(info.value) and "***" in str(info.value)
-    fake_openai.push(error(400, "context length exceeded"))
-    with pytest.raises(ModelRequestRejected):
+    assert info.value.config and info.value.cause == "HTTP 401"
+    assert info.value.endpoint == settings.base_url
+    fake_openai.push(error(404, "no such model"))
+    with pytest.raises(ModelUnavailable) as other:
         await ChatClient(settings).chat([{"role": "user", "content": "x"}])
-    assert len(fake_openai.chat_requests()) == 2
+    assert not other.value.config and other.value.cause == "HTTP 404"
+    for status in (400, 409, 413, 422):
+        fake_openai.push(error(status, "context length exceeded"))
+        with pytest.raises(ModelRequestRejected):
+            await ChatClient(settings).chat([{"role": "user", "content": "x"}])
+    assert len(fake_openai.chat_requests()) == 6
 
 
 async def test_retry_logs_never_show_the_key(fake_openai: FakeOpenAI, settings, caplog) -> None:
     caplog.set_level("DEBUG")
-    fake_openai.push(server_error(), completion("ok"))
+    fake_openai.push(server_error(), server_error(), completion("ok"))
     await ChatClient(settings).chat([{"role": "user", "content": "x"}])
-    assert "retry 1/" in caplog.text
+    shown = [r for r in caplog.records if r.name == "harness.retries" and r.levelname == "WARNING"]
+    assert len(shown) == 1 and "HTTP 500" in shown[0].getMessage()  # one line per cause
+    assert "retrying" in caplog.text
     assert API_KEY not in caplog.text
 
 
