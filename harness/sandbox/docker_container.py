@@ -71,6 +71,9 @@ class DockerSandbox(Sandbox):
         self._provider = provider
         self._uid, self._gid = pinned.uid, pinned.gid
         self._destroyed = False
+        self._own_kills: list[tuple[float, float]] = []
+        """Wall-clock windows of the harness's own kills of this container: never evidence
+        of a fault from outside (``docker_sweep.death_cause``)."""
 
     @property
     def _api(self):
@@ -292,8 +295,14 @@ class DockerSandbox(Sandbox):
             if not await self._running():
                 raise  # the agent (or the platform) ended it: the caller asks why
 
+        await self.restart()
+        return -1
+
+    async def restart(self) -> None:
+        """Kill the container (every process in it dies) and start it again, files kept."""
+
         def restart() -> None:
-            self._api.kill(self.id)
+            self.kill_sync()
             self._api.wait(self.id, timeout=30)
             self._api.start(self.id)
 
@@ -301,11 +310,22 @@ class DockerSandbox(Sandbox):
             await self._provider._run(restart)
         except docker_errors() as exc:
             raise self._fail(exc, "restarting after a failed sweep") from exc
-        return -1
+
+    def kill_sync(self) -> None:
+        """The harness's own kill through the daemon, remembered as such: a container that
+        dies after it (say its init cannot start again) died of what is inside it."""
+        before = time.time()
+        try:
+            self._api.kill(self.id)
+        finally:
+            self._own_kills.append((before, time.time()))
 
     async def death_cause(self) -> str | None:
-        """Why the container stopped, when the agent did it (the daemon's evidence)."""
-        return await self._provider._run(docker_sweep.death_cause, self._api, self.id)
+        """Why the container stopped, when the agent did it (the daemon's evidence; the
+        harness's own kills are not evidence of anything)."""
+        return await self._provider._run(
+            docker_sweep.death_cause, self._api, self.id, list(self._own_kills)
+        )
 
     # ------------------------------------------------------------------ teardown
     async def destroy(self, interrupted: bool = False) -> None:

@@ -14,9 +14,12 @@ before the final state is read and before any hidden material is copied in.
 
 **Death evidence.** When a command fails because its container stopped, the daemon says
 why: ``OOMKilled`` (the agent exhausted the memory limit: its failure), a ``kill``/``stop``
-event sent through the daemon's API (from outside: infrastructure), the container gone
-(removed under the trial: infrastructure), or the container exiting on its own while the
-daemon is healthy (the agent killed its own init process: its failure).
+event sent through the daemon's API by someone other than the harness (from outside:
+infrastructure), the container gone (removed under the trial: infrastructure), or the
+container exiting on its own while the daemon is healthy (the agent killed its own init
+process, or left it nothing to start again with after the harness's own restart: its
+failure). The harness's own kills (the restart after a failed sweep) are remembered by time
+and never count as a fault from outside.
 """
 
 from __future__ import annotations
@@ -87,9 +90,17 @@ async def sweep(sandbox: Any) -> int:
     return sent
 
 
-def death_cause(api: Any, container_id: str) -> str | None:
+OWN_KILL_SLACK_S = 2.0
+"""Seconds around one of the harness's own kills in which a kill event is taken as that
+kill (the daemon stamps events to the second)."""
+
+
+def death_cause(
+    api: Any, container_id: str, own_kills: list[tuple[float, float]] | None = None
+) -> str | None:
     """Why a container stopped, when it was from inside (the agent's doing): a reason
-    string; None when it was killed or removed from outside, or the daemon cannot tell."""
+    string; None when it was killed or removed from outside, or the daemon cannot tell.
+    ``own_kills`` are the (start, end) wall-clock times of the harness's own kills."""
     import docker.errors
 
     try:
@@ -123,8 +134,15 @@ def death_cause(api: Any, container_id: str) -> str | None:
         )
     except Exception:
         return None
-    if events:
-        return None  # a kill or stop through the daemon's API: from outside
+    own = own_kills or []
+
+    def ours(event: dict) -> bool:
+        nano = event.get("timeNano")
+        at = nano / 1e9 if isinstance(nano, int) else float(event.get("time") or 0)
+        return any(a - OWN_KILL_SLACK_S <= at <= b + OWN_KILL_SLACK_S for a, b in own)
+
+    if any(not ours(e) for e in events):
+        return None  # a kill or stop through the daemon's API, not the harness's: from outside
     return (
         f"killed_own_sandbox: the container's init exited on its own "
         f"(exit code {state.get('ExitCode')}) while the daemon was healthy"

@@ -349,3 +349,30 @@ async def test_garbled_exec_output_is_a_sandbox_error(provider, root_env, reques
         assert (await s.exec("cat /work/ran")).stdout == "ran\n"
     finally:
         await s.destroy()
+
+
+async def test_the_harnesss_own_kill_is_never_evidence_of_an_outside_fault(
+    provider, root_env, request_for, docker_client
+):
+    """The agent moves ``sleep`` (the init's child) away; the harness's restart after a
+    failed sweep (its own kill) then leaves an init that exits at once. That death is the
+    agent's doing. A kill from outside stays infrastructure (None)."""
+    s = await provider.create(request_for(root_env))
+    try:
+        r = await s.exec('mv "$(command -v sleep)" /tmp/sleep.moved', user="0:0")
+        assert r.ok, r
+        await s.restart()
+        with pytest.raises(SandboxError):
+            await s.exec("true")
+        cause = await s.death_cause()
+        assert cause is not None and cause.startswith("killed_own_sandbox:"), cause
+    finally:
+        await s.destroy()
+    outside = await provider.create(request_for(root_env))
+    try:
+        await anyio.to_thread.run_sync(docker_client.api.kill, outside.id)
+        with pytest.raises(SandboxError):
+            await outside.exec("true")
+        assert await outside.death_cause() is None
+    finally:
+        await outside.destroy()
