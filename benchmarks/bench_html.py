@@ -33,7 +33,8 @@ t0 = time.perf_counter()
 from harness.report.cli import load_report
 from harness.store import Store
 from harness.report import tasks as tk
-from harness.report.render.html import gate_verdict, render
+from harness.report.html_page import gate_verdict
+from harness.report.render.html import render
 data = load_report({run!r}, {url!r})
 t["load_report"] = time.perf_counter() - t0
 store = Store({url!r})

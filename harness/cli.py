@@ -200,7 +200,7 @@ def report(
         quiet=quiet,
     )
     if html:
-        from harness.report.render.html import write_html
+        from harness.report.html_page import write_html
 
         write_html(run_id, store, html)
         typer.echo(f"wrote {html}", err=True)

@@ -36,7 +36,7 @@ def html(
     ] = f"http://127.0.0.1:{DEFAULT_PORT}",
 ) -> None:
     """Write a run's report as one self-contained HTML file (plots inline, no network)."""
-    from harness.report.render.html import write_html
+    from harness.report.html_page import write_html
 
     path = write_html(run_id, store, output, viewer_url=viewer_url)
     size = path.stat().st_size

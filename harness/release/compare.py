@@ -341,8 +341,11 @@ def paired_comparison(
     clusters = ta.cluster[ia].tolist()
     w = ta.weight[ia] if weights else None
     diff = mean_estimate(rb - ra, clusters, weights=w, kind="difference", confidence=confidence)
-    base = mean_estimate(ra, clusters, weights=w, kind="rate", confidence=confidence)
-    cand = mean_estimate(rb, clusters, weights=w, kind="rate", confidence=confidence)
+    # Equal weights make the arms' rates the plain mean of per-task rates, which is the
+    # report's headline: pass none, so both get the same method (Wilson over tasks).
+    wr = None if w is None or not w.size or bool(np.all(w == w[0])) else w
+    base = mean_estimate(ra, clusters, weights=wr, kind="rate", confidence=confidence)
+    cand = mean_estimate(rb, clusters, weights=wr, kind="rate", confidence=confidence)
     d = rb - ra
     single = bool(np.all(na == 1) and np.all(nb == 1))
     pass_a, pass_b = ra >= 0.5, rb >= 0.5

@@ -107,7 +107,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.server.cached(key, build) if run.status == "finished" else build()
                 )
             if path[2] == "report":
-                from harness.report.render.html import build_html
+                from harness.report.html_page import build_html
 
                 build = lambda: build_html(run.id, self.server.store_url, viewer_url="")  # noqa: E731
                 key = f"report:{run.id}"

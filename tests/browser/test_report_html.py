@@ -56,7 +56,7 @@ def test_retail_report_via_cli(browser, retail_run, tmp_path):
 
 
 def test_sample_report_has_every_section(browser, sample_run, tmp_path):
-    from harness.report.render.html import write_html
+    from harness.report.html_page import write_html
 
     url, run_id = sample_run
     out = write_html(run_id, url, tmp_path / "sample.html")
@@ -142,7 +142,7 @@ def test_renderer_draws_only_the_sections_the_data_has(sample_run):
 
 @pytest.mark.parametrize("viewer_url", ["http://127.0.0.1:9999", None])
 def test_trial_links_follow_the_viewer_url(sample_run, viewer_url):
-    from harness.report.render.html import build_html
+    from harness.report.html_page import build_html
 
     url, run_id = sample_run
     html = build_html(run_id, url, viewer_url=viewer_url)

@@ -101,7 +101,7 @@ def test_trial_page_marks_rule_violations_at_their_step(browser, sample_viewer, 
 
 
 def test_report_links_open_trial_pages(browser, sample_viewer, sample_run, tmp_path):
-    from harness.report.render.html import write_html
+    from harness.report.html_page import write_html
 
     url, run_id = sample_run
     out = write_html(run_id, url, tmp_path / "r.html", viewer_url=sample_viewer.url)

@@ -70,7 +70,7 @@ def test_report_class_deltas_refuse_an_interval_below_the_minimum_clusters(tmp_p
     for c in by.values():
         assert c["lo"] is None and c["hi"] is None
         assert c["warning"].startswith(f"no interval: only {c['n_clusters']} clusters")
-    from harness.report.render.html import build_html
+    from harness.report.html_page import build_html
 
     page = build_html("run-1", url, viewer_url=None)
     assert page.count("(no interval: too few clusters)") == 2

@@ -1,47 +1,18 @@
-"""Number formatting shared by the terminal and Markdown renderers."""
+"""Texts the terminal and Markdown report renderers share, built from the one formatting
+module (``harness.report.render.numbers``)."""
 
 from __future__ import annotations
 
 from harness.report.records import (
     Comparison,
     InfraSection,
-    Interval,
     Latency,
     PassAtK,
     PredictionCheck,
     Report,
     Tokens,
 )
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    return "—" if x is None else f"{100 * x:.{digits}f}%"
-
-
-def ci(r: Interval | None, digits: int = 1) -> str:
-    """'[lo, hi]' in percent, or '' when the record has no interval."""
-    if not r or r.get("lo") is None or r.get("hi") is None:
-        return ""
-    return f"[{pct(r['lo'], digits)}, {pct(r['hi'], digits)}]"
-
-
-def rate_text(r: Interval | None, unit: str | None = None) -> str:
-    """'73.0% [67.8%, 78.3%] (n=10000 tasks)': a rate is never shown without n and interval."""
-    if not r or r.get("estimate") is None:
-        return "no counted trials"
-    u = unit or r.get("unit", "task")
-    return f"{pct(r['estimate'])} {ci(r)} (n={r['n']} {u}s)"
-
-
-def signed_pts(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:+.1f} pts"
-
-
-def delta_text(r: Interval | None) -> str:
-    """A difference in percentage points with its interval."""
-    if not r or r.get("estimate") is None:
-        return "—"
-    return f"{signed_pts(r['estimate'])} [{signed_pts(r.get('lo'))}, {signed_pts(r.get('hi'))}]"
+from harness.report.render.numbers import count, delta_text, pct
 
 
 def noise_floor_text(report: Report) -> str | None:
@@ -60,28 +31,6 @@ def noise_floor_text(report: Report) -> str | None:
     if floor.get("degenerate"):
         text += f" — DEGENERATE: {floor['degenerate_reason']}"
     return text
-
-
-def usd(x: float | None) -> str:
-    if x is None:
-        return "unknown"
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    if abs(x) >= 1:
-        return f"${x:,.2f}"
-    return f"${x:.4f}"
-
-
-def usd_rec(r: Interval | None) -> str:
-    if not r or r.get("estimate") is None:
-        return "unknown"
-    if r.get("lo") is None:
-        return usd(r["estimate"])
-    return f"{usd(r['estimate'])} [{usd(r['lo'])}, {usd(r['hi'])}]"
-
-
-def count(x: int | float | None) -> str:
-    return "—" if x is None else f"{int(x):,}"
 
 
 def tokens_text(tok: Tokens) -> str:

@@ -1,6 +1,9 @@
 """The HTML report: one self-contained file per run (inline CSS, JS and SVG; no network).
 
-    write_html(run_id, store_url, path)          # what `harness html` and `report --html` call
+    render(data, rows, error_kinds=..., gate=...)   # pure: report data in, one page out
+
+The store is read, and the gate applied, by ``harness.report.html_page`` (``write_html``,
+what `harness html` and `report --html` call); this module only renders.
 
 Sections, each drawn only when its data exist: headline (rates with intervals, n, method,
 versions), release-gate verdict, forest plot of per-class paired deltas with the A/A noise
@@ -10,14 +13,13 @@ link to the trial pages of ``harness view`` (``viewer_url``).
 
 Every number comes from the report data (``load_report``) or the gate's result; this module
 and ``html_sections`` only arrange them for ``templates/report.html.j2`` (Jinja2,
-autoescaped). The per-task table is read from the store by ``harness.report.tasks``.
+autoescaped).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from harness.release.records import GateResult
 from harness.report import tasks as tk
@@ -48,59 +50,6 @@ GOOD_VERDICTS = ("improvement", "non-inferior", "pass", "passed", "ship", "go")
 BAD_VERDICTS = ("regression", "fail", "failed", "block", "blocked", "no-go")
 
 
-def write_html(
-    run_id: str | None,
-    store_url: str | None,
-    path: str | Path,
-    *,
-    viewer_url: str = DEFAULT_VIEWER_URL,
-) -> Path:
-    """Render the run's report to ``path`` (one file); returns the path written."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html(run_id, store_url, viewer_url=viewer_url), encoding="utf-8")
-    return out
-
-
-def build_html(
-    run_id: str | None, store_url: str | None, *, viewer_url: str | None = DEFAULT_VIEWER_URL
-) -> str:
-    """Load the report data, the per-task table and the gate's verdict; render the page."""
-    from harness.report.cli import load_report
-    from harness.store import Store, resolve_url
-
-    url = resolve_url(store_url)
-    data = load_report(run_id, url)
-    store = Store(url)
-    try:
-        rr = tk.load_rows(store, data)
-        kinds = tk.error_kinds(store, rr.run_id)
-        gate = gate_verdict(store, data)
-    finally:
-        store.close()
-    return render(data, rr, error_kinds=kinds, gate=gate, viewer_url=viewer_url)
-
-
-def gate_verdict(store, data: Report) -> GateResult | None:
-    """The release gate's verdict when the suite declares a ``gate:`` policy, else None.
-
-    The gate reports its own errors (``harness gate``); here a failing gate only leaves the
-    section out, so the report is never lost over it.
-    """
-    from harness.release.api import gate_run
-    from harness.release.source import stored_config
-
-    run = store.get_run(data["run"]["id"])
-    suite = stored_config(run).get("suite", {}) if run is not None else {}
-    if not isinstance(suite, dict) or not suite.get("gate"):
-        return None
-    try:
-        result = gate_run(store, run.id)
-    except Exception:  # noqa: BLE001 - optional section; never lose the report over it
-        return None
-    return result if result.get("verdict") else None
-
-
 def render(
     data: Report,
     rr: tk.RunRows,
@@ -117,7 +66,7 @@ def render(
         "header": header(data, rr, colors),
         "gate": gate_context(gate) if gate else None,
         "headline": headline(data, rr, colors),
-        "forest": hs.forest(data, gate, rr),
+        "forest": hs.forest(data, rr),
         "passk": hs.passk(data, rr, colors),
         "cost": hs.cost(data, rr, colors),
         "calibration": hs.calibration(data, rr, colors),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from harness.release.records import ClassScreen, Comparison, GateResult, NoiseFloor
+from harness.release.records import ClassScreen, Comparison, NoiseFloor
 from harness.report import tasks as tk
 from harness.report.records import (
     ArmReport,
@@ -103,46 +103,25 @@ def _delta_row(
             "n": n, "overall": overall, "warning": r.get("warning")}  # fmt: skip
 
 
-def forest(data: Report, gate: GateResult | None, rr: tk.RunRows) -> ForestSection | None:
-    """Per-class paired deltas: the gate's screens when a gate ran, else the report data's
-    ``class_deltas``; the A/A noise floor from the gate, else from the report data."""
+def forest(data: Report, rr: tk.RunRows) -> ForestSection | None:
+    """Per-class paired deltas of the report data (``class_deltas``: the class screens of the
+    primary comparison ``compare`` and ``gate`` show), with its A/A noise floor."""
     from harness.report.render import plots
 
-    report_deltas = data.get("class_deltas") or None
-    found = gate.get("screens") if gate else None
-    screens = (found.get("classes") if found else None) or []
-    base, cand = rr.baseline, rr.candidate
-    noise: tuple[float | None, float | None] | None = None
-    noise_row: NoiseFloor | None = None
-    rows: list[ForestRow]
-    if gate and screens:
-        rows = [_delta_row(str(c.get("class")), c, c.get("n_tasks")) for c in screens]
-        method = "per-class deltas as computed by the release gate"
-        primary = gate.get("primary") or {}
-        if primary.get("estimate") is not None:
-            rows.insert(0, _delta_row("overall", primary, primary.get("n_tasks"), True))
-        gate_floor = gate.get("noise_floor") or {}
-        lo, hi = gate_floor.get("lo"), gate_floor.get("hi")
-        if lo is not None and hi is not None:
-            noise = (lo, hi)
-            noise_row = gate_floor
-            method += "; A/A noise floor from the release gate"
-        base, cand = gate.get("baseline") or base, gate.get("candidate") or cand
-    elif report_deltas:
-        rows = [_delta_row(c["class"], c, c["n"]) for c in report_deltas["by_class"]]
-        rows.insert(
-            0, _delta_row("overall", report_deltas["overall"], report_deltas["overall"]["n"], True)
-        )
-        method = report_deltas["method"]
-    else:
+    deltas = data.get("class_deltas") or None
+    if not deltas:
         return None
-    floor = report_deltas.get("noise_floor") if report_deltas else None
-    if noise is None and floor:
-        noise = (floor.get("lo"), floor.get("hi"))
-        noise_row = floor
-        method += f"; A/A noise floor: {floor['method']}"
-    if noise_row and noise_row.get("degenerate"):
-        method += f"; {noise_row['degenerate_reason']}"
+    base, cand = deltas["baseline"], deltas["candidate"]
+    rows: list[ForestRow] = [_delta_row(c["class"], c, c["n"]) for c in deltas["by_class"]]
+    rows.insert(0, _delta_row("overall", deltas["overall"], deltas["overall"]["n"], True))
+    method = deltas["method"]
+    noise: tuple[float | None, float | None] | None = None
+    noise_row: NoiseFloor | None = deltas.get("noise_floor")
+    if noise_row:
+        noise = (noise_row.get("lo"), noise_row.get("hi"))
+        method += f"; A/A noise floor: {noise_row.get('arm')} − {base}, same method"
+        if noise_row.get("degenerate"):
+            method += f"; {noise_row['degenerate_reason']}"
     svg = plot(
         "forest",
         lambda: plots.forest(rows, noise=noise, xlabel=f"{cand} − {base} (percentage points)"),

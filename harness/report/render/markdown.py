@@ -5,21 +5,23 @@ from __future__ import annotations
 from harness.report.causes import causes_lines
 from harness.report.records import NO_VERSIONS, ArmReport, Report
 from harness.report.render.fmt import (
-    ci,
     comparison_notes,
-    delta_text,
     denominator_text,
     fit_check_text,
     interval_text,
     latency_text,
     noise_floor_text,
-    pct,
-    rate_text,
     select_ks,
     tokens_text,
     unresolved_by_class_text,
-    usd,
-    usd_rec,
+)
+from harness.report.render.numbers import (
+    ci,
+    delta_text,
+    money,
+    money_interval,
+    pct,
+    rate_text,
 )
 
 CLUSTER_ROWS = 10
@@ -186,8 +188,8 @@ def _reliability_and_usage(a: ArmReport) -> list[str]:
     u = a["usage"]
     cost, lat, steps, tok = u["cost"], u["latency"], u["steps"], u["tokens"]
     line = (
-        f"Usage: tokens {tokens_text(tok)}; cost total {usd(cost['total_usd'])}, per trial "
-        f"{usd_rec(cost['per_trial_usd'])}, per success {usd_rec(cost['per_success_usd'])}"
+        f"Usage: tokens {tokens_text(tok)}; cost total {money(cost['total_usd'])}, per trial "
+        f"{money_interval(cost['per_trial_usd'])}, per success {money_interval(cost['per_success_usd'])}"
     )
     if cost.get("note"):
         line += f" ({cost['note']})"

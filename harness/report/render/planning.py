@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from harness.release.records import History, Sensitivity, TasksNeeded, ThresholdPlan
 from harness.report.render.narrow import dropped_note, fit
-from harness.report.render.release import pct, pts
+from harness.report.render.numbers import pct
+from harness.report.render.numbers import points as pts
 
 
 def print_plan(p: TasksNeeded | Sensitivity | ThresholdPlan) -> None:
@@ -62,14 +63,14 @@ def print_plan(p: TasksNeeded | Sensitivity | ThresholdPlan) -> None:
     )
     con.print(
         f"  smallest lift detectable (α = {p['alpha']:g}, power {p['power']:.0%}): paired "
-        f"{pts(p['mde_paired'], False) if p['mde_paired'] else '—'} points; unpaired "
-        f"{pts(p['mde_unpaired'], False) if p['mde_unpaired'] else '—'} points"
+        f"{pts(p['mde_paired'], False) if p['mde_paired'] else '—'} pts; unpaired "
+        f"{pts(p['mde_unpaired'], False) if p['mde_unpaired'] else '—'} pts"
     )
     if p.get("mde_paired_clusters"):
         con.print(
             f"  counting clusters, not tasks, as the independent unit (cluster-level "
             f"discordance {p['cluster_discordance']:.1%}): paired "
-            f"{pts(p['mde_paired_clusters'], False)} points"
+            f"{pts(p['mde_paired_clusters'], False)} pts"
         )
 
 

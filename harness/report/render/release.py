@@ -20,17 +20,8 @@ from harness.release.records import (
     Screens,
 )
 from harness.report.render.narrow import dropped_note, fit
-
-
-def pts(x: float | None, signed: bool = True) -> str:
-    """A rate difference in percentage points."""
-    if x is None:
-        return "—"
-    return f"{x * 100:+.1f}" if signed else f"{x * 100:.1f}"
-
-
-def pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1%}"
+from harness.report.render.numbers import pct
+from harness.report.render.numbers import points as pts
 
 
 def rate(r: ArmRate | None, n: int) -> str:
@@ -73,7 +64,7 @@ def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> l
     lines = [
         f"baseline  {rate(c['baseline'], c['n_tasks'])}",
         f"candidate {rate(c['candidate'], c['n_tasks'])}",
-        f"delta (candidate − baseline) {pts(c['estimate'])} points, {bounds} "
+        f"delta (candidate − baseline) {pts(c['estimate'])} pts, {bounds} "
         f"[{pts(c['lo'])}, {pts(c['hi'])}] (n={c['n']} tasks, {c['n_clusters']} clusters)",
         f"method: {c['method']}; weights {c['weights']}, unresolved trials {c['denominator']}",
         f"estimator: {c['estimator']}",
@@ -115,7 +106,7 @@ def _floor_line(n: NoiseFloor | None) -> str:
         warn = ""
     size = f" (n={n['n']} tasks)" if n.get("n") is not None else ""
     return (
-        f"noise floor (A/A, {n['arm']} vs its baseline): {pts(n['estimate'])} points "
+        f"noise floor (A/A, {n['arm']} vs its baseline): {pts(n['estimate'])} pts "
         f"[{pts(n['lo'])}, {pts(n['hi'])}]{size}{warn}"
     )
 
@@ -292,9 +283,7 @@ def decision_lines(g: GateResult) -> tuple[str, list[str]]:
     else:
         p = g["primary"]
         assert p is not None  # every rule but threshold compares against a baseline
-        rule = pol["rule"] + (
-            f" (margin {pts(pol['margin'], False)} points)" if pol["margin"] else ""
-        )
+        rule = pol["rule"] + (f" (margin {pts(pol['margin'], False)} pts)" if pol["margin"] else "")
         head = (
             f"Primary comparison {g['baseline']} → {g['candidate']}: rule {rule}, "
             f"{pol['sides']} at {pol['confidence']:.0%} → {p['verdict']}"

@@ -11,13 +11,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from harness.report.render.numbers import money, num, pct, signed_pp
+from harness.report.render.numbers import money, num, pct, signed_points
 
-FORMATS = {"pct": pct, "pp": signed_pp, "num": num, "money": money}
+FORMATS = {"pct": pct, "pp": signed_points, "num": num, "money": money}
 
 
 def fmt(x: Any, kind: str = "pct") -> str:
-    """Format a number as 'pct' (73.0%), 'pp' (+1.2 pp), 'num' or 'money'."""
+    """Format a number as 'pct' (73.0%), 'pp' (+1.2 pts), 'num' or 'money'."""
     return FORMATS[kind](x)
 
 
@@ -54,7 +54,7 @@ def environment(*packages: str):
         keep_trailing_newline=False,
         finalize=_finalize,
     )
-    env.filters.update(fmt=fmt, interval=interval, num=num, pct=pct, pp=signed_pp, money=money)
+    env.filters.update(fmt=fmt, interval=interval, num=num, pct=pct, pp=signed_points, money=money)
     return env
 
 

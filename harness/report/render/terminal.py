@@ -18,23 +18,26 @@ from harness.report.records import (
     UsageSection,
 )
 from harness.report.render.fmt import (
-    ci,
     comparison_notes,
-    delta_text,
     denominator_text,
     fit_check_text,
     interval_text,
     latency_text,
     noise_floor_text,
-    pct,
-    rate_text,
     select_ks,
     tokens_text,
     unresolved_by_class_text,
-    usd,
-    usd_rec,
 )
 from harness.report.render.narrow import dropped_note, fit
+from harness.report.render.numbers import (
+    ci,
+    delta_text,
+    money,
+    money_interval,
+    p_value,
+    pct,
+    rate_text,
+)
 
 # Re-exported for callers of the first-cut report.
 __all__ = ["pct", "rate_text", "render"]
@@ -198,7 +201,7 @@ def _reliability(console: Console, rel: Reliability) -> None:
                 f"on {r['n_tasks']} tasks "
                 f"({interval_text(r['original_rate'], r.get('original_interval'))}"
                 f" → {interval_text(r['variant_rate'], r.get('variant_interval'))}; "
-                f"p={_p(r['p_value'])})"
+                f"p={p_value(r['p_value'])})"
             )
     cal = rel.get("calibration")
     if cal:
@@ -225,8 +228,8 @@ def _usage(console: Console, u: UsageSection) -> None:
     steps = u["steps"]
     console.print(f"tokens: {tokens_text(tok)}")
     line = (
-        f"cost: total {usd(cost['total_usd'])}, per trial {usd_rec(cost['per_trial_usd'])}, "
-        f"per success {usd_rec(cost['per_success_usd'])}"
+        f"cost: total {money(cost['total_usd'])}, per trial {money_interval(cost['per_trial_usd'])}, "
+        f"per success {money_interval(cost['per_success_usd'])}"
     )
     if cost.get("note"):
         line += f" — {cost['note']}"
@@ -253,14 +256,10 @@ def _comparison(console: Console, c: Comparison) -> None:
     console.print(
         f"tasks: both pass {table.get('both_pass')}, fixed {table.get('fixed')}, broke "
         f"{table.get('broke')}, both fail {table.get('both_fail')}; {c.get('test')}: "
-        f"p={_p(p)}"
+        f"p={p_value(p)}"
     )
     for line in comparison_notes(c):
         console.print(f"[dim]{line}[/]")
-
-
-def _p(p: float | None) -> str:
-    return "—" if p is None else f"{p:.3g}"
 
 
 def _versions(console: Console, report: Report) -> None:

@@ -1,0 +1,68 @@
+"""The HTML report's inputs, read from the store: the report data, the per-task rows, the
+error kinds and the gate's verdict; then ``harness.report.render.html.render`` draws them.
+
+    write_html(run_id, store_url, path)          # what `harness html` and `report --html` call
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.release.records import GateResult
+from harness.report import tasks as tk
+from harness.report.records import Report
+from harness.viewer import DEFAULT_VIEWER_URL
+
+
+def write_html(
+    run_id: str | None,
+    store_url: str | None,
+    path: str | Path,
+    *,
+    viewer_url: str = DEFAULT_VIEWER_URL,
+) -> Path:
+    """Render the run's report to ``path`` (one file); returns the path written."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_html(run_id, store_url, viewer_url=viewer_url), encoding="utf-8")
+    return out
+
+
+def build_html(
+    run_id: str | None, store_url: str | None, *, viewer_url: str | None = DEFAULT_VIEWER_URL
+) -> str:
+    """Load the report data, the per-task table and the gate's verdict; render the page."""
+    from harness.report.cli import load_report
+    from harness.report.render.html import render
+    from harness.store import Store, resolve_url
+
+    url = resolve_url(store_url)
+    data = load_report(run_id, url)
+    store = Store(url)
+    try:
+        rr = tk.load_rows(store, data)
+        kinds = tk.error_kinds(store, rr.run_id)
+        gate = gate_verdict(store, data)
+    finally:
+        store.close()
+    return render(data, rr, error_kinds=kinds, gate=gate, viewer_url=viewer_url)
+
+
+def gate_verdict(store, data: Report) -> GateResult | None:
+    """The release gate's verdict when the suite declares a ``gate:`` policy, else None.
+
+    The gate reports its own errors (``harness gate``); here a failing gate only leaves the
+    section out, so the report is never lost over it.
+    """
+    from harness.release.api import gate_run
+    from harness.release.source import stored_config
+
+    run = store.get_run(data["run"]["id"])
+    suite = stored_config(run).get("suite", {}) if run is not None else {}
+    if not isinstance(suite, dict) or not suite.get("gate"):
+        return None
+    try:
+        result = gate_run(store, run.id)
+    except Exception:  # noqa: BLE001 - optional section; never lose the report over it
+        return None
+    return result if result.get("verdict") else None
