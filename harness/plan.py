@@ -16,7 +16,7 @@ from harness.config.loader import ResolvedSuite
 from harness.seeds import derive_seed, trial_seed
 
 if TYPE_CHECKING:
-    from harness.release.records import TrialRecord
+    from harness.release.records import TrialRow
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _block(resolved: ResolvedSuite, arm_names: list[str], task_ids: list[str], i
     return jobs
 
 
-def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[TrialRecord]) -> list[Job]:
+def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[TrialRow]) -> list[Job]:
     """Phase 2 of adaptive repeats: extra trial indices for discordant or unstable tasks.
 
     ``rows`` are the run's trial rows (a list of dicts, or ``Store.trial_columns`` output with
@@ -83,7 +83,7 @@ def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[TrialRecor
     if isinstance(rows, dict):
         keys = list(rows)
         rows = [
-            cast("TrialRecord", dict(zip(keys, vals, strict=True)))
+            cast("TrialRow", dict(zip(keys, vals, strict=True)))
             for vals in zip(*rows.values(), strict=True)
         ]
     arm_names = [a.name for a in suite.arms]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from harness.release.records import DesignSummary, TrialRecord
+from harness.release.records import DesignSummary, TrialRow
 from harness.release.run_config import StoredRepeats
 from harness.seeds import derive_seed
 
@@ -26,7 +26,7 @@ def _order_key(seed: int, task_id: str) -> float:
 
 
 def select_repeats(
-    rows: list[TrialRecord],
+    rows: list[TrialRow],
     arms: list[str],
     *,
     first_k: int,

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.release.records import ArmRate, Comparison, Dropped, PairTable, TrialRecord
+from harness.release.records import ArmRate, Comparison, Dropped, PairTable, TrialRow
 
 if TYPE_CHECKING:
     from harness.stats.estimate import Estimate
 
-RESOLVED = ("passed", "failed")
 
 FIXED_RULE = "a task counts as passed by an arm when its per-task rate is at least 50%"
 """The threshold behind the fixed/broke table when tasks have several trials (stated in
@@ -39,7 +38,7 @@ PAIRING_TRIAL = "per-trial (shared seed blocks)"
 PAIRING_TASK = "per-task"
 
 
-def outcome(row: TrialRecord, denominator: str = "failure") -> float | None:
+def outcome(row: TrialRow, denominator: str = "failure") -> float | None:
     """A trial's 0/1 outcome, or None when the row leaves the denominator.
 
     ``denominator="failure"`` (the default, the conservative reading of the when-not-to-ship guide) counts an
@@ -58,7 +57,7 @@ def outcome(row: TrialRecord, denominator: str = "failure") -> float | None:
 
 
 def task_rates(
-    rows: Iterable[TrialRecord], denominator: str = "failure"
+    rows: Iterable[TrialRow], denominator: str = "failure"
 ) -> tuple[dict[str, float], dict[str, str]]:
     """Per-task success rates over the task-as-written trials (variants left out), and each
     task's cluster: the per-task aggregation every interval over tasks starts from."""
@@ -79,7 +78,7 @@ COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index"
 
 TrialColumns = Mapping[str, np.ndarray | Sequence[object]]
 """Trial rows as columns: a mapping of equal-length arrays or sequences, named as ``COLUMNS``."""
-TrialRows = Iterable[TrialRecord] | TrialColumns
+TrialRows = Iterable[TrialRow] | TrialColumns
 """Trial rows as dicts, or as columns."""
 NULL: Any = None
 """Python None as a numpy operand: ``np.equal(column, NULL)`` marks the missing values."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from harness.errors import RESOLVED
 from harness.release.records import (
     ArmCoverage,
     Balance,
@@ -14,17 +15,17 @@ from harness.release.records import (
     BalanceShare,
     Coverage,
     MustNeverCheck,
-    TrialRecord,
+    TrialRow,
 )
 
 
 def must_never_checks(
-    rows_b: list[TrialRecord], classes: list[str], flagged_tasks: set[str]
+    rows_b: list[TrialRow], classes: list[str], flagged_tasks: set[str]
 ) -> list[MustNeverCheck]:
     """Each must-never class (and the tasks flagged ``must_never``): any failure of the
     candidate there is a violation; a trial without a verdict leaves it unverified."""
     checks: list[MustNeverCheck] = []
-    groups: dict[str, list[TrialRecord]] = {f"class {c}": [] for c in classes}
+    groups: dict[str, list[TrialRow]] = {f"class {c}": [] for c in classes}
     if flagged_tasks:
         groups["tasks marked must_never"] = []
     for r in rows_b:
@@ -38,11 +39,7 @@ def must_never_checks(
             {f"{r['task_id']}#{r['trial_index']}" for r in rows if r["status"] == "failed"}
         )
         unresolved = sorted(
-            {
-                f"{r['task_id']}#{r['trial_index']}"
-                for r in rows
-                if r["status"] not in ("passed", "failed")
-            }
+            {f"{r['task_id']}#{r['trial_index']}" for r in rows if r["status"] not in RESOLVED}
         )
         status = "violated" if failed else "unverified" if (unresolved or not rows) else "held"
         checks.append(
@@ -66,13 +63,13 @@ def must_never_checks(
     return checks
 
 
-def coverage_check(rows: dict[str, list[TrialRecord]], limit: float) -> Coverage:
+def coverage_check(rows: dict[str, list[TrialRow]], limit: float) -> Coverage:
     """The share of trials without a verdict per arm (and per class where any) against
     ``limit``: missing evidence is no verdict, never a failure of the agent."""
     arms: dict[str, ArmCoverage] = {}
     by_class: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for arm, rs in rows.items():
-        unresolved = sum(1 for r in rs if r["status"] not in ("passed", "failed"))
+        unresolved = sum(1 for r in rs if r["status"] not in RESOLVED)
         arms[arm] = {
             "trials": len(rs),
             "unresolved": unresolved,
@@ -80,7 +77,7 @@ def coverage_check(rows: dict[str, list[TrialRecord]], limit: float) -> Coverage
         }
         for r in rs:
             c = by_class[r.get("task_class") or "default"][arm]
-            c[0] += r["status"] not in ("passed", "failed")
+            c[0] += r["status"] not in RESOLVED
             c[1] += 1
     worst = max((a["share"] for a in arms.values()), default=1.0)
     return {
@@ -104,8 +101,8 @@ BALANCE_METHOD = (
 
 
 def balance_check(
-    baseline: tuple[str, list[TrialRecord]] | None,
-    candidate: tuple[str, list[TrialRecord]],
+    baseline: tuple[str, list[TrialRow]] | None,
+    candidate: tuple[str, list[TrialRow]],
     bound: float,
     confidence: float,
 ) -> Balance:
@@ -125,7 +122,7 @@ def balance_check(
         return out
     tests = {
         "retried": lambda r: (r.get("attempts") or 1) > 1,
-        "unresolved": lambda r: r["status"] not in ("passed", "failed"),
+        "unresolved": lambda r: r["status"] not in RESOLVED,
     }
     for what, has in tests.items():
         shares = {

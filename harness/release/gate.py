@@ -43,7 +43,7 @@ from harness.release.records import (
     NoiseFloor,
     Sequential,
     ThresholdCheck,
-    TrialRecord,
+    TrialRow,
 )
 from harness.release.run_config import StoredConfig, StoredSuite
 
@@ -142,7 +142,7 @@ def _level(c: float) -> str:
 
 
 def threshold_check(
-    rows: list[TrialRecord],
+    rows: list[TrialRow],
     policy,
     *,
     cluster_key: str,
@@ -209,7 +209,7 @@ def threshold_check(
 # long: it is the gate's decision order (must-never, coverage, rule, A/A floor, screens), read top
 #   to bottom as the module doc lists it.
 def evaluate_gate(
-    rows: list[TrialRecord],
+    rows: list[TrialRow],
     policy: GatePolicy,
     *,
     arms: list[str],
@@ -242,7 +242,7 @@ def evaluate_gate(
     baseline, candidate = roles.baseline, roles.candidate
     assert candidate is not None  # _roles refuses a run without one
     settings = settings_of(suite, trials_per_task)
-    by_arm: dict[str, list[TrialRecord]] = defaultdict(list)
+    by_arm: dict[str, list[TrialRow]] = defaultdict(list)
     for r in rows:
         by_arm[r["arm"]].append(r)
     rows_a = by_arm.get(baseline, []) if baseline else []
@@ -446,7 +446,7 @@ def _roles(policy: GatePolicy, suite: StoredSuite, arms: list[str]) -> Roles:
     return roles
 
 
-def _trials_per_task(rows: list[TrialRecord]) -> list[int]:
+def _trials_per_task(rows: list[TrialRow]) -> list[int]:
     """Trials of the task as written (no variants) per task, in sorted task order."""
     per_task = Counter(r["task_id"] for r in rows if (r.get("variant") or "") == "")
     return [per_task[t] for t in sorted({r["task_id"] for r in rows})]

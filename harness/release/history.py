@@ -19,7 +19,7 @@ from harness.release.records import (
     History,
     HistoryArm,
     HistoryRun,
-    TrialRecord,
+    TrialRow,
 )
 
 
@@ -32,7 +32,7 @@ def short_hash(value: Any, n: int = 8) -> str:
 
 
 def headline(
-    rows: list[TrialRecord],
+    rows: list[TrialRow],
     confidence: float = 0.95,
     denominator: str = "failure",
     cluster_key: str = "cluster",
@@ -64,7 +64,7 @@ def headline(
     }
 
 
-def fingerprint(rows: list[TrialRecord]) -> Fingerprint:
+def fingerprint(rows: list[TrialRow]) -> Fingerprint:
     """What pairing needs to be equal: tasks, grader versions, image ids."""
     tasks = sorted({r["task_id"] for r in rows})
     graders = sorted(
@@ -94,7 +94,7 @@ def why_unpairable(fa: Fingerprint, fb: Fingerprint) -> list[str]:
 #   the runs in order.
 def suite_history(
     runs: list[Any],
-    rows_by_run: dict[str, list[TrialRecord]],
+    rows_by_run: dict[str, list[TrialRow]],
     *,
     confidence: float = 0.95,
     sequential: bool = False,
@@ -116,7 +116,7 @@ def suite_history(
     from harness.stats import alpha_for_look, schedule_name
 
     entries: list[HistoryRun] = []
-    last: dict[str, tuple[Any, list[TrialRecord], Fingerprint]] = {}
+    last: dict[str, tuple[Any, list[TrialRow], Fingerprint]] = {}
     for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
         rows = rows_by_run.get(run.id, [])
         level = 1 - alpha_for_look(1 - confidence, look) if sequential else confidence

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from harness.release.records import Sensitivity, TasksNeeded, ThresholdPlan, TrialRecord
+from harness.release.records import Sensitivity, TasksNeeded, ThresholdPlan, TrialRow
 
 
 def tasks_needed(
@@ -57,8 +57,8 @@ def tasks_needed(
 
 
 def run_sensitivity(
-    rows_a: list[TrialRecord],
-    rows_b: list[TrialRecord],
+    rows_a: list[TrialRow],
+    rows_b: list[TrialRow],
     alpha: float = 0.05,
     power: float = 0.8,
     denominator: str = "failure",

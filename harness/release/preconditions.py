@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from harness.release.records import TrialRecord
+from harness.release.records import TrialRow
 from harness.release.run_config import StoredConfig
 
 
@@ -26,11 +26,11 @@ def _names(items: list[str], limit: int = 5) -> str:
     return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _tasks(rows: list[TrialRecord]) -> set[str]:
+def _tasks(rows: list[TrialRow]) -> set[str]:
     return {r["task_id"] for r in rows}
 
 
-def _grader_versions(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[str]]:
+def _grader_versions(rows: list[TrialRow], tasks: set[str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for r in rows:
         if r["task_id"] in tasks:
@@ -39,7 +39,7 @@ def _grader_versions(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[
     return out
 
 
-def _images(rows: list[TrialRecord], tasks: set[str]) -> dict[str, set[str]]:
+def _images(rows: list[TrialRow], tasks: set[str]) -> dict[str, set[str]]:
     """Task -> the environment images its trials started from: the task image under a
     ready-made agent's CLI layer, so a CLI arm pairs with any other arm on the same image."""
     out: dict[str, set[str]] = defaultdict(set)
@@ -58,9 +58,9 @@ def _canon(value: object) -> str:
 #   are reported.
 def differences(
     config_a: StoredConfig,
-    rows_a: list[TrialRecord],
+    rows_a: list[TrialRow],
     config_b: StoredConfig,
-    rows_b: list[TrialRecord],
+    rows_b: list[TrialRow],
     labels: tuple[str, str] = ("A", "B"),
 ) -> list[dict[str, str]]:
     """Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.

@@ -119,7 +119,7 @@ class NoiseFloor(Interval, total=False):
     """The larger distance of the interval's ends from 0 (``harness release history``)."""
 
 
-class TrialRecord(TypedDict, total=False):
+class TrialRow(TypedDict, total=False):
     """One trial row as the release code reads it (``source.load_rows``; tests build them)."""
 
     arm: str

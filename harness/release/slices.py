@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.release.records import ClassScreen, Screens, TrialRecord
+from harness.release.records import ClassScreen, Screens, TrialRow
 
 if TYPE_CHECKING:
     from harness.release.compare import TrialColumns, TrialRows
@@ -159,7 +159,7 @@ def _clustered(rows: Any, cluster_key: str) -> bool:
     return len(set(labels.values())) < len(labels)
 
 
-def _by_class(rows: TrialRows) -> dict[str, TrialColumns] | dict[str, list[TrialRecord]]:
+def _by_class(rows: TrialRows) -> dict[str, TrialColumns] | dict[str, list[TrialRow]]:
     """Rows split by task class: a list of row dicts, or a mapping of equal-length columns
     (the report's fast path) split into column mappings."""
     if isinstance(rows, Mapping):
@@ -174,7 +174,7 @@ def _by_class(rows: TrialRows) -> dict[str, TrialColumns] | dict[str, list[Trial
             for c in sorted(set(cls.tolist()))
         }
         return split
-    out: dict[str, list[TrialRecord]] = defaultdict(list)
+    out: dict[str, list[TrialRow]] = defaultdict(list)
     for r in rows:
         out[r.get("task_class") or "default"].append(r)
     return out

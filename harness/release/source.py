@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from harness.errors import ConfigError
-from harness.release.records import TrialRecord
+from harness.release.records import TrialRow
 from harness.release.run_config import StoredConfig, StoredSuite
 from harness.store.tables import Trial, column_names
 
@@ -33,12 +33,12 @@ ROW_COLUMNS = column_names(
 )
 
 
-def load_rows(store, run_id: str) -> list[TrialRecord]:
+def load_rows(store, run_id: str) -> list[TrialRow]:
     """Every trial row of a run as a plain dict (JSON columns decoded)."""
     cols = store.trial_columns(run_id, ROW_COLUMNS)
     keys = list(cols)
     rows = [
-        cast(TrialRecord, dict(zip(keys, vals, strict=True)))
+        cast(TrialRow, dict(zip(keys, vals, strict=True)))
         for vals in zip(*cols.values(), strict=True)
     ]
     for r in rows:

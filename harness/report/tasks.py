@@ -13,10 +13,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from harness.errors import RESOLVED
 from harness.report.records import ErrorKind, Report
 from harness.store.tables import Trial, column_names
-
-RESOLVED = ("passed", "failed")
 
 TRIAL_COLUMNS = column_names(
     Trial.id,

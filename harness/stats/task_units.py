@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.stats.estimate import FEW_CLUSTERS, Kind, mean_estimate
-from harness.stats.intervals import wilson_interval
 from harness.stats.records import Interval
 
 MIN_CLUSTERS = 2
@@ -65,12 +64,6 @@ def choose_unit(clusters: np.ndarray, cluster_key: str) -> Unit:
             f"{n_clusters - 1} df, which holds its level there but is wide"
         )
     return Unit("cluster", clusters, n_clusters, f"{n_clusters} clusters", warning=warning)
-
-
-def wilson_rate(mean: float, n: int, confidence: float) -> tuple[float, float]:
-    """Wilson interval for a mean rate over ``n`` units, taking mean × n as the successes."""
-    lo, hi = wilson_interval(clip01(mean) * n, n, confidence)
-    return float(lo), float(hi)
 
 
 def mean_interval(

@@ -73,3 +73,17 @@ def test_noninferiority_verdicts() -> None:
     assert hs.improvement_verdict((-0.001, 0.05)) == "not shown"
     with pytest.raises(ValueError):
         hs.noninferiority_verdict((0.0, 0.1), 0.0)
+
+
+def test_the_public_api_is_the_one_docs_statistics_declares() -> None:
+    """Every name ``harness.stats`` exports is listed in docs/statistics.md ("Public API"),
+    and nothing else is: exporting a function is a decision, written down."""
+    doc = (REPO / "docs" / "statistics.md").read_text()
+    section = doc.split("\n## Public API\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    listed = {
+        name
+        for row in rows
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", row.split("|")[2])
+    }
+    assert listed == set(hs.__all__)
