@@ -2,7 +2,7 @@
 Markdown, HTML, JUnit).
 
 ``load_report(run_id, store_url)`` is the report-data entry point; the shape of its dict is
-documented in ``harness.report.data``. Sections are built in ``sections``, ``reliability`` and
+``harness.report.records.Report``. Sections are built in ``sections``, ``reliability`` and
 ``usage`` from the statistics in ``harness.stats``; ``tasks`` holds the per-task table the HTML
 report and the viewer show.
 """

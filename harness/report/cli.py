@@ -21,7 +21,7 @@ def load_report(
 ) -> Report:
     """THE report-data entry point: the report dict for ``run_id`` (default: latest run).
 
-    The shape is documented in ``harness.report.data``; it is JSON-serialisable. Pass a
+    The shape is ``harness.report.records.Report``; it is JSON-serialisable. Pass a
     ``timings`` dict to receive the seconds spent per phase.
     """
     from harness.analysis import run_roles, settings_of

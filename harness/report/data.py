@@ -1,86 +1,8 @@
 """Store rows → report data (pure). Renderers (terminal, JSON, Markdown, HTML) only format it.
 
-``harness.report.load_report(run_id, store_url)`` returns the dict described here; it is
-JSON-serialisable (no NaN: undefined numbers are ``null``) and this shape is the contract the
-renderers and the web viewer read. Keys are only ever added, never renamed.
-
-Every rate is a *rate record*::
-
-    {"estimate": float|null, "lo": float|null, "hi": float|null, "n": int, "unit": "task"|
-     "trial"|"attempt", "confidence": 0.95, "method": str, ...}
-
-where ``n`` counts the independent units the interval was formed over (tasks, unless the
-record says otherwise) and ``method`` names the interval.
-
-Top level::
-
-    schema          "harness.report/2"
-    run             {id, suite, status, started_at, finished_at, harness_version, config_hash,
-                     sandbox, seed, trials_per_task, image_ids, description}
-    settings        {confidence, denominator ("failure"|"exclude"), denominator_text,
-                     cluster_key, k (list|null), primary ({baseline, candidate}|null),
-                     n_resamples, prediction_resamples, bootstrap_seed}
-    estimand        str: the headline estimand in words
-    sampling_unit   str: what counts as one independent observation
-    versions        {harness_version, config_hash, seed, sandbox, image_ids (run-level),
-                     trial_image_ids [str], grader_versions {grader: [versions]}}
-    arms            {arm name: ARM}
-    comparison      null | {baseline_arm, candidate_arm, estimate, lo, hi, confidence, method,
-                     n_tasks, n_clusters, table {both_pass, fixed, broke, both_fail},
-                     p_value, test, ...}  (from harness.release.compare.paired_comparison)
-    roles           {baseline, candidate, aa}: arm names or null (harness.report.deltas)
-    arm_settings    {arm name: {role, agent, model, params}} as the suite declares them
-    class_deltas    null | {baseline, candidate, overall, by_class [{class, estimate, lo, hi,
-                     n}], method, confidence, noise_floor {arm, lo, hi, method} | null}:
-                     paired per-class deltas of the candidate; the A/A arm's delta is the
-                     noise floor
-    warnings        [str]
-
-ARM::
-
-    tasks, clusters            ints: tasks / clusters with at least one original trial
-    trials_scheduled           int: original (non-variant) trials planned for this arm
-    trials_completed           int: original trials with a final row
-    trials_unresolved          int: completed trials with no verdict (infra, grader, harness)
-    trials_missing             int: scheduled − completed (never finished: interrupted run)
-    variant_trials_scheduled   int
-    by_status                  {status: count} over original trials
-    denominator                "failure" | "exclude" (the policy applied to every estimate)
-    tasks_without_resolved_trials  int (tasks dropped from estimates under "exclude")
-    unit                       {kind: "cluster"|"task", n_units, reason, effective_clusters}
-    success                    rate record (mean of per-task rates) + {n_clusters, n_trials,
-                               estimand, warning?} or null when nothing is counted
-    pass_hat_k, pass_at_k      [rate record + {k}] (mean unbiased per-task estimates)
-    pass_hat_k_predicted       {prediction: true, estimand, ks, points [{k, estimate, lo, hi,
-                               confidence}], a, b, method, check {k, fitted,
-                               observed_unbiased}, note?}
-    pass_at_k_predicted        null | {prediction: true, estimand, points [{k, estimate, lo,
-                               hi}] for every k from 1, method}: the same fit, as pass@k
-    unstable_tasks             int: tasks with 0 < passes < counted trials
-    unstable_task_ids          [str] (first 50, sorted)
-    slices                     {class: [SLICE], cluster: [SLICE]}; SLICE = rate record +
-                               {name, tasks, trials}
-    stratified                 null | rate record + {n_eff, se, strata [{name, tasks,
-                               weight_share, estimate}]?}
-    reliability                {consistency: rate record + {k} | null,
-                                robustness: {estimate (variant − original), lo, hi, se,
-                                  p_value, n_pairs, n_tasks, variants, original_rate,
-                                  variant_rate, method} | null,
-                                calibration: {ece, estimate, lo, hi, n, n_tasks, bins,
-                                  mean_confidence, success_rate, method, diagram [{confidence,
-                                  success, n}] (non-empty bins)} | null,
-                                harm: rate record + {harmful_trials, trials, mean_severity,
-                                  trial_share, trial_mean_severity, max_severity} | null}
-    usage                      {tokens {in, cached, out, per_trial {in, cached, out}, trials},
-                                cost {scope, trials, known_trials, unknown_trials, total_usd,
-                                  per_trial_usd, per_success_usd (each {estimate, lo, hi, n,
-                                  method} or null = unknown), note},
-                                latency {n, p50_s, p95_s, mean_s, warning?},
-                                steps {n, mean, p50, p95}}
-    infra                      {infra_error_trials, grader_error_trials, harness_error_trials,
-                                attempts, attempts_by_outcome, infra_error_attempts,
-                                crash_rate (rate record over attempts) | null,
-                                unresolved_by_class [{name, trials, unresolved, + rate record}]}
+``harness.report.load_report(run_id, store_url)`` returns a ``harness.report.records.Report``
+(the schema, with each field's meaning, is written there once), built here section by
+section in the order of that schema.
 
 Per-task aggregation comes first: a task's trials are counted per task before any interval
 over tasks is formed, so repeated trials never shrink an interval as if they were new tasks.
@@ -369,7 +291,7 @@ def _consistency(hat: list[PassAtK], trials_per_task: int) -> PassAtK | None:
     return consistency
 
 
-# long: it assembles the arm's sections in the order of the report schema (module doc), one call
+# long: it assembles the arm's sections in the order of the report schema (records.ArmReport), one call
 #   each.
 def arm_report(
     arm: ArmTrials,

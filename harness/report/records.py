@@ -1,4 +1,4 @@
-"""Typed shapes of the records the report data repeats (see ``harness.report.data``)."""
+"""The report data's schema, written once: ``Report`` and the records it holds."""
 
 from __future__ import annotations
 
@@ -273,35 +273,49 @@ class UnresolvedCauses(TypedDict):
 
 
 class ArmReport(TypedDict, total=False):
-    """One arm's section of the report (see ``harness.report.data``)."""
+    """One arm's section of the report."""
 
     tasks: int
+    """Tasks with at least one original (non-variant) trial."""
     clusters: int
+    """Clusters with at least one original trial."""
     trials_scheduled: int
+    """Original trials planned for this arm."""
     trials_completed: int
+    """Original trials with a final row."""
     trials_unresolved: int
+    """Completed trials with no verdict (infra, grader or harness error)."""
     trials_missing: int
+    """Scheduled − completed: trials that never finished (an interrupted run)."""
     variant_trials_scheduled: int
     by_status: dict[str, int]
+    """Original trials by final status."""
     denominator: str
+    """'failure' or 'exclude': the policy applied to every estimate."""
     infra: InfraSection
     tasks_without_resolved_trials: int
+    """Tasks dropped from the estimates under ``denominator: exclude``."""
     unit: UnitChoice
     success: Success | None
+    """The mean of per-task rates (a rate record), or None when nothing is counted."""
     pass_hat_k: list[PassAtK]
+    """pass^k per k: the mean of the unbiased per-task estimates."""
     pass_at_k: list[PassAtK]
     pass_hat_k_predicted: Prediction | None
+    """The beta-binomial prediction beyond the trials run (a prediction, not observed)."""
     pass_at_k_predicted: Prediction | None
     unstable_tasks: int
+    """Tasks with 0 < passes < counted trials."""
     unstable_task_ids: list[str]
+    """The first 50 of them, sorted."""
     slices: Slices
     stratified: Stratified | None
     reliability: Reliability
     usage: UsageSection
     unresolved_causes: UnresolvedCauses
+    """Top causes of unresolved trials (``harness.report.causes``), when loaded from a store."""
     agent_failure_causes: UnresolvedCauses
     """Failures the agent itself caused (timeouts, invalid results), by kind."""
-    """Top causes of unresolved trials (``harness.report.causes``), when loaded from a store."""
 
 
 class PairedDelta(Interval, total=False):
@@ -360,19 +374,30 @@ class RunSummary(TypedDict, total=False):
 
 
 class Report(TypedDict, total=False):
-    """The whole report of one run: the contract the renderers and the viewer read."""
+    """The whole report of one run: the contract the renderers and the viewer read.
+
+    JSON-serialisable (undefined numbers are null, never NaN); keys are only ever added,
+    never renamed. Every rate in it is a rate record (``harness.stats.records.Interval``:
+    estimate, lo, hi, n, unit, confidence, method), where ``n`` counts the independent units
+    the interval was formed over (tasks unless the record says otherwise)."""
 
     schema: str
+    """'harness.report/2'."""
     run: RunSummary
     settings: ReportSettings
     estimand: str
+    """The headline estimand in words."""
     sampling_unit: str
+    """What counts as one independent observation, in words."""
     versions: Versions
     arms: dict[str, ArmReport]
     roles: dict[str, str | None]
+    """{baseline, candidate, aa}: arm names or None, by the one rule (``harness.config.roles``)."""
     arm_settings: dict[str, ArmSetting]
     comparison: Comparison | None
+    """The primary comparison candidate − baseline (``harness.analysis.paired``)."""
     class_deltas: ClassDeltas | None
+    """The primary comparison per task class, with the A/A arm's as the noise floor."""
     warnings: list[str]
 
 
