@@ -27,6 +27,15 @@ from typing import Annotated, Optional, cast  # noqa: E402
 import typer  # noqa: E402
 
 from harness import exitcodes  # noqa: E402
+from harness.commands.options import (  # noqa: E402
+    RUN_FORMS,
+    SANDBOXES,
+    LatestRunArg,
+    QuietOpt,
+    StoreOpt,
+)
+
+ARM_LATER = "a report covers every arm of the run"
 
 app = typer.Typer(
     help="Run agents on tasks in sandboxes and report, with honest uncertainty, how good they are.",
@@ -58,16 +67,6 @@ def _root(
     """Run agents on tasks in sandboxes and report, with honest uncertainty, how good they are."""
 
 
-StoreOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer needs Optional
-    typer.Option(
-        "--store",
-        help="SQLAlchemy URL of the store (default $HARNESS_STORE or "
-        "sqlite:///.harness/harness.db).",
-    ),
-]
-
-
 def _fail(message: str, code: int) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
@@ -76,22 +75,38 @@ def _fail(message: str, code: int) -> None:
 # long: the signature declares one typer option per ``harness run`` flag.
 @app.command()
 def run(
-    suite: Annotated[Optional[Path], typer.Argument(help="The suite file.")] = None,  # noqa: UP045
+    suite: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(metavar="[SUITE]", help="The suite file.", show_default=False),
+    ] = None,
     resume: Annotated[
-        str | None, typer.Option(help="Resume RUN_ID: run only trials without a final row.")
-    ] = None,  # noqa: UP045
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            metavar="RUN",
+            help=f"Resume a run ({RUN_FORMS}): run only its trials without a final row.",
+        ),
+    ] = None,
     sandbox: Annotated[
-        str | None, typer.Option(help="Sandbox backend: auto, local or docker.")
-    ] = None,  # noqa: UP045
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="NAME", help=f"Sandbox backend: {SANDBOXES}."),
+    ] = None,
     executor: Annotated[
-        str | None, typer.Option(help="Where trials run: local (this process) or ray.")
-    ] = None,  # noqa: UP045
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="NAME", help="Where trials run: local (this process) or ray."),
+    ] = None,
     ray_address: Annotated[
-        str | None, typer.Option(help="Ray cluster address for --executor ray (host:port).")
-    ] = None,  # noqa: UP045
-    trials: Annotated[Optional[int], typer.Option(help="Trials per task per arm.")] = None,  # noqa: UP045
-    concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
-    seed: Annotated[Optional[int], typer.Option(help="Suite seed.")] = None,  # noqa: UP045
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="HOST:PORT", help="Ray cluster address for --executor ray."),
+    ] = None,
+    trials: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(metavar="N", help="Trials per task per arm (overrides the suite's)."),
+    ] = None,
+    concurrency: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(metavar="N", help="Trials running at once."),
+    ] = None,
+    seed: Annotated[Optional[int], typer.Option(metavar="N", help="Suite seed.")] = None,  # noqa: UP045
     store: StoreOpt = None,
     locked: Annotated[
         bool,
@@ -99,25 +114,25 @@ def run(
     ] = False,
     task: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--task", help="Only tasks whose id matches this glob (repeatable)."),
+        typer.Option("--task", metavar="GLOB", help="Only tasks whose id matches (repeatable)."),
     ] = None,
     limit: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--limit", min=1, help="Only the first N tasks (after --task)."),
+        typer.Option("--limit", metavar="N", min=1, help="Only the first N tasks (after --task)."),
     ] = None,
     arm: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--arm", help="Only this arm (repeatable)."),
+        typer.Option("--arm", metavar="NAME", help="Only this arm (repeatable)."),
     ] = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar and no retry messages.")
     ] = False,
 ) -> None:
-    """Run a suite (or resume a run) and print its summary."""
+    """Run a suite (or resume a run) and print its report."""
     from harness.errors import Interrupted
 
     if suite is None and resume is None:
-        _fail("give a suite file, or --resume RUN_ID", exitcodes.BAD_CONFIG)
+        _fail("give a suite file, or --resume RUN", exitcodes.BAD_CONFIG)
     if quiet:
         import logging
 
@@ -142,7 +157,7 @@ def run(
         from harness.report.cli import print_report
         from harness.runner import start
     except KeyboardInterrupt:
-        raise Interrupted(resume) from None
+        raise Interrupted(resume, store) from None
     result = start(
         str(suite) if suite else "",
         overrides,
@@ -166,10 +181,10 @@ def run(
     for cause, n in o.harness_errors.most_common(5):
         typer.echo(f"harness error ({n} trial(s)): {cause}", err=True)
     if o.interrupted:
-        typer.echo(f"interrupted: resume with `harness run --resume {result.run_id}`", err=True)
+        typer.echo(f"interrupted: resume with `{result.resume_command}`", err=True)
     elif o.stopped is not None:
         typer.echo(
-            f"stopped: {o.stopped}; resume with `harness run --resume {result.run_id}` once "
+            f"stopped: {o.stopped}; resume with `{result.resume_command}` once "
             "the endpoint works",
             err=True,
         )
@@ -178,51 +193,66 @@ def run(
 
 @app.command()
 def report(
-    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,  # noqa: UP045
+    run_ref: LatestRunArg = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Machine-readable JSON on stdout.")
     ] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
     html: Annotated[
-        Path | None,
-        typer.Option("--html", help="Also write a self-contained HTML report to this file."),
-    ] = None,  # noqa: UP045
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--html", metavar="FILE", help="Also write a self-contained HTML report to FILE."
+        ),
+    ] = None,
     store: StoreOpt = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress spinner.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Print a run's report: rates with n and intervals, pass^k, unresolved trials."""
     from harness.report.cli import print_report
+    from harness.store.refs import find_run, no_arm, open_for_reading
 
+    db = open_for_reading(store)
+    try:
+        run_id = find_run(db, no_arm(run_ref, "report", ARM_LATER)).id
+    finally:
+        db.close()
     print_report(
         run_id,
-        store,
+        db.url,
         fmt="json" if as_json else "markdown" if markdown else "terminal",
         quiet=quiet,
     )
     if html:
         from harness.report.html_page import write_html
 
-        write_html(run_id, store, html)
+        write_html(run_id, db.url, html)
         typer.echo(f"wrote {html}", err=True)
 
 
 @app.command()
 def runs(
-    suite: Annotated[Optional[str], typer.Option(help="Only runs of this suite name.")] = None,  # noqa: UP045
+    suite: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="NAME", help="Only runs of this suite."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
-    limit: Annotated[int, typer.Option(help="Most recent runs to show.")] = 50,
+    limit: Annotated[int, typer.Option(metavar="N", help="Most recent runs to show.")] = 50,
     store: StoreOpt = None,
 ) -> None:
     """List runs in the store, newest first. A run whose process is gone shows as
     interrupted, with the command that resumes it."""
     from harness.runs_table import print_runs, runs_json
-    from harness.store import Store, resolve_url
+    from harness.store.refs import open_for_reading
 
-    rows = Store(resolve_url(store)).list_runs(suite, limit=limit)
+    db = open_for_reading(store)
+    try:
+        rows = db.list_runs(suite, limit=limit)
+    finally:
+        db.close()
     if as_json:
-        typer.echo(json.dumps(runs_json(rows), indent=2))
+        typer.echo(json.dumps(runs_json(rows, db.url), indent=2))
     else:
-        print_runs(rows)
+        print_runs(rows, db.url)
 
 
 # Feature areas register their commands on `app` from their own modules (each imports only
@@ -236,8 +266,10 @@ def main() -> None:
     """Entry point: turns known errors into one line and an exit code, never a traceback."""
     from harness.cli_errors import ExitLike, ShowsItself, aborts, click_exceptions, exits
     from harness.errors import ConfigError, EnvironmentBuildError, HarnessError, Interrupted
+    from harness.pipes import guard_stdout
 
     _install_signal_handlers()
+    guard_stdout()
     try:
         code = app(standalone_mode=False)
     except Interrupted as exc:

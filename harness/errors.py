@@ -105,13 +105,14 @@ class Interrupted(HarnessError):
     """SIGINT or SIGTERM stopped a run. ``run_id`` is set when the run row exists (it can be
     resumed); None when the signal came before anything was recorded."""
 
-    def __init__(self, run_id: str | None):
+    def __init__(self, run_id: str | None, store_url: str | None = None):
         self.run_id = run_id
-        super().__init__(
-            f"interrupted: resume with `harness run --resume {run_id}`"
-            if run_id
-            else "interrupted before the run was recorded: nothing to resume"
-        )
+        if run_id is None:
+            super().__init__("interrupted before the run was recorded: nothing to resume")
+            return
+        from harness.store.refs import resume_command
+
+        super().__init__(f"interrupted: resume with `{resume_command(run_id, store_url)}`")
 
 
 class RunBusy(HarnessError):

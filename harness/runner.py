@@ -39,6 +39,12 @@ class RunResult:
     sandbox: str
 
     @property
+    def resume_command(self) -> str:
+        from harness.store.refs import resume_command
+
+        return resume_command(self.run_id, self.store_url)
+
+    @property
     def exit_code(self) -> int:
         if self.outcome.interrupted:
             return exitcodes.INTERRUPTED
@@ -73,11 +79,12 @@ def start(
     except KeyboardInterrupt:
         for sig in (signal.SIGINT, signal.SIGTERM):  # already stopping: a second one waits
             signal.signal(sig, signal.SIG_IGN)
-        recorded = None
+        recorded, url = None, None
         for store, run_id in ids:
             with suppress(Exception):
-                recorded = run_id if store.get_run(run_id) is not None else None
-        raise Interrupted(recorded) from None
+                if store.get_run(run_id) is not None:
+                    recorded, url = run_id, store.url
+        raise Interrupted(recorded, url) from None
 
 
 def _start(
@@ -92,11 +99,11 @@ def _start(
 ) -> RunResult:
     ids = [] if ids is None else ids
     overrides = given(given_flags)
-    store = Store(resolve_url(store_url))
     if resume:
-        run = store.get_run(resume)
-        if run is None:
-            raise ConfigError(store.url, "--resume", f"no run with id '{resume}' in this store")
+        from harness.store.refs import find_run, no_arm, open_for_reading
+
+        store = open_for_reading(store_url)
+        run = find_run(store, no_arm(resume, "run --resume", "a run resumes whole"))
         check_resumable(run)
         owner = (run.pid, run.host)
         ids.append((store, run.id))
@@ -113,7 +120,7 @@ def _start(
             raise ConfigError(
                 run.suite_path,
                 "",
-                f"the suite or its tasks changed since run {resume} started "
+                f"the suite or its tasks changed since run {run.id} started "
                 "(config hash differs); start a new run instead of resuming",
             )
         run_id, overrides = run.id, run.overrides

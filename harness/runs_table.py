@@ -10,10 +10,13 @@ if TYPE_CHECKING:
     from harness.store.tables import Run
 
 
-def resume_hint(run: Any) -> str | None:
-    """The command that finishes a run, when there is something to finish."""
+def resume_hint(run: Any, store_url: str | None) -> str | None:
+    """The command that finishes a run (in the store at ``store_url``), when there is
+    something to finish."""
     if shown_status(run) in ("interrupted", "failed", "stopped"):
-        return f"harness run --resume {run.id}"
+        from harness.store.refs import resume_command
+
+        return resume_command(run.id, store_url)
     return None
 
 
@@ -37,7 +40,7 @@ class RunListing(TypedDict):
     """The command that finishes the run, when there is something to finish."""
 
 
-def runs_json(rows: list[Run]) -> list[RunListing]:
+def runs_json(rows: list[Run], store_url: str | None = None) -> list[RunListing]:
     return [
         {
             "id": r.id,
@@ -51,13 +54,13 @@ def runs_json(rows: list[Run]) -> list[RunListing]:
             "config_hash": r.config_hash,
             "host": r.host,
             "pid": r.pid,
-            "resume": resume_hint(r),
+            "resume": resume_hint(r, store_url),
         }
         for r in rows
     ]
 
 
-def print_runs(rows: list[Any], console: Any = None) -> None:
+def print_runs(rows: list[Any], store_url: str | None = None, console: Any = None) -> None:
     """The run id never wraps; arms wrap; the config hash goes first when space runs out."""
     from rich import box
     from rich.console import Console
@@ -88,7 +91,7 @@ def print_runs(rows: list[Any], console: Any = None) -> None:
         if wide:
             cells.append(r.config_hash[:12])
         table.add_row(*cells)
-        hint = resume_hint(r)
+        hint = resume_hint(r, store_url)
         if hint and status == "interrupted":
             hints.append(f"{r.id}: {_why(r)}; resume with `{hint}`")
     if not rows:

@@ -8,6 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from harness import exitcodes
+from harness.commands.options import SANDBOXES, QuietOpt
+
+SuiteArg = Annotated[
+    Path, typer.Argument(metavar="SUITE", help="The suite file.", show_default=False)
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -17,10 +22,11 @@ def register(app: typer.Typer) -> None:
 
 
 def lock(
-    suite: Annotated[Path, typer.Argument(help="The suite file.")],
+    suite: SuiteArg,
     sandbox: Annotated[
-        str | None, typer.Option(help="Sandbox backend (default: the suite's).")
-    ] = None,  # noqa: UP045
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="NAME", help=f"Sandbox backend (default: the suite's): {SANDBOXES}."),
+    ] = None,
 ) -> None:
     """Pin every environment's image and write SUITE.lock.json (image ids, base digests)."""
     import anyio
@@ -80,20 +86,24 @@ def gc(
 
 # long: the signature declares one typer option per ``harness validate`` flag.
 def validate(
-    suite: Annotated[Path, typer.Argument(help="The suite file.")],
+    suite: SuiteArg,
     sandbox: Annotated[
-        str | None, typer.Option(help="Sandbox backend: auto, local or docker.")
-    ] = None,  # noqa: UP045
-    concurrency: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,  # noqa: UP045
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="NAME", help=f"Sandbox backend: {SANDBOXES}."),
+    ] = None,
+    concurrency: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(metavar="N", help="Trials running at once."),
+    ] = None,
     task: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--task", help="Only tasks whose id matches this glob (repeatable)."),
+        typer.Option("--task", metavar="GLOB", help="Only tasks whose id matches (repeatable)."),
     ] = None,
     limit: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--limit", min=1, help="Only the first N tasks (after --task)."),
+        typer.Option("--limit", metavar="N", min=1, help="Only the first N tasks (after --task)."),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
     from rich.console import Console

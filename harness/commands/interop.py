@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from harness import exitcodes
+from harness.commands.options import RUN_FORMS, StoreOpt
 
 importer = typer.Typer(
     help="Import another benchmark's tasks as an environment and a suite.",
@@ -81,57 +82,101 @@ def harbor(
 
 
 def export(
-    run_id: Annotated[str, typer.Argument(help="The run id (see `harness runs`).")],
-    format: Annotated[str, typer.Option("--format", help="jsonl or inspect.")] = "jsonl",
+    run_ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="RUN",
+            help=f"The run ({RUN_FORMS}); RUN:ARM exports one arm (inspect only).",
+            show_default=False,
+        ),
+    ],
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="jsonl (default) or inspect.")
+    ] = "jsonl",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            "--log-dir",
+            metavar="PATH",
+            help="jsonl: the file to write (default: stdout). inspect: the log directory "
+            "to write into (as `inspect view --log-dir` takes it).",
+        ),
     ] = None,
-    store: Annotated[
-        str | None, typer.Option("--store", help="SQLAlchemy URL (default $HARNESS_STORE).")
-    ] = None,
+    store: StoreOpt = None,
 ) -> None:
-    """Write a run as JSON lines (every row, attempt, event; readable by import-log) or as
-    an Inspect AI eval log."""
-    import sys
-
+    """Write a run as JSON lines (every row, attempt and event; `harness import-log` reads
+    it back) or as Inspect AI eval logs, one per arm, that `inspect view` lists."""
     from harness.errors import ConfigError
-    from harness.store import Store, resolve_url
+    from harness.store.refs import find_run_and_arm, open_for_reading
 
     if format not in ("jsonl", "inspect"):
         _config_error(ValueError(f"--format: unknown format '{format}' (jsonl, inspect)"))
-    db = Store(resolve_url(store))
+    db = open_for_reading(store)
     try:
+        run, arm = find_run_and_arm(db, run_ref)
         if format == "jsonl":
-            from harness.export.jsonl import write_jsonl
-
-            if output is None:
-                n = write_jsonl(db, run_id, sys.stdout)
-            else:
-                with output.open("w") as fh:
-                    n = write_jsonl(db, run_id, fh)
+            if arm is not None:
+                raise ConfigError(
+                    run_ref,
+                    "",
+                    "a jsonl export holds the whole run (import-log reads it back losslessly); "
+                    "name the run without :ARM",
+                )
+            _export_jsonl(db, run.id, output)
         else:
-            from harness.export.inspect import write_inspect
-
-            if output is None:
-                _config_error(ValueError("--format inspect needs --output FILE.json"))
-                return
-            n = write_inspect(db, run_id, output)
+            _export_inspect(db, run.id, output, [arm] if arm else None)
     except ConfigError as exc:
         _config_error(exc)
-        return
     finally:
         db.close()
-    where = output or "stdout"
-    typer.echo(f"wrote {n} trials of run {run_id} to {where}", err=True)
+
+
+def _export_jsonl(db, run_id: str, output: Path | None) -> None:
+    import sys
+
+    from harness.export.jsonl import write_jsonl
+
+    if output is None:
+        n = write_jsonl(db, run_id, sys.stdout)
+    else:
+        with output.open("w") as fh:
+            n = write_jsonl(db, run_id, fh)
+    typer.echo(f"wrote {n} trials of run {run_id} to {output or 'stdout'}", err=True)
+
+
+def _export_inspect(db, run_id: str, log_dir: Path | None, arms: list[str] | None) -> None:
+    from harness.errors import ConfigError
+    from harness.export.inspect import write_inspect
+
+    if log_dir is None or log_dir.suffix in (".json", ".eval") or log_dir.is_file():
+        given = f" ('{log_dir}' names a file)" if log_dir is not None else ""
+        raise ConfigError(
+            "command line",
+            "--output",
+            f"--format inspect writes a log directory{given}: give one with -o DIR, then "
+            "`inspect view --log-dir DIR`",
+        )
+    written = write_inspect(db, run_id, log_dir, arms)
+    files = "".join(f"\n  {w.path}  ({w.arm}: {w.trials} trials)" for w in written)
+    typer.echo(
+        f"wrote {len(written)} Inspect log(s) of run {run_id} to {log_dir}:{files}\n"
+        f"open them with: inspect view --log-dir {log_dir}",
+        err=True,
+    )
 
 
 def import_log(
     file: Annotated[
-        Path, typer.Argument(help="A file written by `harness export --format jsonl`.")
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            help="A file written by `harness export --format jsonl`.",
+            show_default=False,
+        ),
     ],
-    store: Annotated[
-        str | None, typer.Option("--store", help="SQLAlchemy URL (default $HARNESS_STORE).")
-    ] = None,
+    store: StoreOpt = None,
 ) -> None:
     """Read a run log (JSON lines) into a store, every row as it was exported."""
     from harness.errors import ConfigError

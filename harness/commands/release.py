@@ -14,14 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from harness import exitcodes
+from harness.commands.options import RUN_FORMS, StoreOpt
 
 if TYPE_CHECKING:
     from harness.release.records import Sensitivity, TasksNeeded, ThresholdPlan
-
-StoreOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer needs Optional
-    typer.Option("--store", help="SQLAlchemy URL of the store (default $HARNESS_STORE)."),
-]
 
 
 def register(app: typer.Typer) -> None:
@@ -32,9 +28,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _store(url: str | None):
-    from harness.store import Store, resolve_url
+    from harness.store.refs import open_for_reading
 
-    return Store(resolve_url(url))
+    return open_for_reading(url)
 
 
 def _dump(obj) -> None:
@@ -42,17 +38,31 @@ def _dump(obj) -> None:
 
 
 def compare(
-    a: Annotated[str, typer.Argument(help="Baseline: RUN[:ARM] ('latest' for the newest run).")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            metavar="A",
+            help=f"Baseline: RUN or RUN:ARM (RUN is {RUN_FORMS}).",
+            show_default=False,
+        ),
+    ],
     b: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Argument(help="Candidate: RUN[:ARM] (default: A's run, its primary candidate)."),
+        typer.Argument(
+            metavar="[B]",
+            help="Candidate: RUN or RUN:ARM (default: A's run, its primary candidate).",
+            show_default=False,
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Pair even if tasks, graders or images differ.")
     ] = False,
     confidence: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option(help="Two-sided interval level (default: the run's report.confidence)."),
+        typer.Option(
+            metavar="LEVEL",
+            help="Two-sided interval level (default: the run's report.confidence).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
@@ -81,11 +91,15 @@ def compare(
 
 
 def gate(
-    run_id: Annotated[str, typer.Argument(help="Run id ('latest' for the newest run).")],
+    run_id: Annotated[
+        str,
+        typer.Argument(metavar="RUN", help=f"The run ({RUN_FORMS}).", show_default=False),
+    ],
     policy: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
             "--policy",
+            metavar="FILE",
             help="Gate policy YAML: the gate block, with or without a top-level 'gate:' "
             "(default: the gate: the run's suite declared when it ran).",
         ),
@@ -94,11 +108,12 @@ def gate(
         Optional[Path],  # noqa: UP045
         typer.Option(
             "--suite",
+            metavar="FILE",
             help="Apply the gate: this suite file declares now (e.g. to an older run).",
         ),
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="terminal, markdown, junit or json.")
+        str, typer.Option("--format", metavar="FORMAT", help="terminal, markdown, junit or json.")
     ] = "terminal",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     markdown: Annotated[
@@ -106,7 +121,7 @@ def gate(
     ] = False,
     junit: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--junit", help="Also write JUnit XML to this file."),
+        typer.Option("--junit", metavar="FILE", help="Also write JUnit XML to FILE."),
     ] = None,
     store: StoreOpt = None,
 ) -> None:
@@ -124,7 +139,10 @@ def gate(
     if policy and suite_file:
         typer.echo("error: give --policy or --suite, not both", err=True)
         raise typer.Exit(exitcodes.BAD_CONFIG)
-    g = gate_run(_store(store), run_id, policy or suite_file)
+    from harness.store.refs import no_arm
+
+    why = "the gate judges the run's declared comparison (set arms with the policy's primary:)"
+    g = gate_run(_store(store), no_arm(run_id, "gate", why) or "latest", policy or suite_file)
     if junit:
         junit.write_text(gate_junit(g))
     if fmt == "json":
@@ -141,33 +159,50 @@ def gate(
 def plan_cmd(
     base: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--base", help="Baseline success rate, e.g. 0.85."),
+        typer.Option("--base", metavar="RATE", help="Baseline success rate, e.g. 0.85."),
     ] = None,
     lift: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--lift", help="Lift to detect, e.g. 0.05 (5 points)."),
+        typer.Option("--lift", metavar="LIFT", help="Lift to detect, e.g. 0.05 (5 points)."),
     ] = None,
     discordance: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--discordance", help="Share of tasks the arms disagree on (pilot run)."),
+        typer.Option(
+            "--discordance",
+            metavar="SHARE",
+            help="Share of tasks the arms disagree on (pilot run).",
+        ),
     ] = None,
     run: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--run", help="Instead: what could this run have detected?"),
+        typer.Option("--run", metavar="RUN", help="Instead: what could this run have detected?"),
     ] = None,
     bar: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--bar", help="Instead: tasks to show the rate exceeds this bar (--rate)."),
+        typer.Option(
+            "--bar",
+            metavar="RATE",
+            help="Instead: tasks to show the rate exceeds this bar (--rate).",
+        ),
     ] = None,
     rate: Annotated[
         Optional[float],  # noqa: UP045
-        typer.Option("--rate", help="With --bar: the agent's assumed true rate, e.g. 0.9."),
+        typer.Option(
+            "--rate", metavar="RATE", help="With --bar: the agent's assumed true rate, e.g. 0.9."
+        ),
     ] = None,
     design_effect: Annotated[
-        float, typer.Option(help="With --bar: variance inflation from clusters, 1 + (m − 1)ρ.")
+        float,
+        typer.Option(
+            metavar="X", help="With --bar: variance inflation from clusters, 1 + (m − 1)ρ."
+        ),
     ] = 1.0,
-    alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
-    power: Annotated[float, typer.Option(help="Power.")] = 0.8,
+    alpha: Annotated[
+        float, typer.Option(metavar="LEVEL", help="Two-sided significance level.")
+    ] = 0.05,
+    power: Annotated[
+        float, typer.Option(metavar="P", help="Chance of detecting the effect if it is real.")
+    ] = 0.8,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     store: StoreOpt = None,
 ) -> None:
@@ -190,8 +225,10 @@ def plan_cmd(
             raise typer.Exit(exitcodes.BAD_CONFIG) from None
     elif run:
         from harness.release.api import run_power
+        from harness.store.refs import no_arm
 
-        out = run_power(_store(store), run, alpha, power)
+        why = "the sensitivity is of the run's declared comparison"
+        out = run_power(_store(store), no_arm(run, "plan --run", why) or "latest", alpha, power)
     else:
         if base is None or lift is None:
             typer.echo("error: give --base and --lift, or --run RUN", err=True)
@@ -210,8 +247,15 @@ def plan_cmd(
 
 
 def history(
-    suite: Annotated[str, typer.Argument(help="Suite name, or the suite file.")],
-    limit: Annotated[int, typer.Option(help="Most recent runs to show.")] = 30,
+    suite: Annotated[
+        str,
+        typer.Argument(
+            metavar="SUITE",
+            help=f"A suite's name, its file, or a run of it ({RUN_FORMS}).",
+            show_default=False,
+        ),
+    ],
+    limit: Annotated[int, typer.Option(metavar="N", help="Most recent runs to show.")] = 30,
     sequential: Annotated[
         bool,
         typer.Option(
@@ -229,7 +273,8 @@ def history(
     from harness.release.api import suite_name_of
     from harness.report.render.planning import print_history
 
-    h = suite_history(_store(store), suite_name_of(suite), limit, sequential=sequential)
+    db = _store(store)
+    h = suite_history(db, suite_name_of(suite, db), limit, sequential=sequential)
     if as_json:
         _dump(h)
     else:

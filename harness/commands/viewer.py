@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Optional
+from urllib.parse import quote
 
 import typer
+
+from harness.commands.options import RUN_FORMS, LatestRunArg, StoreOpt
 
 DEFAULT_PORT = 8765  # keep in step with harness.viewer.DEFAULT_PORT (not imported: startup time)
 
@@ -16,41 +19,59 @@ def register(app: typer.Typer) -> None:
 
 
 def html(
-    run_id: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional
-        typer.Argument(help="Run id (default: the latest run)."),
-    ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path(
-        "report.html"
-    ),
-    store: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--store", help="SQLAlchemy URL of the store (default $HARNESS_STORE)."),
-    ] = None,
+    run_ref: LatestRunArg = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write.")
+    ] = Path("report.html"),
+    store: StoreOpt = None,
     viewer_url: Annotated[
         str,
         typer.Option(
             "--viewer-url",
+            metavar="URL",
             help="Where `harness view` runs: the task table links to its trial pages.",
         ),
     ] = f"http://127.0.0.1:{DEFAULT_PORT}",
 ) -> None:
     """Write a run's report as one self-contained HTML file (plots inline, no network)."""
     from harness.report.html_page import write_html
+    from harness.store.refs import find_run, no_arm, open_for_reading
 
-    path = write_html(run_id, store, output, viewer_url=viewer_url)
+    db = open_for_reading(store)
+    try:
+        run_id = find_run(db, no_arm(run_ref, "html", "a report covers every arm of the run")).id
+    finally:
+        db.close()
+    path = write_html(run_id, db.url, output, viewer_url=viewer_url)
     size = path.stat().st_size
     typer.echo(f"wrote {path} ({size / 1024:,.0f} KiB)", err=True)
 
 
 def view(
-    store: Annotated[
+    run_ref: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--store", help="SQLAlchemy URL of the store (default $HARNESS_STORE)."),
+        typer.Argument(
+            metavar="[RUN]",
+            help=f"Open at this run's page ({RUN_FORMS}); RUN:ARM at its arm's trials. "
+            "Default: the list of runs.",
+            show_default=False,
+        ),
     ] = None,
-    port: Annotated[int, typer.Option("--port", "-p", help="Port on 127.0.0.1.")] = DEFAULT_PORT,
+    store: StoreOpt = None,
+    port: Annotated[
+        int, typer.Option("--port", "-p", metavar="PORT", help="Port on 127.0.0.1.")
+    ] = DEFAULT_PORT,
 ) -> None:
     """Browse runs, arms, tasks and trials (transcripts, grader evidence) on 127.0.0.1."""
+    from harness.store.refs import find_run_and_arm, open_for_reading
     from harness.viewer.server import serve
 
-    serve(store, port)
+    db = open_for_reading(store)
+    try:
+        page = "/"
+        if run_ref is not None:
+            run, arm = find_run_and_arm(db, run_ref)
+            page = f"/run/{run.id}" + (f"/trials?arm={quote(arm)}" if arm else "")
+    finally:
+        db.close()
+    serve(db.url, port, page)

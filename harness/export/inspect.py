@@ -1,8 +1,11 @@
-"""``harness export RUN --format inspect``: a run as Inspect AI eval logs (``inspect view``).
+"""``harness export RUN --format inspect -o DIR``: a run as Inspect AI eval logs.
 
 Inspect's log (JSON, format version 2) describes one evaluation of one model on one task
-set, so each arm becomes one log file: ``FILE`` for a one-arm run, ``FILE-<arm>.json`` per
-arm otherwise. Each trial is a sample (id: the task id, ``#variant`` appended; epoch: trial
+set, so each arm becomes one log file in the log directory ``DIR``, named as Inspect names
+its own (``<created>_<task>_<id>.json``: the run's start time, the suite name, an id derived
+from the run and the arm), so ``inspect view --log-dir DIR`` and Inspect's
+``list_eval_logs(DIR)`` list them; exporting the same run again rewrites the same files.
+``RUN:ARM`` exports one arm. Each trial is a sample (id: the task id, ``#variant`` appended; epoch: trial
 index + 1) with the instruction as input, its trajectory as messages (user turns, the
 agent's messages, tool calls and their results), one score ``harness`` (``C`` passed, ``I``
 failed, absent when unresolved) whose explanation is the verdict's reasons and whose
@@ -13,8 +16,10 @@ from the published schema; no Inspect code is imported.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -208,7 +213,7 @@ def _log(
             "run_id": run.id,
             "created": _iso(run.started_at),
             "task": run.suite_name,
-            "task_id": run.suite_name,
+            "task_id": log_id(run.id, arm.name),
             "task_version": 0,
             "dataset": {
                 "name": run.suite_name,
@@ -251,10 +256,38 @@ def _log(
     }
 
 
-def write_inspect(store: Store, run_id: str, output: Path) -> int:
-    """Write one Inspect eval log per arm; returns the number of trials written. The
-    accuracy's stderr is the plain binomial one over trials (Inspect's own metric), not the
-    harness's clustered interval: use `harness report` for that."""
+def log_id(run_id: str, arm: str) -> str:
+    """The log's id: stable for (run, arm), with no '-' or '_' (Inspect splits file names
+    on them to read the task and the id back)."""
+    return hashlib.sha256(f"{run_id}\0{arm}".encode()).hexdigest()[:22]
+
+
+def _name_part(text: str) -> str:
+    """A file-name component as Inspect cleans its own ('_', '/', ':', '+' become '-')."""
+    return re.sub(r"[_/:+]", "-", text)
+
+
+def log_file_name(run: Run, arm: str) -> str:
+    """``<created>_<task>_<id>.json``, the name Inspect gives a log of this eval."""
+    created = _iso(run.started_at.replace(microsecond=0)) or ""
+    return f"{_name_part(created)}_{_name_part(run.suite_name)}_{log_id(run.id, arm)}.json"
+
+
+@dataclass(frozen=True)
+class Written:
+    """One log file written: where, for which arm, how many trials."""
+
+    path: Path
+    arm: str
+    trials: int
+
+
+def write_inspect(
+    store: Store, run_id: str, log_dir: Path, arms: list[str] | None = None
+) -> list[Written]:
+    """Write one Inspect eval log per arm (only ``arms`` when given) into ``log_dir``
+    (created if missing). The accuracy's stderr is the plain binomial one over trials
+    (Inspect's own metric), not the harness's clustered interval: use `harness report`."""
     with Session(store.engine) as s:
         run = s.get(Run, run_id)
         if run is None:
@@ -268,10 +301,14 @@ def write_inspect(store: Store, run_id: str, output: Path) -> int:
             .order_by(col(TrajectoryEvent.trial_id), col(TrajectoryEvent.step))
         ):
             events.setdefault(e.trial_id, []).append(e)
-    arms = {a["name"]: a for a in suite_config(run).get("arms", [])}
-    names = list(dict.fromkeys(t.arm for t in trials)) or list(arms)
-    for name in names:
-        log = _log(run, _arm(name, arms.get(name)), [t for t in trials if t.arm == name], events)
-        path = output if len(names) == 1 else output.with_name(f"{output.stem}-{name}.json")
+    stored = {a["name"]: a for a in suite_config(run).get("arms", [])}
+    names = list(dict.fromkeys([*(run.arms or stored), *(t.arm for t in trials)]))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in arms or names:
+        mine = [t for t in trials if t.arm == name]
+        log = _log(run, _arm(name, stored.get(name)), mine, events)
+        path = log_dir / log_file_name(run, name)
         path.write_text(json.dumps(log, indent=1, default=str))
-    return len(trials)
+        written.append(Written(path, name, len(mine)))
+    return written

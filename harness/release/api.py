@@ -108,13 +108,21 @@ def load_policy(path: str | Path):
     return validate(GatePolicy, data, p, lines, prefix)
 
 
-def suite_name_of(name_or_file: str) -> str:
-    """``harness history`` takes a suite's name or its file (whose ``name:`` is read)."""
+def suite_name_of(name_or_file: str, store=None) -> str:
+    """``harness history`` takes a suite's name, its file (whose ``name:`` is read) or, when
+    no suite has that name in ``store``, a run reference (the run's suite)."""
     from harness.config.loader import read_yaml
 
     p = Path(name_or_file)
     if not p.is_file():
-        return name_or_file
+        if store is None or store.list_runs(name_or_file, limit=1):
+            return name_or_file
+        from harness.store.refs import RunRef, find_run
+
+        try:
+            return find_run(store, RunRef.parse(name_or_file).run).suite_name
+        except ConfigError:
+            return name_or_file
     data, _ = read_yaml(p)
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         raise ConfigError(str(p), "name", "not a suite file (no name:)")

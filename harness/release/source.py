@@ -51,11 +51,11 @@ def load_rows(store, run_id: str) -> list[TrialRow]:
 
 
 def get_run(store, run_id: str):
-    """The run with this id ('latest' for the newest), or a ConfigError naming it."""
-    run = store.latest_run() if run_id == "latest" else store.get_run(run_id)
-    if run is None:
-        raise ConfigError(store.url, "", f"no run with id '{run_id}' in this store")
-    return run
+    """The run a reference names (``harness.store.refs``: latest, latest~N, an id or a
+    unique start of one), or a ConfigError saying why none."""
+    from harness.store.refs import find_run
+
+    return find_run(store, run_id)
 
 
 def stored_config(run) -> StoredConfig:

@@ -255,10 +255,12 @@ def _drop(d: dict[str, str], key: str) -> dict[str, str]:
     return {k: v for k, v in d.items() if k != key}
 
 
-def serve(store_url: str | None, port: int = DEFAULT_PORT) -> None:
-    """Serve until interrupted (Ctrl-C)."""
+def serve(store_url: str | None, port: int = DEFAULT_PORT, page: str = "/") -> None:
+    """Serve until interrupted (Ctrl-C); the line printed names ``page`` on the server."""
     server = make_server(store_url, port)
-    print(f"harness view: {server.url}/  (store {_safe_url(server.store_url)}; Ctrl-C to stop)")
+    print(
+        f"harness view: {server.url}{page}  (store {_safe_url(server.store_url)}; Ctrl-C to stop)"
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

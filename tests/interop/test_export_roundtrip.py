@@ -97,25 +97,34 @@ def test_truncated_or_foreign_file_is_one_line_error(exported, tmp_path) -> None
     assert result.returncode == 2 and "not a harness-run-log file" in result.stderr
 
 
-def test_inspect_log_reads_back_with_inspects_reader(exported, tmp_path) -> None:
+def test_inspect_logs_are_listed_and_read_by_inspect(exported, tmp_path) -> None:
+    """`-o DIR` writes logs `inspect view --log-dir DIR` lists (through Inspect's own
+    listing), the message names exactly those files, and each reads back with its trials."""
     _, run_id, url = exported
     if os.environ.get("CI") != "true":
         pytest.importorskip("inspect_ai")
-    from inspect_ai.log import read_eval_log
+    from inspect_ai.log import list_eval_logs, read_eval_log
 
-    out = tmp_path / "log.json"
-    result = run_cli("export", run_id, "--format", "inspect", "-o", str(out), "--store", url)
+    logs = tmp_path / "logs"
+    result = run_cli("export", run_id, "--format", "inspect", "-o", str(logs), "--store", url)
     assert result.returncode == 0, result.stderr
+    listed = sorted(Path(info.name.removeprefix("file://")) for info in list_eval_logs(str(logs)))
+    named = sorted(Path(line.split()[0]) for line in result.stderr.splitlines()[1:-1])
+    assert listed == named == sorted(logs.iterdir()), result.stderr
+    assert f"inspect view --log-dir {logs}" in result.stderr
+    infos = list_eval_logs(str(logs))
+    assert {i.task for i in infos} == {"sample"} and all(i.task_id for i in infos)
     store = Store(url)
     try:
         trials = store.trials(run_id)
     finally:
         store.close()
     arms = sorted({t.arm for t in trials})
+    by_arm = {read_eval_log(str(p)).eval.metadata["harness_arm"]: p for p in listed}
+    assert sorted(by_arm) == arms
     for arm in arms:
-        log = read_eval_log(str(tmp_path / f"log-{arm}.json"))
+        log = read_eval_log(str(by_arm[arm]))
         mine = [t for t in trials if t.arm == arm]
-        assert log.eval.metadata["harness_arm"] == arm
         assert log.samples is not None and len(log.samples) == len(mine)
         by_key = {(s.id, s.epoch): s for s in log.samples}
         for t in mine:
@@ -129,6 +138,25 @@ def test_inspect_log_reads_back_with_inspects_reader(exported, tmp_path) -> None
         resolved = [t for t in mine if t.passed is not None]
         accuracy = log.results.scores[0].metrics["accuracy"].value
         assert accuracy == pytest.approx(sum(bool(t.passed) for t in resolved) / len(resolved))
+
+    # Again: the same names (rewritten, not added to); RUN:ARM writes that arm's log only.
+    again = run_cli("export", run_id, "--format", "inspect", "-o", str(logs), "--store", url)
+    assert again.returncode == 0 and sorted(logs.iterdir()) == listed
+    one = tmp_path / "one"
+    single = run_cli(
+        "export", f"{run_id}:candidate", "--format", "inspect", "-o", str(one), "--store", url
+    )
+    assert single.returncode == 0, single.stderr
+    [only] = list_eval_logs(str(one))
+    assert read_eval_log(only.name).eval.metadata["harness_arm"] == "candidate"
+
+
+def test_inspect_export_to_a_file_name_is_refused(exported, tmp_path) -> None:
+    _, run_id, url = exported
+    out = tmp_path / "inspect.json"
+    result = run_cli("export", run_id, "--format", "inspect", "-o", str(out), "--store", url)
+    assert result.returncode == 2 and "log directory" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and not out.exists()
 
 
 def test_malformed_line_names_line_and_field(exported, tmp_path) -> None:

@@ -1,0 +1,43 @@
+"""Options and arguments several commands share, declared once so their help reads alike.
+
+Only typer is imported here (``harness --help`` must stay fast).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+RUN_FORMS = "latest, latest~N, a run id or a unique start of one"
+SANDBOXES = (
+    "auto (docker when a daemon answers, else bwrap), docker, bwrap, unsafe-local (no "
+    "isolation), faulty (fault injection) or module:Class"
+)
+"""The sandbox backends as help texts list them (a test checks this against the registry)."""
+
+StoreOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional
+    typer.Option(
+        "--store",
+        metavar="URL",
+        help="SQLAlchemy URL of the store (default: $HARNESS_STORE, else "
+        "sqlite:///.harness/harness.db).",
+    ),
+]
+
+LatestRunArg = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Argument(
+        metavar="[RUN]",
+        help=f"The run ({RUN_FORMS}; default latest). RUN:ARM shows one arm.",
+        show_default=False,
+    ),
+]
+
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+
+
+def run_arg(help_text: str) -> object:
+    """A required RUN argument with the forms every command accepts in its help."""
+    return typer.Argument(metavar="RUN", help=f"{help_text} ({RUN_FORMS}).", show_default=False)
