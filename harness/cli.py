@@ -37,6 +37,18 @@ from harness.commands.options import (  # noqa: E402
 
 ARM_LATER = "a report covers every arm of the run"
 
+
+def _argument_help_without_types() -> None:
+    """typer 0.2x prints each argument's Python type after its name in --help (``RUN <str>``);
+    the metavar already says what to give, so arguments show the metavar alone, as options
+    with a metavar do. Older typer shows no type: nothing to change there."""
+    from typer.core import TyperArgument
+
+    if callable(getattr(TyperArgument, "display_type_rich", None)):
+        TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+
+
+_argument_help_without_types()
 app = typer.Typer(
     help="Run agents on tasks in sandboxes and report, with honest uncertainty, how good they are.",
     no_args_is_help=True,
@@ -77,7 +89,7 @@ def _fail(message: str, code: int) -> None:
 def run(
     suite: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Argument(metavar="[SUITE]", help="The suite file.", show_default=False),
+        typer.Argument(metavar="SUITE", help="The suite file.", show_default=False),
     ] = None,
     resume: Annotated[
         Optional[str],  # noqa: UP045

@@ -53,4 +53,4 @@ class _ReaderGone:
 def guard_stdout() -> None:
     """Install the guard on ``sys.stdout`` (once)."""
     if not isinstance(sys.stdout, _ReaderGone) and sys.stdout is not None:
-        sys.stdout = _ReaderGone(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = _ReaderGone(sys.stdout)

@@ -23,11 +23,17 @@ def register(app: typer.Typer) -> None:
 def stage(
     names: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer needs Optional
-        typer.Argument(help="Agents to stage (default: every ready-made agent)."),
+        typer.Argument(
+            metavar="NAME",
+            help="Agents to stage (default: every ready-made agent).",
+            show_default=False,
+        ),
     ] = None,
     version: Annotated[
         Optional[str],  # noqa: UP045 - typer needs Optional
-        typer.Option(help="CLI version instead of the pinned one (one agent only)."),
+        typer.Option(
+            metavar="VERSION", help="CLI version instead of the pinned one (one agent only)."
+        ),
     ] = None,
 ) -> None:
     """Install the pinned CLI of each ready-made agent into $HARNESS_CLI_CACHE."""

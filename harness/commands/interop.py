@@ -11,6 +11,10 @@ import typer
 from harness import exitcodes
 from harness.commands.options import RUN_FORMS, StoreOpt
 
+OutDirOpt = Annotated[
+    Path, typer.Option(metavar="DIR", help="Where environments/ and tasks/ are written.")
+]
+
 importer = typer.Typer(
     help="Import another benchmark's tasks as an environment and a suite.",
     no_args_is_help=True,
@@ -30,12 +34,17 @@ def _config_error(exc: Exception) -> None:
 
 @importer.command("tau-bench")
 def tau_bench(
-    path: Annotated[Path, typer.Argument(help="A tau-bench checkout (the repository root).")],
-    domain: Annotated[str, typer.Option(help="retail or airline.")] = "retail",
-    split: Annotated[str, typer.Option(help="test, train or dev (airline has test).")] = "test",
-    out: Annotated[Path, typer.Option(help="Where environments/ and tasks/ are written.")] = Path(
-        "."
-    ),
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIR", help="A tau-bench checkout (the repository root).", show_default=False
+        ),
+    ],
+    domain: Annotated[str, typer.Option(metavar="NAME", help="retail or airline.")] = "retail",
+    split: Annotated[
+        str, typer.Option(metavar="NAME", help="test, train or dev (airline has test).")
+    ] = "test",
+    out: OutDirOpt = Path("."),
 ) -> None:
     """Write environments/tau-bench-DOMAIN and tasks/tau-bench-DOMAIN/{suite,check-suite}.yaml."""
     from harness.errors import ConfigError
@@ -57,10 +66,13 @@ def tau_bench(
 
 @importer.command("harbor")
 def harbor(
-    path: Annotated[Path, typer.Argument(help="A Harbor task directory, or a folder of them.")],
-    out: Annotated[Path, typer.Option(help="Where environments/ and tasks/ are written.")] = Path(
-        "."
-    ),
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIR", help="A Harbor task directory, or a folder of them.", show_default=False
+        ),
+    ],
+    out: OutDirOpt = Path("."),
 ) -> None:
     """Write environments/harbor-NAME and tasks/harbor/{tasks,suite}.yaml; print what was
     imported and, one line each, what was refused and why."""
@@ -91,17 +103,16 @@ def export(
         ),
     ],
     format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="jsonl (default) or inspect.")
+        str, typer.Option("--format", metavar="FORMAT", help="jsonl or inspect.")
     ] = "jsonl",
     output: Annotated[
         Path | None,
         typer.Option(
             "--output",
             "-o",
-            "--log-dir",
             metavar="PATH",
             help="jsonl: the file to write (default: stdout). inspect: the log directory "
-            "to write into (as `inspect view --log-dir` takes it).",
+            "to write into (open it with `inspect view --log-dir PATH`).",
         ),
     ] = None,
     store: StoreOpt = None,

@@ -29,8 +29,8 @@ StoreOpt = Annotated[
 LatestRunArg = Annotated[
     Optional[str],  # noqa: UP045
     typer.Argument(
-        metavar="[RUN]",
-        help=f"The run ({RUN_FORMS}; default latest). RUN:ARM shows one arm.",
+        metavar="RUN",
+        help=f"The run ({RUN_FORMS}; default latest).",
         show_default=False,
     ),
 ]

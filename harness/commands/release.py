@@ -49,7 +49,7 @@ def compare(
     b: Annotated[
         Optional[str],  # noqa: UP045
         typer.Argument(
-            metavar="[B]",
+            metavar="B",
             help="Candidate: RUN or RUN:ARM (default: A's run, its primary candidate).",
             show_default=False,
         ),

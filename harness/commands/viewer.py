@@ -51,7 +51,7 @@ def view(
     run_ref: Annotated[
         Optional[str],  # noqa: UP045
         typer.Argument(
-            metavar="[RUN]",
+            metavar="RUN",
             help=f"Open at this run's page ({RUN_FORMS}); RUN:ARM at its arm's trials. "
             "Default: the list of runs.",
             show_default=False,
