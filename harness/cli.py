@@ -29,10 +29,13 @@ import typer  # noqa: E402
 from harness import exitcodes  # noqa: E402
 from harness.commands.options import (  # noqa: E402
     RUN_FORMS,
-    SANDBOXES,
+    ConcurrencyOpt,
     LatestRunArg,
+    LimitOpt,
     QuietOpt,
+    SandboxOpt,
     StoreOpt,
+    TaskGlobOpt,
 )
 
 ARM_LATER = "a report covers every arm of the run"
@@ -98,10 +101,7 @@ def run(
             help=f"Resume a run ({RUN_FORMS}): run only its trials without a final row.",
         ),
     ] = None,
-    sandbox: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="NAME", help=f"Sandbox backend: {SANDBOXES}."),
-    ] = None,
+    sandbox: SandboxOpt = None,
     executor: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(metavar="NAME", help="Where trials run: local (this process) or ray."),
@@ -114,24 +114,15 @@ def run(
         Optional[int],  # noqa: UP045
         typer.Option(metavar="N", help="Trials per task per arm (overrides the suite's)."),
     ] = None,
-    concurrency: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option(metavar="N", help="Trials running at once."),
-    ] = None,
+    concurrency: ConcurrencyOpt = None,
     seed: Annotated[Optional[int], typer.Option(metavar="N", help="Suite seed.")] = None,  # noqa: UP045
     store: StoreOpt = None,
     locked: Annotated[
         bool,
         typer.Option("--locked", help="Refuse to start if an image differs from the lock file."),
     ] = False,
-    task: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--task", metavar="GLOB", help="Only tasks whose id matches (repeatable)."),
-    ] = None,
-    limit: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option("--limit", metavar="N", min=1, help="Only the first N tasks (after --task)."),
-    ] = None,
+    task: TaskGlobOpt = None,
+    limit: LimitOpt = None,
     arm: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option("--arm", metavar="NAME", help="Only this arm (repeatable)."),

@@ -8,7 +8,14 @@ from typing import Annotated, Optional
 import typer
 
 from harness import exitcodes
-from harness.commands.options import SANDBOXES, QuietOpt
+from harness.commands.options import (
+    SANDBOXES,
+    ConcurrencyOpt,
+    LimitOpt,
+    QuietOpt,
+    SandboxOpt,
+    TaskGlobOpt,
+)
 
 SuiteArg = Annotated[
     Path, typer.Argument(metavar="SUITE", help="The suite file.", show_default=False)
@@ -87,22 +94,10 @@ def gc(
 # long: the signature declares one typer option per ``harness validate`` flag.
 def validate(
     suite: SuiteArg,
-    sandbox: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="NAME", help=f"Sandbox backend: {SANDBOXES}."),
-    ] = None,
-    concurrency: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option(metavar="N", help="Trials running at once."),
-    ] = None,
-    task: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--task", metavar="GLOB", help="Only tasks whose id matches (repeatable)."),
-    ] = None,
-    limit: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option("--limit", metavar="N", min=1, help="Only the first N tasks (after --task)."),
-    ] = None,
+    sandbox: SandboxOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    task: TaskGlobOpt = None,
+    limit: LimitOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""

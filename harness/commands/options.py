@@ -37,6 +37,23 @@ LatestRunArg = Annotated[
 
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
 
+SandboxOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--sandbox", metavar="NAME", help=f"Sandbox backend: {SANDBOXES}."),
+]
+ConcurrencyOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--concurrency", metavar="N", help="Trials running at once."),
+]
+TaskGlobOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--task", metavar="GLOB", help="Only tasks whose id matches (repeatable)."),
+]
+LimitOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--limit", metavar="N", min=1, help="Only the first N tasks (after --task)."),
+]
+
 
 def run_arg(help_text: str) -> object:
     """A required RUN argument with the forms every command accepts in its help."""
