@@ -160,7 +160,7 @@ def run(
         from harness.report.cli import print_report
         from harness.runner import start
     except KeyboardInterrupt:
-        raise Interrupted(resume, store) from None
+        raise Interrupted(resume) from None
     result = start(
         str(suite) if suite else "",
         overrides,
@@ -173,7 +173,10 @@ def run(
     try:
         print_report(result.run_id, result.store_url, quiet=quiet)
     except KeyboardInterrupt:
-        typer.echo(f"interrupted: run {result.run_id} is stored; `harness report` shows it")
+        from harness.store.refs import store_flag
+
+        shows = f"harness report {result.run_id}{store_flag(result.store_url)}"
+        typer.echo(f"interrupted: run {result.run_id} is stored; `{shows}` shows it")
         raise typer.Exit(exitcodes.INTERRUPTED) from None
     o = result.outcome
     typer.echo(

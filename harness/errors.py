@@ -105,14 +105,15 @@ class Interrupted(HarnessError):
     """SIGINT or SIGTERM stopped a run. ``run_id`` is set when the run row exists (it can be
     resumed); None when the signal came before anything was recorded."""
 
-    def __init__(self, run_id: str | None, store_url: str | None = None):
+    def __init__(self, run_id: str | None, command: str | None = None):
+        """``command``: the command that resumes the run (``store.refs.resume_command``,
+        which keeps a non-default ``--store``)."""
         self.run_id = run_id
-        if run_id is None:
-            super().__init__("interrupted before the run was recorded: nothing to resume")
-            return
-        from harness.store.refs import resume_command
-
-        super().__init__(f"interrupted: resume with `{resume_command(run_id, store_url)}`")
+        super().__init__(
+            f"interrupted: resume with `{command or f'harness run --resume {run_id}'}`"
+            if run_id
+            else "interrupted before the run was recorded: nothing to resume"
+        )
 
 
 class RunBusy(HarnessError):

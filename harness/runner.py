@@ -84,7 +84,9 @@ def start(
             with suppress(Exception):
                 if store.get_run(run_id) is not None:
                     recorded, url = run_id, store.url
-        raise Interrupted(recorded, url) from None
+        from harness.store.refs import resume_command
+
+        raise Interrupted(recorded, recorded and resume_command(recorded, url)) from None
 
 
 def _start(

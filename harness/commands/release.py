@@ -156,6 +156,7 @@ def gate(
     raise typer.Exit(g["exit_code"])
 
 
+# long: the signature declares one typer option per ``harness plan`` flag (three modes).
 def plan_cmd(
     base: Annotated[
         Optional[float],  # noqa: UP045

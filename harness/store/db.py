@@ -27,8 +27,9 @@ from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.sql import Executable
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
-from harness.errors import ConfigError, HarnessError, StoreConflict
+from harness.errors import HarnessError, StoreConflict
 from harness.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from harness.store.missing import refuse_missing
 from harness.store.queries import ReportRows, report_rows
 from harness.store.tables import (
     TRIAL_COLUMNS,
@@ -66,17 +67,6 @@ class StoreUnavailable(HarnessError):
     """The store cannot be opened or written at all (bad URL, read-only file, server down)."""
 
 
-class StoreMissing(ConfigError):
-    """A command that only reads was pointed at a store that does not exist (exit 2)."""
-
-    def __init__(self, url: str, what: str):
-        super().__init__(
-            _redact(url),
-            "",
-            f"no harness store here ({what}; nothing was created): check --store or ${ENV_VAR}",
-        )
-
-
 class Store:
     def __init__(
         self,
@@ -89,17 +79,15 @@ class Store:
         """Open (and migrate) the store at ``url``. ``pool_size``/``max_overflow`` size the
         connection pool of server databases; the URL's query parameters override them.
         ``create=False`` is for commands that only read: a store that does not exist yet
-        is ``StoreMissing`` and nothing (file, directory or table) is created."""
+        is ``missing.StoreMissing`` and nothing (file, directory or table) is created."""
         self.url = url or resolve_url()
         self.read_only = _read_only_sqlite(self.url)
-        path = _sqlite_path(self.url)
-        if not create and path is not None and not os.path.isfile(path):
-            raise StoreMissing(self.url, f"{path} does not exist")
+        if not create:
+            refuse_missing(_redact(self.url), ENV_VAR, _sqlite_path(self.url))
         try:
             self.engine = _make_engine(self.url, pool_size, max_overflow, self.read_only)
-            if not create and not _has_schema(self.engine):
-                self.engine.dispose()
-                raise StoreMissing(self.url, "the database holds no harness tables")
+            if not create:
+                refuse_missing(_redact(self.url), ENV_VAR, None, self.engine)
             if self.read_only:
                 self._check_schema()
             else:
@@ -240,17 +228,6 @@ class Store:
         with Session(self.engine) as s:
             q = select(Run).order_by(col(Run.started_at).desc()).offset(skip).limit(1)
             return s.exec(q).first()
-
-    def runs_with_id_prefix(self, prefix: str, limit: int = 10) -> list[Run]:
-        """Runs whose id starts with ``prefix`` (LIKE wildcards in it match themselves)."""
-        with Session(self.engine) as s:
-            q = (
-                select(Run)
-                .where(col(Run.id).startswith(prefix, autoescape=True))
-                .order_by(col(Run.started_at).desc())
-                .limit(limit)
-            )
-            return list(s.exec(q))
 
     def list_runs(self, suite: str | None = None, limit: int = 50) -> list[Run]:
         with Session(self.engine) as s:
@@ -447,13 +424,6 @@ def is_store_full(exc: BaseException) -> bool:
     """A write failed for want of space (or a failing disk): retrying cannot help."""
     text = str(getattr(exc, "orig", exc)).lower()
     return any(marker in text for marker in _FULL)
-
-
-def _has_schema(engine: Engine) -> bool:
-    """Whether the database already holds a harness store (its schema version table)."""
-    from sqlalchemy import inspect
-
-    return inspect(engine).has_table(SchemaVersion.__tablename__)
 
 
 def _sqlite_path(url: str) -> str | None:

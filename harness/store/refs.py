@@ -17,6 +17,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from sqlmodel import Session, col, select
+
 from harness.errors import ConfigError
 from harness.store.db import Store, resolve_url
 from harness.store.db import _redact as redact
@@ -66,7 +68,7 @@ def find_run(store: Store, ref: str | None) -> Run:
     exact = store.get_run(text)
     if exact is not None:
         return exact
-    matches = store.runs_with_id_prefix(text, limit=SHOWN_MATCHES + 1)
+    matches = _runs_with_id_prefix(store, text, limit=SHOWN_MATCHES + 1)
     if len(matches) == 1:
         return matches[0]
     if not matches:
@@ -78,6 +80,18 @@ def find_run(store: Store, ref: str | None) -> Run:
     raise ConfigError(
         where, "", f"'{text}' is the start of several run ids ({shown}{more}); give more of it"
     )
+
+
+def _runs_with_id_prefix(store: Store, prefix: str, limit: int) -> list[Run]:
+    """Runs whose id starts with ``prefix`` (LIKE wildcards in it match themselves)."""
+    with Session(store.engine) as s:
+        q = (
+            select(Run)
+            .where(col(Run.id).startswith(prefix, autoescape=True))
+            .order_by(col(Run.started_at).desc())
+            .limit(limit)
+        )
+        return list(s.exec(q))
 
 
 def find_run_and_arm(store: Store, ref: str | None) -> tuple[Run, str | None]:
@@ -103,13 +117,25 @@ def no_arm(ref: str | None, command: str, why: str) -> str | None:
     return ref
 
 
-def resume_command(run_id: str, store_url: str | None) -> str:
-    """The command that resumes ``run_id``. ``--store`` is kept unless the store is the one a
-    bare command opens ($HARNESS_STORE, else the default file); a password is shown as ***."""
-    command = f"harness run --resume {run_id}"
+def store_flag(store_url: str | None) -> str:
+    """`` --store URL`` for a printed command, unless the store is the one a bare command
+    opens ($HARNESS_STORE, else the default file); a password is shown as ***."""
     if store_url and store_url != resolve_url(None):
-        command += f" --store {shlex.quote(redact(store_url))}"
-    return command
+        return f" --store {shlex.quote(redact(store_url))}"
+    return ""
 
 
-__all__ = ["RunRef", "find_run", "find_run_and_arm", "no_arm", "open_for_reading", "resume_command"]
+def resume_command(run_id: str, store_url: str | None) -> str:
+    """The command that resumes ``run_id`` in the store at ``store_url``."""
+    return f"harness run --resume {run_id}{store_flag(store_url)}"
+
+
+__all__ = [
+    "RunRef",
+    "find_run",
+    "find_run_and_arm",
+    "no_arm",
+    "open_for_reading",
+    "resume_command",
+    "store_flag",
+]

@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import sys
 
-from harness.errors import Interrupted
+from harness.store.refs import resume_command
 from tests.cli.test_usage_errors import _main
 from tests.conftest import REPO, write_suite
 
@@ -40,10 +40,14 @@ def test_gate_piped_into_head_keeps_its_exit_code(tmp_path):
 def test_resume_commands_keep_a_store_that_is_not_the_default(tmp_path, monkeypatch):
     monkeypatch.delenv("HARNESS_STORE", raising=False)
     url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
-    assert f"--store {url}" in str(Interrupted("r1", url))
-    assert "--store" not in str(Interrupted("r1", "sqlite:///.harness/harness.db"))
+    assert resume_command("r1", url) == f"harness run --resume r1 --store {url}"
+    assert resume_command("r1", "sqlite:///.harness/harness.db") == "harness run --resume r1"
     monkeypatch.setenv("HARNESS_STORE", url)  # a store the bare command opens anyway
-    assert "--store" not in str(Interrupted("r1", url))
+    assert resume_command("r1", url) == "harness run --resume r1"
+    secret = "postgresql://u:hunter2@db/evals"
+    assert "hunter2" not in resume_command("r1", secret) and "u:***@db" in resume_command(
+        "r1", secret
+    )
     monkeypatch.delenv("HARNESS_STORE")
 
     suite = write_suite(tmp_path / "s", n_tasks=2)
