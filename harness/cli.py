@@ -190,8 +190,7 @@ def run(
         typer.echo(f"interrupted: resume with `{result.resume_command}`", err=True)
     elif o.stopped is not None:
         typer.echo(
-            f"stopped: {o.stopped}; resume with `{result.resume_command}` once "
-            "the endpoint works",
+            f"stopped: {o.stopped}; resume with `{result.resume_command}` once the endpoint works",
             err=True,
         )
     raise typer.Exit(result.exit_code)
