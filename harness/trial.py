@@ -160,31 +160,32 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
             rc.interrupted.extend(attempts)
             raise rc.breaker.tripped
         started = now()
+        spent = Usage()  # this attempt's, kept whatever becomes of the attempt
         try:
-            record = await _attempt(job, rc, number)
+            record = await _attempt(job, rc, number, spent)
         except errors.InfraError as exc:
             rc.breaker.after_attempt(False, exc, job.arm)
-            attempts.append(attempt_row(job, rc, number, "infra_error", repr(exc), started))
+            row = attempt_row(job, rc, number, "infra_error", repr(exc), started, spent)
+            attempts.append(row)
             if rc.breaker.tripped is not None:
                 rc.interrupted.extend(attempts)
                 raise rc.breaker.tripped from exc
             if number == max_attempts:
-                return error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started)
+                return error_record(job, rc, errors.INFRA_ERROR, exc, attempts, started, spent)
             await anyio.sleep(policy.delay(number))
             continue
         except anyio.get_cancelled_exc_class():
             # No final row: the trial stays unfinished and a resume runs it again.
-            attempts.append(attempt_row(job, rc, number, "interrupted", None, started))
+            attempts.append(attempt_row(job, rc, number, "interrupted", None, started, spent))
             rc.interrupted.extend(attempts)
             raise
         except Exception as exc:  # not in the taxonomy: a bug of ours; recorded, never retried
             rc.breaker.after_attempt(True, None, job.arm)
-            attempts.append(
-                attempt_row(job, rc, number, errors.classify(exc), traceback_text(exc), started)
-            )
-            return error_record(job, rc, errors.classify(exc), exc, attempts, started)
+            kind = errors.classify(exc)
+            attempts.append(attempt_row(job, rc, number, kind, traceback_text(exc), started, spent))
+            return error_record(job, rc, kind, exc, attempts, started, spent)
         rc.breaker.after_attempt(True, None, job.arm)
-        attempts.append(attempt_row(job, rc, number, "ok", None, started))
+        attempts.append(attempt_row(job, rc, number, "ok", None, started, spent))
         record.attempts = attempts
         record.trial.attempts = number
         return record
@@ -193,8 +194,9 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
 
 # long: it is the trial lifecycle read top to bottom (provision, setup, snapshot, agent, snapshot,
 #   grade, teardown in ``finally``), as DESIGN asks.
-async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
-    """One attempt of one trial; its outcome decides whether the job is retried."""
+async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> TrialRecord:
+    """One attempt of one trial; its outcome decides whether the job is retried. ``spent``
+    is charged with the attempt's usage (the caller keeps it if the attempt fails)."""
     loaded = rc.resolved.task(job.task_id)
     task = loaded.task
     suite = rc.resolved.suite
@@ -236,7 +238,7 @@ async def _attempt(job: Job, rc: RunContext, number: int) -> TrialRecord:
     try:
         initial, server = await _setup(sandbox, env, task) if env else (None, None)
         ctx = _agent_context(
-            agent_binding.cls, task, arm, variant, sandbox, env, job, suite, server
+            agent_binding.cls, task, arm, variant, sandbox, env, job, suite, server, spent
         )
         failure: errors.AgentFailure | None = None
         result = AgentResult()
@@ -350,6 +352,7 @@ class _ContextArgs(TypedDict):
     user: SimulatedUser | None
     user_opens: bool
     tool_server: ToolServer | None
+    usage: Usage
 
 
 def _agent_context(
@@ -362,6 +365,7 @@ def _agent_context(
     job: Job,
     suite: Suite,
     server: ToolServer | None,
+    usage: Usage,
 ) -> AgentContext:
     """What the agent gets: what a user would give it, as copies of its own. The task
     itself (graders, solution) only for built-in reference agents, and then a deep copy."""
@@ -388,6 +392,7 @@ def _agent_context(
         user=user,
         user_opens=task.user is not None and task.user.goal is not None,
         tool_server=server,
+        usage=usage,
     )
     if is_reference_agent(agent_cls):
         return ReferenceContext(**common, task=copy.deepcopy(task))
@@ -475,8 +480,10 @@ def error_record(
     exc: BaseException,
     attempts: list[AttemptRow],
     started: datetime,
+    usage: Usage | None = None,
 ) -> TrialRecord:
-    """The record of a trial that ended without a verdict (``status``: an error kind)."""
+    """The record of a trial that ended without a verdict (``status``: an error kind), with
+    its last attempt's usage (unknown when not given: never stored as zero)."""
     task = rc.resolved.task(job.task_id).task
     trial = trial_row(
         job,
@@ -485,7 +492,7 @@ def error_record(
         status,
         started,
         0.0,
-        Usage(cost_usd=None),
+        usage or Usage(cost_usd=None, cost_known=False, tokens_known=False),
         None,
         passed=None,
         score=None,

@@ -118,14 +118,28 @@ def trial_row(
 
 
 def attempt_row(
-    job: Job, rc: RunContext, number: int, outcome: str, error: str | None, started: datetime
+    job: Job,
+    rc: RunContext,
+    number: int,
+    outcome: str,
+    error: str | None,
+    started: datetime,
+    usage: Usage | None = None,
 ) -> AttemptRow:
-    """The row of attempt ``number`` of ``job``, ended by ``outcome`` ('ok' or an error kind)."""
+    """The row of attempt ``number`` of ``job``, ended by ``outcome`` ('ok' or an error kind),
+    with what it spent (``usage``; None: unknown, stored as NULL)."""
+    tokens_in, tokens_cached, tokens_out = (
+        usage.recorded_tokens() if usage is not None else (None, None, None)
+    )
     return AttemptRow(
         **trial_key(job, rc).model_dump(),
         attempt=number,
         outcome=outcome,
         error=error,
+        tokens_in=tokens_in,
+        tokens_cached=tokens_cached,
+        tokens_out=tokens_out,
+        cost_usd=usage.cost_usd if usage is not None else None,
         started_at=started,
         finished_at=now(),
     )

@@ -31,6 +31,7 @@ from harness.report.records import (
     ReportSettings,
     RunSummary,
     Success,
+    UsageSection,
     Versions,
 )
 from harness.stats.task_units import Unit, choose_unit, mean_interval
@@ -114,6 +115,7 @@ def build_report(
         arms[name] = arm_report(
             data.arms.get(name) or empty_arm(),
             attempts=data.attempts.get(name, {}),
+            attempt_cost=data.attempt_cost.get(name, {}),
             variants=data.variants.get(name),
             trials_per_task=int(run.get("trials_per_task") or 1),
             scheduled=scheduled,
@@ -299,6 +301,7 @@ def arm_report(
     attempts: dict[str, int],
     variants,
     trials_per_task: int,
+    attempt_cost: dict[str, tuple[float, int]] | None = None,
     scheduled: tuple[int, int],
     settings: ReportSettings,
     n_resamples: int,
@@ -322,11 +325,22 @@ def arm_report(
         "reason": unit.reason,
         "effective_clusters": use.effective_cluster_count(clusters),
     }
+
+    def usage() -> UsageSection:
+        return use.usage_section(
+            arm,
+            unit,
+            inc,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+            attempt_cost=attempt_cost,
+            attempts=attempts,
+        )
+
     if n.size == 0:
         out.update(_empty_sections())
-        out["usage"] = use.usage_section(
-            arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
-        )
+        out["usage"] = usage()
         return out
 
     rates = c / n
@@ -376,7 +390,5 @@ def arm_report(
         ),
         "harm": rel.harm_section(arm, unit, inc, confidence),
     }
-    out["usage"] = use.usage_section(
-        arm, unit, inc, n_resamples=n_resamples, seed=seed, confidence=confidence
-    )
+    out["usage"] = usage()
     return out

@@ -82,6 +82,8 @@ class RunData:
     """arm → attempt outcome → count."""
     variants: dict[str, VariantPairs]
     timings: dict[str, float] = field(default_factory=dict)
+    attempt_cost: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
+    """arm → attempt outcome → (summed known cost in US dollars, attempts with a known cost)."""
 
 
 def _empty_arm() -> ArmTrials:
@@ -193,8 +195,10 @@ def load_run_data(
         start_task, start_trial = end_task, end_trial
 
     attempts: dict[str, dict[str, int]] = {}
-    for arm, outcome, count in rows.attempts:
+    attempt_cost: dict[str, dict[str, tuple[float, int]]] = {}
+    for arm, outcome, count, usd, known in rows.attempts:
         attempts.setdefault(arm, {})[outcome] = count
+        attempt_cost.setdefault(arm, {})[outcome] = (usd, known)
     variants: dict[str, VariantPairs] = {}
     by_arm: dict[str, list[tuple[Any, ...]]] = {}
     for r in rows.variants:
@@ -209,7 +213,13 @@ def load_run_data(
             original_status=_status_codes(cols[5]),
         )
     timings["arrays_s"] = time.perf_counter() - t1
-    return RunData(arms=arms, attempts=attempts, variants=variants, timings=timings)
+    return RunData(
+        arms=arms,
+        attempts=attempts,
+        variants=variants,
+        timings=timings,
+        attempt_cost=attempt_cost,
+    )
 
 
 def _as_text(value: Any) -> str:

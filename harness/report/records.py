@@ -43,6 +43,15 @@ mean per such trial; None when no trial's usage is known. ``unknown_trials``: tr
 model endpoint reported no usage (never counted as zero tokens)."""
 
 
+class AttemptSpend(TypedDict):
+    """What every attempt of an arm spent (part of ``CostSummary``)."""
+
+    spent_usd: float | None
+    discarded_attempts: int
+    discarded_usd: float | None
+    unknown_cost_attempts: int
+
+
 class CostSummary(TypedDict):
     """Cost over resolved trials with a known price (unknown is never counted as zero)."""
 
@@ -54,6 +63,14 @@ class CostSummary(TypedDict):
     per_trial_usd: Interval | None
     per_success_usd: Interval | None
     note: str | None
+    spent_usd: NotRequired[float | None]
+    """Every attempt's known cost: the resolved trials' and the discarded attempts' (retried
+    after an infrastructure error, or of trials left without a verdict)."""
+    discarded_attempts: NotRequired[int]
+    discarded_usd: NotRequired[float | None]
+    """The known cost of the discarded attempts (part of ``spent_usd``)."""
+    unknown_cost_attempts: NotRequired[int]
+    """Attempts whose cost is unknown (no price, no usage reported, or an older store)."""
 
 
 class Latency(TypedDict, total=False):

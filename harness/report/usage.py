@@ -8,6 +8,7 @@ import numpy as np
 
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
 from harness.report.records import (
+    AttemptSpend,
     ClassUnresolved,
     CostSummary,
     InfraSection,
@@ -32,8 +33,11 @@ def usage_section(
     n_resamples: int,
     seed: int,
     confidence: float,
+    attempt_cost: dict[str, tuple[float, int]] | None = None,
+    attempts: dict[str, int] | None = None,
 ) -> UsageSection:
-    """Tokens, cost per trial and per success, latency and steps over resolved trials."""
+    """Tokens, cost per trial and per success, latency and steps over resolved trials; and
+    what every attempt spent (``attempt_cost``, ``attempts``: per attempt outcome)."""
     resolved = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
     tokens = _tokens(arm)
     cost = arm.cost[resolved]
@@ -72,6 +76,8 @@ def usage_section(
             )
     elif cost.size:
         cost_out["note"] = f"unknown: no trial has a known cost ({_why_unknown(arm, resolved)})"
+    if attempts:
+        cost_out.update(attempt_spend(attempt_cost or {}, attempts))
 
     lat = arm.latency[resolved]
     steps = arm.steps[resolved]
@@ -182,6 +188,25 @@ def _cost_ratio(
     except ValueError:  # a resample with no successes: no interval
         out["method"] = "ratio of sums; no bootstrap interval (some resamples have no successes)"
     return out
+
+
+def attempt_spend(
+    attempt_cost: dict[str, tuple[float, int]], attempts: dict[str, int]
+) -> AttemptSpend:
+    """What every attempt of an arm spent, the discarded ones ('ok' is the attempt whose
+    result became a trial's verdict) apart; known costs only, unknown ones counted."""
+    known = sum(k for _, k in attempt_cost.values())
+    discarded = {o: v for o, v in attempt_cost.items() if o != "ok"}
+    return {
+        "spent_usd": sum(usd for usd, _ in attempt_cost.values()) if known else None,
+        "discarded_attempts": sum(n for o, n in attempts.items() if o != "ok"),
+        "discarded_usd": (
+            sum(usd for usd, _ in discarded.values())
+            if any(k for _, k in discarded.values())
+            else None
+        ),
+        "unknown_cost_attempts": sum(attempts.values()) - known,
+    }
 
 
 def infra_section(

@@ -79,6 +79,15 @@ def _v6(conn: Connection) -> None:
         )
 
 
+def _v7(conn: Connection) -> None:
+    """attempts.tokens_* and attempts.cost_usd: what each attempt spent, discarded ones
+    included (NULL for attempts recorded before: their spend was not kept)."""
+    columns = {c["name"] for c in inspect(conn).get_columns("attempts")}
+    for name, kind in (*((c, "INTEGER") for c in _TOKEN_COLUMNS), ("cost_usd", "FLOAT")):
+        if name not in columns:
+            conn.execute(text(f"ALTER TABLE attempts ADD COLUMN {name} {kind}"))
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
@@ -86,5 +95,6 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (4, _v4),
     (5, _v5),
     (6, _v6),
+    (7, _v7),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

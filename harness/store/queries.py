@@ -110,7 +110,8 @@ GROUP BY {_ARM}, {_TASK} ORDER BY {_TASK}
 """
 _ARMS_SQL = f"SELECT {_c(Run.arms)} FROM {Run.__tablename__} WHERE {_c(Run.id)} = {{p}}"
 _ATTEMPT_SQL = f"""
-SELECT {_c(Attempt.arm)}, {_c(Attempt.outcome)}, COUNT(*) FROM {_ATTEMPTS}
+SELECT {_c(Attempt.arm)}, {_c(Attempt.outcome)}, COUNT(*), SUM({_c(Attempt.cost_usd)}),
+       COUNT({_c(Attempt.cost_usd)}) FROM {_ATTEMPTS}
 WHERE {_c(Attempt.run_id)} = {{p}} GROUP BY {_c(Attempt.arm)}, {_c(Attempt.outcome)}
 """
 _HAS_VARIANTS_SQL = f"SELECT 1 FROM {_TRIALS} WHERE {_RUN} = {{p}} AND {_VARIANT} <> '' LIMIT 1"
@@ -131,8 +132,8 @@ class ReportRows:
     task_rows: list[tuple[Any, ...]]
     """Per (arm, task): ``TASK_FIELDS`` then one packed text per entry of ``packed``."""
     packed: list[Packed]
-    attempts: list[tuple[str, str, int]]
-    """(arm, outcome, count)."""
+    attempts: list[tuple[str, str, int, float, int]]
+    """(arm, outcome, count, summed known cost in US dollars, attempts with a known cost)."""
     variants: list[tuple[Any, ...]]
     """(arm, task, variant, trial index, status, original trial's status)."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -194,9 +195,12 @@ def report_rows(
         variant_rows = (
             pool.submit(query, "variant", _VARIANT_SQL, all_rows, run_id) if with_variants else None
         )
-        attempts = [(str(a), str(o), int(n)) for a, o, n in attempt_rows.result()]
+        attempts = [
+            (str(a), str(o), int(n), float(usd or 0.0), int(known))
+            for a, o, n, usd, known in attempt_rows.result()
+        ]
         # Trials of arms the run row lacks still count.
-        for arm in sorted({a for a, _, _ in attempts} - set(per_arm)):
+        for arm in sorted({a[0] for a in attempts} - set(per_arm)):
             per_arm[arm] = pool.submit(query, "task", _TASK_SQL, all_rows, run_id, arm)
         task_rows = [row for arm in sorted(per_arm) for row in per_arm[arm].result()]
         variants = variant_rows.result() if variant_rows is not None else []

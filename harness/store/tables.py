@@ -142,6 +142,13 @@ class AttemptRow(TrialKey):
     outcome: str
     """'ok', or the error kind that ended this attempt (infra_error, interrupted, ...)."""
     error: str | None = Field(default=None, sa_type=Text)
+    tokens_in: int | None = None
+    """Tokens this attempt's model calls reported (None: a call reported no usage, or the
+    attempt never got as far as its agent); discarded attempts keep theirs too."""
+    tokens_cached: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    """US dollars this attempt spent (None when a price or a call's usage is unknown)."""
     started_at: datetime
     finished_at: datetime
 

@@ -178,7 +178,7 @@ def _v2_store_gains_unknown_tokens(url: str, roll_back) -> None:
     _roundtrip(url)
     roll_back()
     store = Store(url)
-    assert store.migrate() == SCHEMA_VERSION == 5 and _nullable_tokens(store)
+    assert store.migrate() == SCHEMA_VERSION and _nullable_tokens(store)
     with store.engine.connect() as conn:
         (tid, tokens_in) = conn.exec_driver_sql("SELECT id, tokens_in FROM trials").one()
     assert tokens_in == 10 and [e.tool for e in store.events(tid)] == ["find_user"]

@@ -164,6 +164,10 @@ _ATTEMPT_CHECKS = [
     "attempt",
     "outcome",
     "error",
+    "tokens_in",
+    "tokens_cached",
+    "tokens_out",
+    "cost_usd",
     "started_at",
     "finished_at",
 ]
@@ -234,6 +238,8 @@ def test_attempt_and_event_rows(contract_run):
         t = by_key[(a["arm"], a["task_id"], a["variant"], a["trial_index"])]
         got = {k: a[k] for k in _ATTEMPT_CHECKS if k not in ("started_at", "finished_at")}
         want = {k: t[k] for k in ("run_id", "arm", "task_id", "variant", "trial_index")}
+        # the only attempt is the verdict's: what it spent is the trial's
+        want |= {k: t[k] for k in ("tokens_in", "tokens_cached", "tokens_out", "cost_usd")}
         assert got == {**want, "attempt": 1, "outcome": "ok", "error": None}
         assert a["started_at"] <= t["started_at"] <= t["finished_at"] <= a["finished_at"]
     agent = contract_run["agent"]

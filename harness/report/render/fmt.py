@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness.report.records import (
     Comparison,
+    CostSummary,
     InfraSection,
     Latency,
     PassAtK,
@@ -12,7 +13,7 @@ from harness.report.records import (
     Report,
     Tokens,
 )
-from harness.report.render.numbers import count, delta_text, pct
+from harness.report.render.numbers import count, delta_text, money, pct
 
 
 def noise_floor_text(report: Report) -> str | None:
@@ -31,6 +32,20 @@ def noise_floor_text(report: Report) -> str | None:
     if floor.get("degenerate"):
         text += f" — DEGENERATE: {floor['degenerate_reason']}"
     return text
+
+
+def spend_text(cost: CostSummary) -> str | None:
+    """What every attempt spent, when some attempts were discarded (retried after an
+    infrastructure error, or of unresolved trials); None when there were none."""
+    n = cost.get("discarded_attempts") or 0
+    if not n:
+        return None
+    unknown = cost.get("unknown_cost_attempts") or 0
+    text = (
+        f"all attempts {money(cost.get('spent_usd'))}, of which "
+        f"{money(cost.get('discarded_usd'))} on {n} discarded attempt(s)"
+    )
+    return text + (f" ({unknown} attempt(s) of unknown cost)" if unknown else "")
 
 
 def tokens_text(tok: Tokens) -> str:

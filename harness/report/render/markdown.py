@@ -12,6 +12,7 @@ from harness.report.render.fmt import (
     latency_text,
     noise_floor_text,
     select_ks,
+    spend_text,
     tokens_text,
     unresolved_by_class_text,
 )
@@ -193,6 +194,8 @@ def _reliability_and_usage(a: ArmReport) -> list[str]:
     )
     if cost.get("note"):
         line += f" ({cost['note']})"
+    if spent := spend_text(cost):
+        line += f"; {spent}"
     if lat.get("n"):
         line += (
             f"; latency {latency_text(lat)} (n={lat['n']} trials); steps mean {steps['mean']:.1f}"

@@ -25,6 +25,7 @@ from harness.report.render.fmt import (
     latency_text,
     noise_floor_text,
     select_ks,
+    spend_text,
     tokens_text,
     unresolved_by_class_text,
 )
@@ -233,6 +234,8 @@ def _usage(console: Console, u: UsageSection) -> None:
     )
     if cost.get("note"):
         line += f" — {cost['note']}"
+    if spent := spend_text(cost):
+        line += f"; {spent}"
     console.print(line)
     if lat.get("n"):
         console.print(
