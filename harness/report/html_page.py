@@ -29,15 +29,20 @@ def write_html(
 
 
 def build_html(
-    run_id: str | None, store_url: str | None, *, viewer_url: str | None = DEFAULT_VIEWER_URL
+    run_id: str | None,
+    store_url: str | None,
+    *,
+    viewer_url: str | None = DEFAULT_VIEWER_URL,
+    data: Report | None = None,
 ) -> str:
-    """Load the report data, the per-task table and the gate's verdict; render the page."""
+    """Load the report data (unless given as ``data``), the per-task table and the gate's
+    verdict; render the page."""
     from harness.report.cli import load_report
     from harness.report.render.html import render
     from harness.store import Store, resolve_url
 
     url = resolve_url(store_url)
-    data = load_report(run_id, url)
+    data = data if data is not None else load_report(run_id, url)
     store = Store(url)
     try:
         rr = tk.load_rows(store, data)

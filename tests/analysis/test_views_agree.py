@@ -143,7 +143,7 @@ def test_every_view_says_the_same_number(tmp_path, name):
 
     markdown = render_markdown(report)  # what `report --markdown` prints, from the same data
 
-    html = build_html(None, store, viewer_url=None)
+    html = build_html(None, store, viewer_url=None, data=report)
     assert delta_text(comparison) in markdown
     assert signed_points(comparison["estimate"]) in html
     if aa is not None:
