@@ -272,8 +272,10 @@ def main() -> None:
     from harness.cli_errors import ExitLike, ShowsItself, aborts, click_exceptions, exits
     from harness.errors import ConfigError, EnvironmentBuildError, HarnessError, Interrupted
     from harness.pipes import guard_stdout
+    from harness.text import safe_stdio
 
     _install_signal_handlers()
+    safe_stdio()  # agent text that is not valid Unicode prints as escapes, never raises
     guard_stdout()
     try:
         code = app(standalone_mode=False)
@@ -335,7 +337,7 @@ def _internal_error(exc: BaseException) -> None:
     import traceback
 
     path = Path(tempfile.gettempdir()) / "harness-last-error.log"
-    path.write_text("".join(traceback.format_exception(exc)))
+    path.write_text("".join(traceback.format_exception(exc)), errors="backslashreplace")
     typer.echo(
         f"internal error: {type(exc).__name__}: {exc} (traceback in {path}; "
         "this is a bug in harness, please report it)",

@@ -24,7 +24,10 @@ from harness.breaker import UpstreamDown
 from harness.executors import Executor, LocalExecutor
 from harness.plan import Job
 from harness.store import Store
+from harness.store.db import UnstorableTrial
+from harness.text import printable
 from harness.trial import RunContext, TrialRecord
+from harness.trial_rows import unstorable_row
 
 
 class ProgressSink(Protocol):
@@ -137,6 +140,10 @@ async def execute(
             await anyio.to_thread.run_sync(writer.close)
             if rc.interrupted and writer.error is None:
                 await anyio.to_thread.run_sync(store.write_attempts, list(rc.interrupted))
+        for status, reason in writer.degraded:  # the summary counts what the store holds
+            outcome.counts[status] -= 1
+            outcome.counts[errors.HARNESS_ERROR] += 1
+            outcome.harness_errors[reason[:300]] += 1
         outer.cancel_scope.cancel()
     if writer.error:
         raise writer.error
@@ -155,6 +162,8 @@ class _Writer:
         self.store = store
         self.queue: queue.SimpleQueue[TrialRecord | None] = queue.SimpleQueue()
         self.error: BaseException | None = None
+        self.degraded: list[tuple[str, str]] = []
+        """(status it had, reason stored) of each trial stored as ``unstorable_row``."""
         self.thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
         self.thread.start()
 
@@ -171,9 +180,7 @@ class _Writer:
                 continue
             for attempt in range(5):
                 try:
-                    self.store.write_trial(
-                        record.trial, record.attempts, record.events, record.blobs
-                    )
+                    self._write(record)
                     break
                 except errors.StoreConflict as exc:
                     if attempt == 4:
@@ -182,3 +189,17 @@ class _Writer:
                 except Exception as exc:  # a bug or a broken database: stop the run
                     self.error = exc
                     break
+
+    def _write(self, record: TrialRecord) -> None:
+        """One trial in one transaction; a trial the database refuses is stored without the
+        refused values (``unstorable_row``), so one bad row never stops the run."""
+        try:
+            self.store.write_trial(record.trial, record.attempts, record.events, record.blobs)
+        except UnstorableTrial as exc:
+            row = unstorable_row(record.trial, str(exc))
+            attempts = [
+                a.model_copy(update={"error": a.error and printable(a.error)})
+                for a in record.attempts
+            ]
+            self.store.write_trial(row, attempts)
+            self.degraded.append((record.trial.status, row.reason))

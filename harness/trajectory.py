@@ -11,10 +11,15 @@ from collections.abc import Mapping
 from typing import TypedDict, Unpack
 
 from pydantic import ConfigDict
-from sqlalchemy import JSON, Text
+from sqlalchemy import JSON
 from sqlmodel import Field, SQLModel
 
+from harness import text
+from harness.text_columns import StoredString, StoredText
+
 RESULT_PREVIEW_CHARS = 4000
+TRIAL_OUTPUT_LIMIT = 32 << 20
+"""Bytes of event content (previews and full results) one trial keeps at most."""
 
 
 class Event(SQLModel):
@@ -33,10 +38,10 @@ class Event(SQLModel):
     model_config = ConfigDict(extra="forbid")  # type: ignore[assignment]
 
     step: int
-    kind: str
-    tool: str | None = None
+    kind: str = Field(sa_type=StoredString)
+    tool: str | None = Field(default=None, sa_type=StoredString)
     args: dict[str, object] | None = Field(default=None, sa_type=JSON)
-    content: str | None = Field(default=None, sa_type=Text)
+    content: str | None = Field(default=None, sa_type=StoredText)
     """Message text, or the tool result truncated to RESULT_PREVIEW_CHARS."""
     ok: bool = True
     blob_ref: str | None = None
@@ -67,11 +72,19 @@ class EventFields(TypedDict, total=False):
 
 
 class Trajectory:
-    """Append-only recorder handed to agents; events are numbered in order of arrival."""
+    """Append-only recorder handed to agents; events are numbered in order of arrival.
+
+    Output kept per trial is capped: the content of events (previews and the full results
+    in ``blobs``) holds at most ``TRIAL_OUTPUT_LIMIT`` bytes; past it an event keeps a line
+    saying how much was not kept, and ``not_kept`` counts those bytes."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.blobs: dict[str, bytes] = {}
+        self.kept = 0
+        """Bytes of content (previews and blobs) kept so far."""
+        self.not_kept = 0
+        """Bytes of content left out because the trial's cap was reached."""
 
     def record(
         self,
@@ -81,22 +94,26 @@ class Trajectory:
         **fields: Unpack[EventFields],
     ) -> Event:
         """Append one event; a ``content`` longer than RESULT_PREVIEW_CHARS is cut and kept
-        whole in ``blobs``. ``args`` is copied into the event as a dict (a TypedDict such as
-        ``ModelCallInfo`` is fine)."""
+        whole in ``blobs`` while the trial's cap allows. ``args`` is copied into the event as
+        a dict (a TypedDict such as ``ModelCallInfo`` is fine)."""
         if isinstance(content, bytes):
-            content = content.decode("utf-8", errors="replace")
+            content = text.decode(content)
         blob_ref: str | None = None
         if content is not None and len(content) > RESULT_PREVIEW_CHARS:
             import hashlib
 
-            data = content.encode("utf-8", errors="replace")
+            # surrogatepass: the exact string, even one that is not valid Unicode
+            data = content.encode("utf-8", errors="surrogatepass")
             ref = hashlib.sha256(data).hexdigest()
-            self.blobs[ref] = data
-            blob_ref = ref
-            content = (
-                content[:RESULT_PREVIEW_CHARS]
-                + f"\n…[truncated, {len(data)} bytes in blob {ref[:12]}]"
-            )
+            if ref in self.blobs or self._keep(len(data)):
+                self.blobs[ref] = data
+                blob_ref = ref
+                where = f"in blob {ref[:12]}"
+            else:
+                where = f"not kept: over the trial's cap of {TRIAL_OUTPUT_LIMIT} bytes"
+            content = content[:RESULT_PREVIEW_CHARS] + f"\n…[truncated, {len(data)} bytes {where}]"
+        if content is not None and not self._keep(len(content)):
+            content = f"…[{len(content)} characters not kept: over the trial's cap]"
         event = Event(
             step=len(self.events),
             kind=kind,
@@ -107,6 +124,14 @@ class Trajectory:
         )
         self.events.append(event)
         return event
+
+    def _keep(self, size: int) -> bool:
+        """Count ``size`` bytes of content as kept if the trial's cap still allows them."""
+        if self.kept + size > TRIAL_OUTPUT_LIMIT:
+            self.not_kept += size
+            return False
+        self.kept += size
+        return True
 
     def tool_calls(self) -> list[Event]:
         return [e for e in self.events if e.kind == "tool_call"]

@@ -117,6 +117,29 @@ def trial_row(
     )
 
 
+def unstorable_row(row: TrialRow, why: str) -> TrialRow:
+    """The row stored instead of one the database refused: the trial without its verdict,
+    answer and evidence, as a ``harness_error`` that says why (a bug of ours, reported, and
+    never a reason to stop the run or to run the trial again on ``--resume``)."""
+    from harness.errors import HARNESS_ERROR
+    from harness.text import printable
+
+    reason = f"the trial's record could not be stored ({printable(why)})"
+    return row.model_copy(
+        update={
+            "status": HARNESS_ERROR,
+            "passed": None,
+            "score": None,
+            "reason": reason[:2000],
+            "evidence": {},
+            "answer": None,
+            "failure_kind": None,
+            "grader_versions": {},
+            "error": reason,
+        }
+    )
+
+
 def attempt_row(
     job: Job,
     rc: RunContext,

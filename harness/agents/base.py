@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from pydantic import ValidationError
 
+from harness import text
 from harness.agents.user import SimulatedUser
 from harness.config.models import (
     Arm,
@@ -364,6 +365,8 @@ def validate_result(obj: Any) -> AgentResult:
         raise bad(f"the agent returned {type(obj).__name__}, not an AgentResult")
     if obj.answer is not None and not isinstance(obj.answer, str):
         raise bad(f"answer is {type(obj.answer).__name__}, not a string or None")
+    if obj.answer is not None and (at := text.invalid_at(obj.answer)) is not None:
+        raise bad(f"answer is not valid text: lone surrogate U+{ord(obj.answer[at]):04X} at {at}")
     c = obj.confidence
     if c is not None:
         if isinstance(c, bool) or not isinstance(c, (int, float)):

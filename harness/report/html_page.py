@@ -11,6 +11,7 @@ from pathlib import Path
 from harness.release.records import GateResult
 from harness.report import tasks as tk
 from harness.report.records import Report
+from harness.text import write_text
 from harness.viewer import DEFAULT_VIEWER_URL
 
 
@@ -24,7 +25,7 @@ def write_html(
     """Render the run's report to ``path`` (one file); returns the path written."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_html(run_id, store_url, viewer_url=viewer_url), encoding="utf-8")
+    write_text(out, build_html(run_id, store_url, viewer_url=viewer_url))
     return out
 
 

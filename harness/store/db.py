@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import event, func, insert, text
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError, StatementError
 from sqlalchemy.sql import Executable
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
@@ -65,6 +65,11 @@ POOL_PARAMS = ("pool_size", "max_overflow", "pool_timeout", "pool_recycle")
 
 class StoreUnavailable(HarnessError):
     """The store cannot be opened or written at all (bad URL, read-only file, server down)."""
+
+
+class UnstorableTrial(HarnessError):
+    """A trial's rows hold a value the database refuses (a bug of ours: every value a trial
+    keeps should be storable); the caller stores the trial without them instead."""
 
 
 class Store:
@@ -279,6 +284,11 @@ class Store:
             raise StoreConflict(f"store write failed: {exc.orig}") from exc
         except OSError as exc:
             raise StoreUnavailable(f"store write failed: {exc}") from None
+        except IntegrityError:
+            raise
+        except (StatementError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+            # Nothing was written (one transaction); the run must not stop for one row.
+            raise UnstorableTrial(_why(exc)) from exc
 
     def write_attempts(self, attempts: Iterable[AttemptRow | Mapping[str, object]]) -> None:
         """Record attempts of a trial that has no final row (interrupted)."""
@@ -391,6 +401,17 @@ def _insert_blob(dialect: str) -> Executable:
 
         return sqlite_insert(table_of(Blob)).on_conflict_do_nothing(index_elements=["sha256"])
     return insert(table_of(Blob)).prefix_with("IGNORE", dialect="mysql")
+
+
+def _why(exc: BaseException) -> str:
+    """A short description of why a row could not be written (never raising itself: the
+    statement's parameters may be what broke, and SQLAlchemy puts them in its message)."""
+    cause = exc.orig if isinstance(exc, StatementError) and exc.orig is not None else exc
+    try:
+        detail = str(cause)[:300]
+    except Exception:  # noqa: BLE001 - a message that cannot be built is left out
+        detail = ""
+    return f"{type(cause).__name__}: {detail}" if detail else type(cause).__name__
 
 
 def _redact(url: str) -> str:

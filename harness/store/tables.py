@@ -15,11 +15,12 @@ from datetime import datetime
 from typing import Any, cast
 
 from pydantic import ConfigDict
-from sqlalchemy import JSON, BigInteger, Column, LargeBinary, Table, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, LargeBinary, Table, UniqueConstraint
 from sqlalchemy.orm import QueryableAttribute
 from sqlmodel import Field, SQLModel
 
 from harness.config.overrides import Overrides
+from harness.text_columns import StoredString, StoredText
 from harness.trajectory import Event
 
 
@@ -87,10 +88,10 @@ class TrialRow(TrialKey):
     passed: bool | None = None
     """None when unresolved (no verdict)."""
     score: float | None = None
-    reason: str = Field(default="", sa_type=Text)
+    reason: str = Field(default="", sa_type=StoredText)
     evidence: dict[str, object] = Field(default_factory=dict, sa_type=JSON)
     """Grader verdicts, the agent's failure, its info and the harms found."""
-    answer: str | None = Field(default=None, sa_type=Text)
+    answer: str | None = Field(default=None, sa_type=StoredText)
     confidence: float | None = None
     """The agent's stated confidence in [0, 1]; None when it gave none."""
     tokens_in: int | None = None
@@ -117,9 +118,9 @@ class TrialRow(TrialKey):
     """Largest severity of the harms found (low 1, medium 2, high 3, critical 4); 0 = none."""
     grader_versions: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
     """Grader name → the version of its rules that gave the verdict."""
-    error: str | None = Field(default=None, sa_type=Text)
+    error: str | None = Field(default=None, sa_type=StoredText)
     """Traceback of an unresolved trial."""
-    failure_kind: str | None = None
+    failure_kind: str | None = Field(default=None, sa_type=StoredString)
     """Why a failed trial failed when the agent caused it (``timeout``, ``invalid_agent_result``,
     ``agent_error``, ``broke_environment``, ``killed_own_sandbox``, ``oom``, a budget...);
     None for a graded verdict and for unresolved trials (their status says why)."""
@@ -141,7 +142,7 @@ class AttemptRow(TrialKey):
     attempt: int
     outcome: str
     """'ok', or the error kind that ended this attempt (infra_error, interrupted, ...)."""
-    error: str | None = Field(default=None, sa_type=Text)
+    error: str | None = Field(default=None, sa_type=StoredText)
     tokens_in: int | None = None
     """Tokens this attempt's model calls reported (None: a call reported no usage, or the
     attempt never got as far as its agent); discarded attempts keep theirs too."""

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from harness.report.render.templating import render_template
+from harness.text import utf8
 from harness.viewer import DEFAULT_PORT
 
 HOST = "127.0.0.1"
@@ -88,7 +89,7 @@ class Handler(BaseHTTPRequestHandler):
                 heading="Internal error",
                 detail_pre=traceback.format_exc(),
             )
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, "text/html; charset=utf-8", body.encode())
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, "text/html; charset=utf-8", utf8(body))
 
     def _route(self, path: list[str], query: dict[str, str]) -> None:
         store = self.server.store
@@ -131,11 +132,11 @@ class Handler(BaseHTTPRequestHandler):
         return self._not_found("no such page")
 
     def _html(self, html: str) -> None:
-        self._send(HTTPStatus.OK, "text/html; charset=utf-8", html.encode("utf-8"))
+        self._send(HTTPStatus.OK, "text/html; charset=utf-8", utf8(html))
 
     def _not_found(self, what: str) -> None:
         body = _page("message.html.j2", title="not found", heading="Not found", detail=what)
-        self._send(HTTPStatus.NOT_FOUND, "text/html; charset=utf-8", body.encode())
+        self._send(HTTPStatus.NOT_FOUND, "text/html; charset=utf-8", utf8(body))
 
     def _send(self, status: HTTPStatus, ctype: str, body: bytes) -> None:
         self.send_response(status)

@@ -22,14 +22,13 @@ def main() -> int:
         return 2
     timeout = args.get("timeout", 60)
     try:
-        proc = subprocess.run(
-            ["bash", "-c", command], capture_output=True, text=True, timeout=float(timeout)
-        )
+        # bytes in, bytes out: output that is not UTF-8 (a file name, a binary) passes as is
+        proc = subprocess.run(["bash", "-c", command], capture_output=True, timeout=float(timeout))
     except subprocess.TimeoutExpired:
         print(f"error: command timed out after {timeout}s", file=sys.stderr)
         return 124
-    sys.stdout.write(proc.stdout)
-    sys.stderr.write(proc.stderr)
+    sys.stdout.buffer.write(proc.stdout)
+    sys.stderr.buffer.write(proc.stderr)
     return proc.returncode
 
 
