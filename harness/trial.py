@@ -130,10 +130,11 @@ class _NoSandbox(Sandbox):
         timeout: float | None = None,
         user: str | None = None,
         env: dict[str, str] | None = None,
+        output_limit: int = 0,
     ) -> ExecResult:
         raise errors.AgentFailure("no_sandbox", "this task has no environment to run commands in")
 
-    async def read_file(self, path: str) -> bytes:
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
         raise errors.AgentFailure("no_sandbox", "this task has no environment")
 
     async def write_file(self, path: str, data: bytes) -> None:

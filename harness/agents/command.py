@@ -65,19 +65,22 @@ import anyio
 from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
+from harness import text
 from harness.agents.base import Agent, AgentContext, AgentResult
 from harness.agents.command_files import ExchangeFiles, exchange_files
 from harness.agents.llm import split_confidence
 from harness.config.models import Arm, ModelSettings, Options
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
 from harness.sandbox.base import SOCKET_MOUNT
+from harness.sandbox.output import Capture
 
 if TYPE_CHECKING:
     from harness.models.proxy import MeteringProxy
 
 _SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
-_OUTPUT_CAP = 4 * 1024 * 1024
 _TRAJECTORY_KINDS = {"tool_call", "command", "message", "note"}
+MAX_MERGED_EVENTS = 10_000
+"""Lines of the program's trajectory file merged at most (each becomes an event)."""
 
 
 class CommandParams(Options):
@@ -288,13 +291,21 @@ class CommandAgent(Agent):
         if not text or not text.strip():
             return
         lines = [line for line in text.splitlines() if line.strip()]
+        left_out = max(0, len(lines) - MAX_MERGED_EVENTS)
+        lines = lines[:MAX_MERGED_EVENTS]
         ctx.trajectory.record(
-            "note", content=f"merged {len(lines)} event(s) from the program's trajectory file"
+            "note",
+            content=f"merged {len(lines)} event(s) from the program's trajectory file"
+            + (
+                f"; {left_out} more line(s) left out (at most {MAX_MERGED_EVENTS})"
+                if left_out
+                else ""
+            ),
         )
         for line in lines:
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
                 obj = None
             if not isinstance(obj, dict):
                 ctx.trajectory.record(
@@ -372,16 +383,14 @@ async def _run_host(
     cancelled, so no background process of the program outlives its trial."""
     from subprocess import PIPE
 
-    out, err = bytearray(), bytearray()
+    out, err = Capture(), Capture()
 
-    async def pump(stream: ByteReceiveStream | None, buf: bytearray) -> None:
+    async def pump(stream: ByteReceiveStream | None, sink: Capture) -> None:
         if stream is None:
             return
         with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             async for chunk in stream:
-                buf += chunk
-                if len(buf) > _OUTPUT_CAP:
-                    del buf[: len(buf) - _OUTPUT_CAP]
+                sink.add(chunk)
 
     async def feed(proc: Any) -> None:
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -412,8 +421,8 @@ async def _run_host(
             await proc.aclose()
     return {
         "exit_code": proc.returncode,
-        "stdout": out.decode("utf-8", errors="replace"),
-        "stderr": err.decode("utf-8", errors="replace"),
+        "stdout": text.decode(out.value()),
+        "stderr": text.decode(err.value()),
     }
 
 

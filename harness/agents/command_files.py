@@ -14,7 +14,13 @@ from pathlib import Path
 
 import anyio
 
+from harness import text
 from harness.agents.base import AgentContext
+from harness.errors import AgentFailure
+from harness.sandbox.output import OUTPUT_LIMIT, FileTooLarge, read_at_most
+
+LIMITS = {"answer": OUTPUT_LIMIT, "trajectory": 16 * OUTPUT_LIMIT, "tools": OUTPUT_LIMIT}
+"""Bytes the harness reads of each exchange file at most."""
 
 
 class ExchangeFiles:
@@ -34,15 +40,21 @@ class ExchangeFiles:
         return f"{self.base}/{self.NAMES[name]}"
 
     async def read(self, name: str) -> str | None:
-        """The file's text, or None when the program did not write it."""
+        """The file's text, or None when the program did not write it. A file over its cap
+        (``LIMITS``) is the program's failure: the harness never holds more of it."""
+        limit = LIMITS[name]
         try:
             if self.where == "host":
-                data = Path(self.path(name)).read_bytes()
+                data = await anyio.to_thread.run_sync(read_at_most, self.path(name), limit)
             else:
-                data = await self.ctx.sandbox.read_file(self.path(name))
+                data = await self.ctx.sandbox.read_file(self.path(name), limit)
+        except FileTooLarge:
+            raise AgentFailure(
+                "too_much_output", f"the program's {self.NAMES[name]} holds more than {limit} bytes"
+            ) from None
         except Exception:  # OSError, or a sandbox backend's own "missing file" error
             return None
-        return data.decode("utf-8", errors="replace")
+        return text.decode(data)
 
 
 @asynccontextmanager

@@ -19,15 +19,21 @@ from typing import Any, ClassVar
 
 from harness.config.models import Environment, Limits
 from harness.config.models import Options as BackendOptions
+from harness.sandbox.output import OUTPUT_LIMIT, STATE_OUTPUT_LIMIT
 
 
 @dataclass
 class ExecResult:
+    """How a command ended and what it printed: each stream as text (``harness.text.decode``)
+    cut to the command's output cap (``harness.sandbox.output``)."""
+
     exit_code: int
     stdout: str
     stderr: str
     duration_s: float = 0.0
     timed_out: bool = False
+    dropped: int = 0
+    """Bytes of output over the cap, not kept (both streams)."""
 
     @property
     def ok(self) -> bool:
@@ -115,12 +121,16 @@ class Sandbox(abc.ABC):
         timeout: float | None = None,
         user: str | None = None,
         env: dict[str, str] | None = None,
+        output_limit: int = OUTPUT_LIMIT,
     ) -> ExecResult:
         """Run ``cmd`` with ``bash -c`` in the workdir. Never raises for a non-zero exit;
-        raises ``SandboxError`` only when the sandbox itself failed."""
+        raises ``SandboxError`` only when the sandbox itself failed. Of each output stream
+        at most ``output_limit`` bytes are held, first and last halves (``output``)."""
 
     @abc.abstractmethod
-    async def read_file(self, path: str) -> bytes: ...
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        """A file's bytes (``FileNotFoundError`` when missing); with ``limit``, never more
+        than that held: a bigger file raises ``output.FileTooLarge``."""
 
     @abc.abstractmethod
     async def write_file(self, path: str, data: bytes) -> None: ...
@@ -290,7 +300,12 @@ async def snapshot_state(sandbox: Sandbox, environment: Environment) -> dict | N
         cmd = spec.command
     else:
         cmd = f"python3 -c {shlex.quote(_FS_STATE_SCRIPT)} {shlex.quote(json.dumps(spec.paths))}"
-    result = await sandbox.exec(cmd, timeout=120)
+    result = await sandbox.exec(cmd, timeout=120, output_limit=STATE_OUTPUT_LIMIT)
+    if result.dropped:
+        raise SandboxError(
+            f"state dump of environment '{environment.name}' printed more than "
+            f"{STATE_OUTPUT_LIMIT} bytes"
+        )
     if not result.ok:
         raise SandboxError(
             f"state dump of environment '{environment.name}' failed "

@@ -42,6 +42,7 @@ from typing import Any
 import anyio
 from pydantic import Field
 
+from harness import text
 from harness.config.models import Limits, Options
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox import bwrap_limits, trial_dirs
@@ -56,6 +57,7 @@ from harness.sandbox.base import (
     network_hosts,
 )
 from harness.sandbox.local import _dir_digest
+from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
 from harness.sandbox.process import collect, kill_group
 
 log = logging.getLogger(__name__)
@@ -245,7 +247,9 @@ class BwrapSandbox(Sandbox):
         self._groups.add(proc.pid)
         return proc
 
-    async def exec(self, cmd, *, stdin=None, timeout=None, user=None, env=None) -> ExecResult:
+    async def exec(
+        self, cmd, *, stdin=None, timeout=None, user=None, env=None, output_limit=OUTPUT_LIMIT
+    ) -> ExecResult:
         """Run ``cmd`` with ``bash -c`` in a new sandbox over the trial's directory.
 
         ``user`` is ignored: every command runs as the sandbox's one unprivileged user."""
@@ -265,18 +269,19 @@ class BwrapSandbox(Sandbox):
         self._groups.add(proc.pid)
         try:
             # bwrap and its namespace's init die with the group; the kernel kills the rest.
-            done = await collect(proc, stdin=stdin, timeout=timeout)
+            done = await collect(proc, stdin=stdin, timeout=timeout, output_limit=output_limit)
         finally:
             self._groups.discard(proc.pid)
-        stderr = done.stderr.decode("utf-8", errors="replace")
+        stderr = text.decode(done.stderr)
         if done.exit_code != 0 and stderr.startswith("bwrap:"):
             raise SandboxError(f"sandbox {self.id}: {stderr.strip()[:300]}")
         return ExecResult(
             exit_code=done.exit_code,
-            stdout=done.stdout.decode("utf-8", errors="replace"),
+            stdout=text.decode(done.stdout),
             stderr=stderr,
             duration_s=time.monotonic() - start,
             timed_out=done.timed_out,
+            dropped=done.dropped,
         )
 
     async def sweep(self) -> int:
@@ -298,8 +303,9 @@ class BwrapSandbox(Sandbox):
         return self._cgroup is not None and self._cgroup.oom_killed()
 
     # ------------------------------------------------------------------ files
-    async def read_file(self, path: str) -> bytes:
-        return await anyio.Path(self._host_path(path)).read_bytes()
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        target = str(self._host_path(path))
+        return await anyio.to_thread.run_sync(read_at_most, target, limit)
 
     async def write_file(self, path: str, data: bytes) -> None:
         target = anyio.Path(self._host_path(path))

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from harness import text
 from harness.errors import SandboxError
 from harness.sandbox import docker_images, docker_sweep
 from harness.sandbox.base import ExecResult, Sandbox
 from harness.sandbox.docker_images import PinnedImage, tar_directory
+from harness.sandbox.output import OUTPUT_LIMIT, Capture, FileTooLarge
 
 if TYPE_CHECKING:
     from harness.sandbox.docker import DockerProvider
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 _STDIN_ENV = "HARNESS_STDIN_B64"
 _STDIN_ENV_MAX = 96 * 1024  # bytes of base64; one env string may hold 128 KiB on Linux
 _HOST_GUARD_S = 15.0  # extra seconds the host waits beyond the in-container timeout
+_TAR_SLACK = 64 * 1024  # bytes of tar headers and padding around one file's content
 
 
 def docker_errors():
@@ -86,7 +89,10 @@ class DockerSandbox(Sandbox):
         return SandboxError(f"sandbox {self.id[:12]}: {what} failed: {exc}")
 
     # ------------------------------------------------------------------ exec
-    def _exec_sync(self, argv: list[str], user: str | None, env: dict[str, str]):
+    def _exec_sync(self, argv: list[str], user: str | None, env: dict[str, str], limit: int):
+        """Blocking: run ``argv`` and read its output as it comes, keeping at most ``limit``
+        bytes of each stream (``Capture``): a command printing gigabytes costs the harness
+        no more memory than one printing ``limit``."""
         api = self._api
         exec_id = api.exec_create(
             self.id,
@@ -97,8 +103,17 @@ class DockerSandbox(Sandbox):
             environment=env or None,
             workdir=self.workdir,
         )["Id"]
+        out, err = Capture(limit), Capture(limit)
         try:
-            out, err = api.exec_start(exec_id, demux=True)
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+            try:
+                for chunk_out, chunk_err in stream:
+                    if chunk_out:
+                        out.add(chunk_out)
+                    if chunk_err:
+                        err.add(chunk_err)
+            finally:
+                stream.close()
         except ValueError as exc:
             # docker-py read payload bytes as a frame header ("48 is not a valid stream",
             # docker/docker-py#3160; seen under load). The command ran but its output is
@@ -106,7 +121,7 @@ class DockerSandbox(Sandbox):
             # infrastructure failed, so the whole trial is retried in a fresh container.
             raise self._fail(exc, "reading exec output") from exc
         code = api.exec_inspect(exec_id)["ExitCode"]
-        return code, out or b"", err or b""
+        return code, out, err
 
     async def open_process(self, cmd: str, *, stderr: Any) -> Any:
         """A long-lived ``bash -c cmd`` in the container with stdin and stdout attached (a
@@ -138,8 +153,10 @@ class DockerSandbox(Sandbox):
         timeout: float | None = None,
         user: str | None = None,
         env: dict[str, str] | None = None,
+        output_limit: int = OUTPUT_LIMIT,
     ) -> ExecResult:
-        """Run ``cmd`` with ``bash -c`` in the workdir.
+        """Run ``cmd`` with ``bash -c`` in the workdir, ``output_limit`` bytes kept of each
+        output stream (read while the command runs, see ``_exec_sync``).
 
         ``timeout`` is enforced inside the container (``timeout -s KILL``, which kills the
         command's whole process group), plus a host-side guard a few seconds later for
@@ -166,7 +183,7 @@ class DockerSandbox(Sandbox):
             argv = ["timeout", "-s", "KILL", f"{max(timeout, 0.001):g}", *argv]
 
         start = time.monotonic()
-        fn = functools.partial(self._exec_sync, argv, user, env)
+        fn = functools.partial(self._exec_sync, argv, user, env, output_limit)
         code: int | None = None
         try:
             # On cancellation (a budget watchdog, Ctrl-C) the call is abandoned: its thread
@@ -196,10 +213,11 @@ class DockerSandbox(Sandbox):
         timed_out = timeout is not None and code == 137 and duration >= timeout
         return ExecResult(
             exit_code=code,
-            stdout=out.decode("utf-8", errors="replace"),
-            stderr=err.decode("utf-8", errors="replace"),
+            stdout=text.decode(out.value()),
+            stderr=text.decode(err.value()),
             duration_s=duration,
             timed_out=timed_out,
+            dropped=out.dropped + err.dropped,
         )
 
     async def alive(self) -> bool:
@@ -224,20 +242,29 @@ class DockerSandbox(Sandbox):
         if not self._api.put_archive(self.id, "/", tar):
             raise SandboxError(f"sandbox {self.id[:12]}: put_archive refused")
 
-    async def read_file(self, path: str) -> bytes:
-        """A file's bytes; ``FileNotFoundError`` when it does not exist."""
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        """A file's bytes; ``FileNotFoundError`` when it does not exist, ``FileTooLarge``
+        when it holds more than ``limit`` bytes (checked before and while it is read)."""
         import docker.errors
 
         target = self._abs(path)
 
         def read() -> bytes:
             try:
-                stream, _stat = self._api.get_archive(self.id, target)
+                stream, stat = self._api.get_archive(self.id, target)
             except docker.errors.NotFound:
                 self._api.inspect_container(self.id)  # raises NotFound when the sandbox is gone
                 raise FileNotFoundError(target) from None
-            data = b"".join(stream)
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            if limit is not None and int(stat.get("size") or 0) > limit:
+                raise FileTooLarge(target, limit)
+            bound = None if limit is None else limit + _TAR_SLACK
+            chunks, held = [], 0
+            for chunk in stream:
+                held += len(chunk)
+                if bound is not None and held > bound:  # it grew after the size was read
+                    raise FileTooLarge(target, limit or 0)
+                chunks.append(chunk)
+            with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
                 member = tar.next()
                 if member is None or member.isdir():
                     raise IsADirectoryError(target)
@@ -246,7 +273,7 @@ class DockerSandbox(Sandbox):
 
         try:
             return await self._provider._run(read)
-        except (FileNotFoundError, IsADirectoryError):
+        except (FileNotFoundError, IsADirectoryError, FileTooLarge):
             raise
         except docker_errors() as exc:
             raise self._fail(exc, f"reading {target}") from exc

@@ -50,8 +50,8 @@ class FaultySandbox(Sandbox):
         await self._maybe_kill()
         return await self.inner.exec(cmd, **kwargs)
 
-    async def read_file(self, path: str) -> bytes:
-        return await self.inner.read_file(path)
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        return await self.inner.read_file(path, limit)
 
     async def write_file(self, path: str, data: bytes) -> None:
         await self.inner.write_file(path, data)

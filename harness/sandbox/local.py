@@ -21,10 +21,12 @@ import anyio
 from anyio.abc import Process
 from pydantic import Field
 
+from harness import text
 from harness.config.models import Options
 from harness.errors import SandboxError
 from harness.sandbox import trial_dirs
 from harness.sandbox.base import Environment, ExecResult, Sandbox, SandboxProvider, SandboxRequest
+from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
 from harness.sandbox.process import collect, kill_group
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,9 @@ class LocalSandbox(Sandbox):
         self._groups.add(proc.pid)
         return proc
 
-    async def exec(self, cmd, *, stdin=None, timeout=None, user=None, env=None) -> ExecResult:
+    async def exec(
+        self, cmd, *, stdin=None, timeout=None, user=None, env=None, output_limit=OUTPUT_LIMIT
+    ) -> ExecResult:
         if isinstance(stdin, str):
             stdin = stdin.encode()
         # Host secrets (API keys) never reach a sandbox, not even the unisolated one.
@@ -88,17 +92,18 @@ class LocalSandbox(Sandbox):
         except OSError as exc:
             raise SandboxError(f"local exec failed: {exc}") from exc
         self._groups.add(proc.pid)
-        done = await collect(proc, stdin=stdin, timeout=timeout)
+        done = await collect(proc, stdin=stdin, timeout=timeout, output_limit=output_limit)
         return ExecResult(
             exit_code=done.exit_code,
-            stdout=done.stdout.decode("utf-8", errors="replace"),
-            stderr=done.stderr.decode("utf-8", errors="replace"),
+            stdout=text.decode(done.stdout),
+            stderr=text.decode(done.stderr),
             duration_s=time.monotonic() - start,
             timed_out=done.timed_out,
+            dropped=done.dropped,
         )
 
-    async def read_file(self, path: str) -> bytes:
-        return await anyio.Path(self._path(path)).read_bytes()
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        return await anyio.to_thread.run_sync(read_at_most, str(self._path(path)), limit)
 
     async def write_file(self, path: str, data: bytes) -> None:
         target = anyio.Path(self._path(path))
