@@ -137,13 +137,9 @@ async def execute(
                 for _ in range(max(1, concurrency)):
                     tg.start_soon(worker)
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(writer.close)
+            await anyio.to_thread.run_sync(writer.close, outcome)
             if rc.interrupted and writer.error is None:
                 await anyio.to_thread.run_sync(store.write_attempts, list(rc.interrupted))
-        for status, reason in writer.degraded:  # the summary counts what the store holds
-            outcome.counts[status] -= 1
-            outcome.counts[errors.HARNESS_ERROR] += 1
-            outcome.harness_errors[reason[:300]] += 1
         outer.cancel_scope.cancel()
     if writer.error:
         raise writer.error
@@ -170,9 +166,17 @@ class _Writer:
     def put(self, record: TrialRecord) -> None:
         self.queue.put(record)
 
-    def close(self) -> None:
+    def close(self, outcome: RunOutcome | None = None) -> None:
+        """Wait until every record is committed; then count in ``outcome`` each trial
+        stored as ``unstorable_row`` as what the store holds."""
         self.queue.put(None)
         self.thread.join()
+        for status, reason in self.degraded:
+            if outcome is None:
+                break
+            outcome.counts[status] -= 1
+            outcome.counts[errors.HARNESS_ERROR] += 1
+            outcome.harness_errors[reason[:300]] += 1
 
     def _loop(self) -> None:
         while (record := self.queue.get()) is not None:

@@ -29,6 +29,7 @@ from harness.agents.base import AgentContext, ToolResult, validate_result
 from harness.agents.user import UserTurn, UserTurnInfo
 from harness.config.models import Arm, Budgets, Environment, EnvironmentSpec, Variant
 from harness.sandbox.base import ExecResult, Sandbox
+from harness.sandbox.output import OUTPUT_LIMIT
 from harness.trajectory import Event
 
 
@@ -96,15 +97,21 @@ class RemoteSandbox(Sandbox):
         timeout: float | None = None,
         user: str | None = None,
         env: dict[str, str] | None = None,
+        output_limit: int = OUTPUT_LIMIT,
     ) -> ExecResult:
+        """``output_limit`` is not the agent's to raise: the harness keeps at most
+        ``OUTPUT_LIMIT`` of each stream of an agent's command."""
         sent = wire.to_b64(stdin.encode() if isinstance(stdin, str) else stdin) if stdin else None
         value = await self._channel.request(
             "exec", cmd=cmd, stdin=sent, timeout=timeout, user=user, env=env
         )
         return wire.exec_from_wire(value)
 
-    async def read_file(self, path: str) -> bytes:
-        return wire.from_b64(await self._channel.request("read_file", path=path))
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        """At most ``limit`` bytes, and never more than the harness reads for an agent
+        (``AGENT_READ_LIMIT``): a bigger file raises ``FileTooLarge`` (an ``OSError``)."""
+        value = await self._channel.request("read_file", path=path, limit=limit)
+        return wire.from_b64(value)
 
     async def write_file(self, path: str, data: bytes) -> None:
         await self._channel.request("write_file", path=path, data=wire.to_b64(bytes(data)))

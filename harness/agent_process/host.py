@@ -308,7 +308,7 @@ class ChildTurn:
             )
             return wire.exec_to_wire(done)
         if op == "read_file":
-            return wire.to_b64(await ctx.sandbox_read(_text(args, "path")))
+            return wire.to_b64(await ctx.sandbox_read(_text(args, "path"), _bytes(args, "limit")))
         if op == "write_file":
             await ctx.sandbox_write(_text(args, "path"), wire.from_b64(args.get("data")))
             return None
@@ -430,6 +430,15 @@ def _seconds(args: dict[str, Any], name: str) -> float | None:
     if not math.isfinite(value):
         return None
     return float(value)
+
+
+def _bytes(args: dict[str, Any], name: str) -> int | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a number of bytes")
+    return value
 
 
 def _env(value: object) -> dict[str, str] | None:

@@ -113,6 +113,7 @@ def exec_to_wire(result: ExecResult) -> dict[str, Any]:
         "stderr": result.stderr,
         "duration_s": result.duration_s,
         "timed_out": result.timed_out,
+        "dropped": result.dropped,
     }
 
 
@@ -123,6 +124,7 @@ def exec_from_wire(value: dict[str, Any]) -> ExecResult:
         str(value["stderr"]),
         float(value.get("duration_s", 0.0)),
         bool(value.get("timed_out", False)),
+        int(value.get("dropped", 0)),
     )
 
 

@@ -35,6 +35,7 @@ from harness.config.models import (
 )
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError, EpisodeEnded
 from harness.sandbox.base import AgentBuild, Environment, ExecResult, Sandbox
+from harness.sandbox.output import AGENT_READ_LIMIT
 from harness.trajectory import Trajectory
 
 
@@ -262,12 +263,14 @@ class AgentContext:
         )
         return result
 
-    async def sandbox_read(self, path: str) -> bytes:
-        """``sandbox.read_file`` for an agent: a ``command`` event of tool ``read_file``."""
+    async def sandbox_read(self, path: str, limit: int | None = None) -> bytes:
+        """``sandbox.read_file`` for an agent: a ``command`` event of tool ``read_file``.
+        Never more than ``AGENT_READ_LIMIT`` bytes (a bigger file raises ``FileTooLarge``)."""
         self._before_action()
         start = time.monotonic()
+        limit = AGENT_READ_LIMIT if limit is None else min(limit, AGENT_READ_LIMIT)
         try:
-            data = await self.sandbox.read_file(path)
+            data = await self.sandbox.read_file(path, limit)
         except Exception as exc:
             self._file_event("read_file", path, f"error: {type(exc).__name__}", False, start)
             raise

@@ -11,6 +11,9 @@ from __future__ import annotations
 OUTPUT_LIMIT = 1 << 20
 """Bytes kept per output stream of one command: its first 512 KiB and its last 512 KiB."""
 
+AGENT_READ_LIMIT = 64 << 20
+"""Bytes of one file an agent may read through the harness (``read_file``)."""
+
 STATE_OUTPUT_LIMIT = 64 << 20
 """Bytes a state dump may print (its JSON is kept whole, never cut; longer is an error)."""
 
@@ -74,4 +77,11 @@ def read_at_most(path: str, limit: int | None) -> bytes:
     return data
 
 
-__all__ = ["OUTPUT_LIMIT", "STATE_OUTPUT_LIMIT", "Capture", "FileTooLarge", "read_at_most"]
+__all__ = [
+    "AGENT_READ_LIMIT",
+    "OUTPUT_LIMIT",
+    "STATE_OUTPUT_LIMIT",
+    "Capture",
+    "FileTooLarge",
+    "read_at_most",
+]

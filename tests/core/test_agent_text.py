@@ -185,7 +185,7 @@ def test_a_row_the_database_refuses_is_stored_as_a_harness_error(tmp_path):
     """A value no database takes (NaN in JSON on PostgreSQL, a non-JSON object, a nesting
     too deep to serialise): the trial is stored as a harness_error saying why, and the
     writer goes on with the next trial instead of stopping the run."""
-    from harness.orchestrator import _Writer
+    from harness.orchestrator import RunOutcome, _Writer
     from harness.trial import TrialRecord
 
     store = Store(f"sqlite:///{tmp_path / 'h.db'}")
@@ -201,13 +201,16 @@ def test_a_row_the_database_refuses_is_stored_as_a_harness_error(tmp_path):
     writer = _Writer(store)
     writer.put(TrialRecord(bad, attempts, events, blobs))
     writer.put(TrialRecord(good, [], [], {}))
-    writer.close()
+    outcome = RunOutcome(planned=2)
+    outcome.counts["failed"] = 2  # as the workers counted them
+    writer.close(outcome)
     assert writer.error is None
     rows = {t.task_id: t for t in store.trials("bad")}
     assert rows["t"].status == "harness_error" and rows["t"].passed is None
     assert "could not be stored (RecursionError" in rows["t"].reason
     assert rows["t2"].status == "failed" and rows["t2"].reason == trial.reason
     assert writer.degraded == [("failed", rows["t"].reason)]
+    assert +outcome.counts == {"failed": 1, "harness_error": 1}  # the summary says what is stored
     assert store.finished_keys("bad") == {("a", "t", 0, ""), ("a", "t2", 0, "")}  # resume skips
 
 
