@@ -153,7 +153,7 @@ def test_export_import_export_gives_the_same_bytes_and_every_view_prints(tmp_pat
         ("report", run_id, "--store", db, "--markdown"),
         ("report", run_id, "--store", db, "--json"),
         ("html", run_id, "--store", db, "-o", str(tmp_path / "r.html")),
-        ("export", run_id, "--store", db, "--format", "inspect", "-o", str(tmp_path / "i.json")),
+        ("export", run_id, "--store", db, "--format", "inspect", "-o", str(tmp_path / "inspect")),
     ]
     for args in views:
         done = run_cli(*args)
