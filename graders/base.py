@@ -25,6 +25,17 @@ class GraderParams(BaseModel):
     name: str | None = None
     """Optional label, to tell two graders of the same type apart in evidence."""
 
+    def needs_hidden_dir(self) -> bool:
+        """Whether grading reads the task's ``hidden:`` directory (checked when the suite
+        loads: a task without one is an error naming the grader's field)."""
+        return False
+
+    def hidden_files(self) -> list[str]:
+        """Paths, relative to the hidden directory, that grading runs or reads: each is
+        checked when the suite loads, and again when grading (missing then: grader_error,
+        never the agent's failure). A path ending in '/' names a directory."""
+        return []
+
 
 @dataclass
 class Evidence:

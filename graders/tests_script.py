@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -63,6 +64,8 @@ _STATUS = {
 _LINE = re.compile(r"^\s*(PASS|FAIL|ERROR|SKIP)\b:?\s+(\S.*?)\s*$")
 _PYTEST_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(\S+)(?:\s+-\s.*)?$")
 _PYTEST_VERBOSE = re.compile(r"^(\S+::\S+)\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_HIDDEN_REF = re.compile(r"\$(?:\{HIDDEN_DIR\}|HIDDEN_DIR\b)(/[^\s\"'`;|&()<>$]*)?")
+"""``$HIDDEN_DIR`` or ``${HIDDEN_DIR}`` in a command, with the path after it, if any."""
 
 
 def parse_results(output: str, fmt: str = "auto") -> dict[str, str]:
@@ -128,6 +131,26 @@ async def _read_reward(sandbox: Any, path: str) -> tuple[float | None, str | Non
     return float(value), None
 
 
+async def _check_material(sandbox: Any, env: dict[str, str], files: list[str]) -> None:
+    """``GraderError`` (the trial is unresolved, not failed) when a file the command names
+    under $HIDDEN_DIR is not in the hidden directory copied in for grading."""
+    if not files or "HIDDEN_DIR" not in env:
+        return
+    tests = " ".join(
+        f'[ -{"d" if f.endswith("/") else "f"} "$HIDDEN_DIR"/{shlex.quote(f)} ] || '
+        f"printf '%s\\n' {shlex.quote(f)};"
+        for f in files
+    )
+    found = await sandbox.exec(tests, timeout=60, env=env)
+    missing = found.stdout.splitlines()
+    if missing or not found.ok:
+        raise GraderError(
+            "grading material missing: the hidden directory copied in for grading has no "
+            + ", ".join(missing or files)
+            + " (the command runs it); the trial has no verdict"
+        )
+
+
 class TestsScriptParams(GraderParams):
     type: Literal["tests_script"] = "tests_script"
     command: str = Field(
@@ -148,6 +171,15 @@ class TestsScriptParams(GraderParams):
         description="count only result lines prefixed with $HARNESS_RESULT_NONCE (false: "
         "plain lines, forgeable by the code under test)",
     )
+
+    def needs_hidden_dir(self) -> bool:
+        return _HIDDEN_REF.search(self.command) is not None
+
+    def hidden_files(self) -> list[str]:
+        """The paths the command names under ``$HIDDEN_DIR`` (``bash "$HIDDEN_DIR/test.sh"``:
+        ``test.sh``); paths with shell patterns in them are not checked."""
+        found = [m.group(1).lstrip("/") for m in _HIDDEN_REF.finditer(self.command) if m.group(1)]
+        return [p for p in dict.fromkeys(found) if p and not re.search(r"[*?\[]", p)]
 
 
 class TestsScript:
@@ -177,6 +209,7 @@ class TestsScript:
             )
         nonce = secrets.token_hex(16)
         env = {"HIDDEN_DIR": evidence.hidden_dir} if evidence.hidden_dir else {}
+        await _check_material(evidence.sandbox, env, p.hidden_files())
         env["HARNESS_RESULT_NONCE"] = nonce
         result = await evidence.sandbox.exec(p.command, timeout=p.timeout_s, env=env)
         output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")

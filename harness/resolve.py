@@ -198,7 +198,7 @@ def _graders(loaded: LoadedTask) -> list[Grader]:
     for g, spec in enumerate(loaded.task.graders):
         loc = (*loaded.prefix, "graders", g)
         try:
-            built.append(build_grader(spec))
+            grader = build_grader(spec)
         except RegistryError as exc:
             where = (*loc, "type")
             raise ConfigError(
@@ -206,7 +206,40 @@ def _graders(loaded: LoadedTask) -> list[Grader]:
             ) from None
         except ValidationError as exc:
             raise from_validation(exc, loaded.file, loaded.lines, loc) from None
+        _check_material(loaded, loc, grader)
+        built.append(grader)
     return built
+
+
+def _check_material(loaded: LoadedTask, loc: Path_, grader: Grader) -> None:
+    """Every file the grader will run or read from the task's hidden directory exists now,
+    before any trial: a missing test script is a load error, never the agent's failure."""
+    params = grader.params
+    where = (*loc, "command") if "command" in type(params).model_fields else loc
+    line = nearest_line(loaded.lines, where)
+    hidden = loaded.hidden_dir
+    if hidden is None:
+        if params.needs_hidden_dir():
+            raise ConfigError(
+                str(loaded.file),
+                field_path(where),
+                f"{grader.type_name} reads $HIDDEN_DIR, but the task declares no 'hidden:' "
+                "directory",
+                line,
+            )
+        return
+    for rel in params.hidden_files():
+        target = hidden / rel
+        ok = target.is_dir() if rel.endswith("/") else target.is_file()
+        if not ok:
+            what = "directory" if rel.endswith("/") else "file"
+            raise ConfigError(
+                str(loaded.file),
+                field_path(where),
+                f"{grader.type_name} runs $HIDDEN_DIR/{rel}, but {loaded.task.hidden} has no "
+                f"{what} {rel} ({target} not found)",
+                line,
+            )
 
 
 def _choose(config: ResolvedSuite, requested: str) -> str:

@@ -26,5 +26,14 @@ Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
 Money = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
 
 
+class FieldError(ValueError):
+    """A model validator's error about one field below the model (``("report", "primary",
+    "baseline")``): the loader reports that field and its line, not the model's first."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str):
+        self.loc = loc
+        super().__init__(message)
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

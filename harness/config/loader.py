@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from harness.config.base import FieldError
 from harness.config.env import expand_env
 from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
 from harness.config.overrides import given
@@ -76,7 +77,10 @@ def from_validation(
 def first_error(exc: ValidationError) -> tuple[Path_, str]:
     """Where the first error of ``exc`` is and what it says (with how many more follow)."""
     err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if p != "__root__")
+    loc: Path_ = tuple(p for p in err["loc"] if p != "__root__")
+    raised = (err.get("ctx") or {}).get("error")
+    if isinstance(raised, FieldError):  # a model's own check naming the field it is about
+        loc = (*loc, *raised.loc)
     msg = _message(err)
     more = len(exc.errors()) - 1
     if more:
@@ -164,11 +168,13 @@ def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) 
     data, lines = read_yaml(path)
     if isinstance(data, dict) and settings:
         data = {**data, **settings}
-    suite: Suite = validate(Suite, data, path, lines)
+    suite = _validate_suite(data, path, lines, settings)
     if only_arms:
         suite = select_arms(suite, only_arms, path)
     suite = _expand_model_env(suite, path, lines)
-    tasks = select_tasks(_load_tasks(suite, path, lines), only_tasks, limit, path)
+    every_task = _load_tasks(suite, path, lines)
+    _check_must_never(suite, every_task, path, lines)
+    tasks = select_tasks(every_task, only_tasks, limit, path)
     env_root = _environments_dir(suite, path, lines)
     environments: dict[str, Environment] = {}
     for lt in tasks:
@@ -178,6 +184,41 @@ def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) 
     resolved = ResolvedSuite(suite, path, tasks, environments, lines=lines)
     resolved.config_hash = config_hash(resolved)
     return resolved
+
+
+def _validate_suite(
+    data: Any, path: Path, lines: dict[Path_, int], from_command_line: Mapping[str, object]
+) -> Suite:
+    """The suite model; a bad value given on the command line (``--trials 0``) is blamed on
+    the flag, not on the suite file's line for that key."""
+    try:
+        suite: Suite = validate(Suite, data, path, lines)
+    except ConfigError as exc:
+        key = exc.field.split(".")[0].split("[")[0]
+        if key in from_command_line:
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError("command line", flag, exc.message) from None
+        raise
+    return suite
+
+
+def _check_must_never(
+    suite: Suite, tasks: list[LoadedTask], path: Path, lines: dict[Path_, int]
+) -> None:
+    """Every class the gate's ``must_never`` names is some task's class (a typo would
+    otherwise be found only when the gate reads a run)."""
+    if suite.gate is None:
+        return
+    classes = sorted({t.task.class_ for t in tasks})
+    for i, name in enumerate(suite.gate.must_never):
+        if name not in classes:
+            loc = ("gate", "must_never", i)
+            raise ConfigError(
+                str(path),
+                field_path(loc),
+                f"no task has class '{name}' (the suite's classes: {', '.join(classes)})",
+                nearest_line(lines, loc),
+            )
 
 
 def select_tasks(

@@ -19,6 +19,7 @@ from harness.config.base import (
     MAX_TOKENS,
     MAX_WEIGHT,
     Count,
+    FieldError,
     Money,
     Seconds,
     Seed,
@@ -214,31 +215,40 @@ class Suite(Strict):
         names = [a.name for a in self.arms]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise ValueError(f"duplicate arm name(s): {', '.join(sorted(dup))}")
+            first = next(i for i, n in enumerate(names) if n in dup and names.index(n) != i)
+            raise FieldError(
+                ("arms", first, "name"), f"duplicate arm name(s): {', '.join(sorted(dup))}"
+            )
+        copy = f"{self.primary_arms()[0]}-aa" if self.aa else None  # what aa: true adds
+        for where, primary in (
+            ("report", self.report.primary),
+            ("gate", self.gate.primary if self.gate else None),
+        ):
+            if primary:
+                for role in ("baseline", "candidate"):
+                    side = getattr(primary, role)
+                    if side not in names and side != copy:
+                        raise FieldError(
+                            (where, "primary", role),
+                            f"names unknown arm '{side}' (arms: {', '.join(names)})",
+                        )
         if self.aa:  # the A/A copy of the baseline; idempotent, so a stored config reloads
             base = self.primary_arms()[0]
             if base not in names:
-                raise ValueError(f"the primary baseline '{base}' is not an arm")
+                raise FieldError(("aa",), f"the primary baseline '{base}' is not an arm")
             if f"{base}-aa" not in names:
                 arm = next(a for a in self.arms if a.name == base)
                 self.arms.append(arm.model_copy(update={"name": f"{base}-aa"}))
                 names.append(f"{base}-aa")
-        for where, primary in (
-            ("report.primary", self.report.primary),
-            ("gate.primary", self.gate.primary if self.gate else None),
-        ):
-            if primary:
-                for side in (primary.baseline, primary.candidate):
-                    if side not in names:
-                        raise ValueError(f"{where} names unknown arm '{side}'")
         if self.repeats.mode == "adaptive":
             if len(names) < 2:
-                raise ValueError(
+                raise FieldError(
+                    ("repeats", "mode"),
                     "adaptive repeats follow discordance between arms and need at least two "
-                    "arms (add one, or aa: true)"
+                    "arms (add one, or aa: true)",
                 )
             if self.repeats.max_k <= self.trials:
-                raise ValueError("repeats.max_k must exceed trials (the first-phase count)")
+                raise FieldError(("repeats", "max_k"), "must exceed trials (the first-phase count)")
         return self
 
 

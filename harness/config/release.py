@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from harness.config.base import MAX_TRIALS, Count, Strict
 
@@ -92,6 +92,17 @@ class GatePolicy(Strict):
         description="no longer read: the gate's intervals are analytic (CR1 + t); accepted so "
         "existing policies still validate",
     )
+
+    @field_validator("margin", "bar", "max_unresolved", "max_retry_gap", mode="before")
+    @classmethod
+    def _a_fraction(cls, value: object, info: ValidationInfo) -> object:
+        """``margin: 5`` means 5 points to a reader, 500% to the gate: say so."""
+        if isinstance(value, int | float) and not isinstance(value, bool) and 1 < value <= 100:
+            raise ValueError(
+                f"{info.field_name} is a fraction of a rate, not a percentage: write "
+                f"{value / 100:g} for {value:g} points"
+            )
+        return value
 
     @model_validator(mode="after")
     def _margin(self) -> GatePolicy:
