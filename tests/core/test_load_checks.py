@@ -111,16 +111,9 @@ def test_material_missing_at_grading_time_is_a_grader_error():
     assert classify(info.value) == "grader_error"
 
 
-GATE_SUITE = """\
-name: checks
-trials: 1
-tasks: [tasks.yaml]
-sandbox: unsafe-local
-arms:
-  - name: base
-    agent: oracle
-  - name: cand
-    agent: oracle
+GATE_SUITE = (
+    SUITE
+    + """\
 report:
   primary:
     baseline: base
@@ -130,6 +123,7 @@ gate:
   margin: 0.1
   must_never: [safety]
 """
+)
 
 
 def _gate_suite(tmp: Path, old: str = "", new: str = "") -> Path:
