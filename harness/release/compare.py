@@ -425,11 +425,13 @@ def paired_comparison(
 def _arm_record(e: Estimate) -> ArmRate:
     """One arm's rate over the paired tasks, with n, unit and the shared method."""
     return {
+        "estimate": e.estimate,
         "rate": e.estimate,
         "lo": e.lo,
         "hi": e.hi,
         "n": e.n,
         "unit": "task",
+        "confidence": e.confidence,
         "method": e.method,
         "warning": e.warning,
     }

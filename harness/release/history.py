@@ -46,12 +46,23 @@ def headline(
     per_task, clusters = task_rates(rows, denominator)
     tasks = sorted(per_task)
     if not tasks:
-        return {"rate": None, "lo": None, "hi": None, "n_tasks": 0, "n_trials": len(rows)}
+        return {
+            "estimate": None,
+            "rate": None,
+            "lo": None,
+            "hi": None,
+            "n": 0,
+            "unit": "task",
+            "n_tasks": 0,
+            "n_trials": len(rows),
+        }
     cl = [clusters[t] for t in tasks]
     one = len(set(cl)) < 2 or cluster_key == "task"
     e = mean_estimate([per_task[t] for t in tasks], None if one else cl, confidence=confidence)
     return {
+        "estimate": e.estimate,
         "rate": e.estimate,
+        "confidence": confidence,
         "lo": e.lo,
         "hi": e.hi,
         "method": e.method,

@@ -19,15 +19,11 @@ class PairTable(TypedDict, total=False):
     both_fail: int
 
 
-class ArmRate(TypedDict, total=False):
-    """One arm's success rate inside a comparison."""
+class ArmRate(Interval, total=False):
+    """One arm's success rate inside a comparison (the shared estimate record)."""
 
     rate: float | None
-    lo: float | None
-    hi: float | None
-    n: int
-    unit: str
-    method: str | None
+    """The same number as ``estimate``, under the name older readers of the JSON use."""
     warning: str | None
 
 
@@ -370,16 +366,12 @@ class Fingerprint(TypedDict):
     images: list[str]
 
 
-class Headline(TypedDict, total=False):
+class Headline(Interval, total=False):
     """An arm's success rate in one run (mean of per-task rates, the shared interval)."""
 
     rate: float | None
-    lo: float | None
-    hi: float | None
-    method: str
+    """The same number as ``estimate``, under the name older readers of the JSON use."""
     warning: str | None
-    n: int
-    unit: str
     n_tasks: int
     n_clusters: int
     n_trials: int

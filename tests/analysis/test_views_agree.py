@@ -124,18 +124,12 @@ def test_every_view_says_the_same_number(tmp_path, name):
         for f in floors[1:]:
             _same(floors[0], f, (*SHARED, "arm", "degenerate"), what="noise floor")
 
-    # each arm's rate: the report, compare's two sides, history
+    # each arm's rate (one estimate record everywhere): the report, compare's sides, history
     arms = report["arms"]
     for side, arm in (("baseline", base), ("candidate", cand)):
-        rate = compare[side]
-        assert (rate["rate"], rate["lo"], rate["hi"], rate["n"]) == tuple(
-            arms[arm]["success"][k] for k in ("estimate", "lo", "hi", "n")
-        ), side
+        _same(compare[side], arms[arm]["success"], what=f"compare {side} vs report")
     for h in history["arms"]:
-        s = arms[h["arm"]]["success"]
-        assert (h["rate"], h["lo"], h["hi"], h["n"], h["unit"]) == tuple(s[k] for k in SHARED), h[
-            "arm"
-        ]
+        _same(h, arms[h["arm"]]["success"], (*SHARED, "confidence"), what=f"history {h['arm']}")
 
     # the rendered pages print those numbers with the one formatting module
     from harness.report.html_page import build_html

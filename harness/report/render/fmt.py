@@ -13,7 +13,7 @@ from harness.report.records import (
     Report,
     Tokens,
 )
-from harness.report.render.numbers import count, delta_text, money, pct
+from harness.report.render.numbers import count, delta_text, money, pct, rate_text
 
 
 def noise_floor_text(report: Report) -> str | None:
@@ -99,10 +99,8 @@ def comparison_notes(c: Comparison) -> list[str]:
     if c.get("estimator"):
         out.append(f"estimator: {c['estimator']}")
     for side, r in (("baseline", c.get("baseline")), ("candidate", c.get("candidate"))):
-        if r and r.get("rate") is not None:
-            out.append(
-                f"{side} {pct(r['rate'])} [{pct(r['lo'])}, {pct(r['hi'])}] (n={r.get('n')} tasks)"
-            )
+        if r and r.get("estimate") is not None:
+            out.append(f"{side} {rate_text(r)}")
     if c.get("fixed_rule") and "trial per task per arm" not in str(c.get("design")):
         out.append(f"fixed/broke: {c['fixed_rule']}")
     if c.get("interval_warning"):

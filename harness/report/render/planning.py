@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.release.records import History, Sensitivity, TasksNeeded, ThresholdPlan
 from harness.report.render.narrow import dropped_note, fit
-from harness.report.render.numbers import pct
+from harness.report.render.numbers import MISSING, ci, pct
 from harness.report.render.numbers import points as pts
 
 
@@ -101,7 +101,7 @@ def print_history(h: History) -> None:
     for e in h["runs"]:
         any_floor |= e["noise_floor"] is not None
         for a in e["arms"]:
-            r = f"{a['rate']:.1%} [{a['lo']:.1%}, {a['hi']:.1%}]" if a["rate"] is not None else "—"
+            r = f"{pct(a['estimate'])} {ci(a)}" if a["estimate"] is not None else MISSING
             m = a["move"]
             if m is None:
                 move = ""

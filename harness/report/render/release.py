@@ -10,7 +10,6 @@ from __future__ import annotations
 from rich.table import Table
 
 from harness.release.records import (
-    ArmRate,
     Comparison,
     DesignSummary,
     GatePolicyRecord,
@@ -20,14 +19,8 @@ from harness.release.records import (
     Screens,
 )
 from harness.report.render.narrow import dropped_note, fit
-from harness.report.render.numbers import pct
+from harness.report.render.numbers import MISSING, pct, rate_text
 from harness.report.render.numbers import points as pts
-
-
-def rate(r: ArmRate | None, n: int) -> str:
-    if not r:
-        return "—"
-    return f"{r['rate']:.1%} [{r['lo']:.1%}, {r['hi']:.1%}] (n={r.get('n', n)} tasks)"
 
 
 def rate_cell(x: float | None, interval: list[float | None] | None, n: int) -> str:
@@ -62,8 +55,8 @@ def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> l
         else f"{level:.0%} interval"
     )
     lines = [
-        f"baseline  {rate(c['baseline'], c['n_tasks'])}",
-        f"candidate {rate(c['candidate'], c['n_tasks'])}",
+        f"baseline  {rate_text(c['baseline']) if c['baseline'] else MISSING}",
+        f"candidate {rate_text(c['candidate']) if c['candidate'] else MISSING}",
         f"delta (candidate − baseline) {pts(c['estimate'])} pts, {bounds} "
         f"[{pts(c['lo'])}, {pts(c['hi'])}] (n={c['n']} tasks, {c['n_clusters']} clusters)",
         f"method: {c['method']}; weights {c['weights']}, unresolved trials {c['denominator']}",
