@@ -194,7 +194,7 @@ def history(
     store,
     suite_name: str,
     limit: int = 30,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     sequential: bool = False,
 ) -> History:
     """``harness history SUITE``: the suite's last ``limit`` runs, oldest first; with

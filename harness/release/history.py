@@ -107,7 +107,7 @@ def suite_history(
     runs: list[Any],
     rows_by_run: dict[str, list[TrialRow]],
     *,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     sequential: bool = False,
     first_look: int = 1,
 ) -> History:
@@ -120,19 +120,23 @@ def suite_history(
     (when-not-to-ship guide). ``sequential`` spends the error rate over the looks instead: the move into
     the run at look k (``first_look`` is the first listed run's place among all the suite's
     runs) gets an interval at 1 − α·6/(π²k²) (``stats.sequential``), so the chance of any
-    false call in a season of looks stays at most 1 − ``confidence``."""
+    false call in a season of looks stays at most 1 − ``confidence``. ``confidence``: the
+    interval level; default each run's ``report.confidence``, as its report uses."""
     from harness.analysis import run_roles, settings_of
     from harness.analysis.paired import aa_floor, compare_arms
     from harness.release.source import stored_config, suite_config
     from harness.stats import alpha_for_look, schedule_name
 
     entries: list[HistoryRun] = []
+    base_levels: list[float] = []
     last: dict[str, tuple[Any, list[TrialRow], Fingerprint]] = {}
     for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
         rows = rows_by_run.get(run.id, [])
-        level = 1 - alpha_for_look(1 - confidence, look) if sequential else confidence
         suite = suite_config(run)
         settings = settings_of(suite, run.trials_per_task).at(confidence)
+        base_level = settings.confidence
+        base_levels.append(base_level)
+        level = 1 - alpha_for_look(1 - base_level, look) if sequential else base_level
         denominator = settings.denominator
         roles = run_roles(suite, list(run.arms or []))
         noise = None
@@ -153,7 +157,7 @@ def suite_history(
             costs = [cost for r in ar if (cost := r.get("cost_usd")) is not None]
             entry: HistoryArm = {
                 "arm": arm,
-                **headline(ar, confidence, denominator, settings.cluster_key),
+                **headline(ar, base_level, denominator, settings.cluster_key),
                 "cost_usd": sum(costs) if costs else None,
                 "cost_known_trials": len(costs),
                 "images": short_hash(fp["images"]),
@@ -202,7 +206,7 @@ def suite_history(
         )
     return {
         "runs": entries,
-        "confidence": confidence,
+        "confidence": confidence if confidence is not None else (base_levels or [0.95])[-1],
         "sequential": sequential,
         "schedule": schedule_name(None) if sequential else "none: each move at its own level",
     }

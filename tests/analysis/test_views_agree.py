@@ -3,7 +3,7 @@
 must agree on every quantity they share (estimate, interval, n, unit, arm roles) to the last
 digit. The suites cover each way roles are declared: ``gate.primary`` only, ``report.primary``
 only (with ``cluster_key: task``), and an A/A arm of each naming style (``aa: true``'s
-``-aa``, ``_aa``, a twin configured like the baseline)."""
+``-aa``, ``_aa``, a twin configured like the baseline, at the suite's own confidence)."""
 
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ SUITES = {
     "aa-twin": (
         {
             "arms": [_arm("base", 3.0), _arm("cand", 4.0), _arm("twin", 3.0)],
-            "report": {"primary": {"baseline": "base", "candidate": "cand"}},
-            "gate": GATE,
+            "report": {"primary": {"baseline": "base", "candidate": "cand"}, "confidence": 0.9},
+            "gate": {**GATE, "confidence": 0.9},
         },
         ("base", "cand", "twin"),
     ),
