@@ -61,7 +61,8 @@ def gc(
         bool, typer.Option("--dry-run", help="Only list what would be removed.")
     ] = False,
 ) -> None:
-    """Remove containers and per-trial directories left by harness runs that are gone."""
+    """Remove the containers and per-trial directories your harness runs left behind when
+    their process is gone (never another user's, never a live run's)."""
     from harness.sandbox import trial_dirs
     from harness.sandbox.docker import docker_available
     from harness.sandbox.docker_gc import gc as remove_leftovers
@@ -72,23 +73,30 @@ def gc(
     if not docker_available():
         typer.echo("no Docker daemon answers: no containers to collect", err=True)
         return
-    if dry_run:
-        import docker
-        from harness.sandbox.docker_gc import is_leftover
+    import docker
+    from harness.sandbox.docker_gc import is_leftover, ours
 
-        client = docker.from_env()
-        found = [
-            c.id[:12]
-            for c in client.containers.list(all=True, filters={"label": "harness=1"})
-            if is_leftover(c.labels, None)
-        ]
+    client = docker.from_env()
+    try:
+        listed = client.containers.list(all=True, filters={"label": "harness=1"})
+    finally:
+        client.close()
+    found = [c.id[:12] for c in listed if is_leftover(c.labels, None)]
+    others = sum(1 for c in listed if ours(c.labels) is False)
+    if dry_run:
         typer.echo("\n".join(found) or "no containers to remove")
-        return
-    removed = remove_leftovers()
-    typer.echo(
-        f"removed {len(removed)} container(s)"
-        + (": " + ", ".join(r[:12] for r in removed) if removed else "")
-    )
+    else:
+        removed = remove_leftovers()
+        typer.echo(
+            f"removed {len(removed)} container(s)"
+            + (": " + ", ".join(r[:12] for r in removed) if removed else "")
+        )
+    if others:
+        typer.echo(
+            f"left {others} harness container(s) of other users (or of an older harness that "
+            "did not label its user): not yours to collect",
+            err=True,
+        )
 
 
 # long: the signature declares one typer option per ``harness validate`` flag.

@@ -1,18 +1,22 @@
 """Owner labels on harness containers, and the garbage collector of leftovers.
 
 Every container the Docker backend creates carries ``harness=1`` and owner labels:
-``harness.host`` (this machine's hostname), ``harness.pid`` (the orchestrator's PID) and
+``harness.host`` (this machine's hostname), ``harness.pid`` (the orchestrator's PID),
 ``harness.pid_start`` (that process's start time in clock ticks, from /proc, so a recycled
-PID is not mistaken for the owner).
+PID is not mistaken for the owner) and ``harness.uid`` (the user the orchestrator ran as).
 
 **The gc rule.** A ``harness=1`` container is a leftover, and is force-removed, when
 
-* its owner process runs on this host and is dead (or is another process by now), or
-* its owner is unknown or on another host, ``running_run_ids`` is given, and its
-  ``harness.run`` label is missing or not in ``running_run_ids``.
+* its owner process ran on this host as this user and is dead (or is another process by
+  now), or
+* its owner is on another host, ``running_run_ids`` is given, and its ``harness.run``
+  label is missing or not in ``running_run_ids``.
 
 A container whose owner process is alive on this host is never touched, whatever
-``running_run_ids`` says: a run that just started may not be in the caller's list yet.
+``running_run_ids`` says: a run that just started may not be in the caller's list yet. Nor
+is one another user's process made on this host (a shared machine: their runs are theirs
+to collect), nor one on this host without ``harness.uid`` (made by an older harness, owner
+unknown): ``harness gc`` counts those and leaves them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ HOST_LABEL = "harness.host"
 PID_LABEL = "harness.pid"
 PID_START_LABEL = "harness.pid_start"
 RUN_LABEL = "harness.run"
+UID_LABEL = "harness.uid"
 
 
 def _pid_start(pid: int) -> str | None:
@@ -48,7 +53,15 @@ def owner_labels() -> dict[str, str]:
         HOST_LABEL: socket.gethostname(),
         PID_LABEL: str(pid),
         PID_START_LABEL: _pid_start(pid) or "",
+        UID_LABEL: str(os.getuid()),
     }
+
+
+def ours(labels: dict[str, str]) -> bool | None:
+    """Made on this host by this user: True/False; None for another host."""
+    if labels.get(HOST_LABEL) != socket.gethostname():
+        return None
+    return labels.get(UID_LABEL) == str(os.getuid())
 
 
 def owner_alive(labels: dict[str, str]) -> bool | None:
@@ -71,6 +84,9 @@ def owner_alive(labels: dict[str, str]) -> bool | None:
 
 def is_leftover(labels: dict[str, str], running_run_ids: Iterable[str] | None) -> bool:
     """Apply the module's gc rule to one container's labels."""
+    mine = ours(labels)
+    if mine is False:  # another user's (or an owner older harness versions did not name)
+        return False
     alive = owner_alive(labels)
     if alive is not None:
         return not alive
@@ -122,7 +138,7 @@ def _gc_networks(client) -> None:
 
     for net in client.networks.list(filters={"label": f"{HARNESS_LABEL}=1"}):
         labels = net.attrs.get("Labels") or {}
-        if owner_alive(labels) is not False:
+        if ours(labels) is not True or owner_alive(labels) is not False:
             continue
         bridge = (net.attrs.get("Options") or {}).get("com.docker.network.bridge.name", "")
         try:

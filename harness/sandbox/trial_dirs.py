@@ -3,7 +3,9 @@
 The ``bwrap`` and ``unsafe-local`` backends give every trial a fresh directory on the host.
 A run killed with SIGKILL never removes them, so each directory's name carries its owner:
 ``<prefix>-<pid>-<pid start time>-<random>``. ``gc`` removes those whose owner process is
-dead (or is another process by now: the start time differs), never a live run's.
+dead (or is another process by now: the start time differs), never a live run's, and only
+this user's: on a shared machine another user's directories in the same temporary folder
+are theirs to collect.
 """
 
 from __future__ import annotations
@@ -50,14 +52,23 @@ def _owner_dead(name: str) -> bool:
     return started != "0" and _pid_start(pid) != started
 
 
+def _mine(path: Path) -> bool:
+    try:
+        return path.lstat().st_uid == os.getuid()
+    except OSError:
+        return False
+
+
 def leftovers(base: str | None = None) -> list[Path]:
-    """Trial directories whose owner process is dead."""
+    """This user's trial directories whose owner process is dead."""
     root = base_dir(base)
     try:
         entries = list(root.iterdir())
     except OSError:
         return []
-    return sorted(p for p in entries if p.is_dir() and _owner_dead(p.name))
+    return sorted(
+        p for p in entries if _owner_dead(p.name) and _mine(p) and p.is_dir() and not p.is_symlink()
+    )
 
 
 def gc(base: str | None = None) -> list[Path]:

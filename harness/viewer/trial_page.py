@@ -240,11 +240,19 @@ def facts(t) -> list[list[tuple[str, Any, str]]]:
 
 
 def failure_kind_fact(t) -> str:
-    """The agent-caused failure kind (timeout, invalid_agent_result...), or why there is none:
-    a graded verdict or an unresolved trial is not the agent's own fault."""
+    """How the agent failed: the kind of an agent fault (timeout, invalid_agent_result ...),
+    else what the verdict says. A trial the graders failed (a forbidden action included) is
+    the agent's failure too; only an unresolved trial is not."""
     if t.failure_kind:
         return str(t.failure_kind)
-    return "— (not an agent-caused failure)"
+    if t.status == "passed":
+        return "—"
+    if t.status == "failed":
+        harms = (t.evidence or {}).get("harms") if isinstance(t.evidence, dict) else None
+        if harms or (t.harm_severity or 0) > 0:
+            return "— (failed by its graders: a forbidden action)"
+        return "— (failed by its graders)"
+    return f"— (no verdict: {t.status}; not the agent's failure)"
 
 
 def tokens_fact(t) -> str:

@@ -144,6 +144,18 @@ def _expected(trial: dict, did: dict, run: dict) -> dict:
     }
 
 
+def _failure_fact(t) -> str:
+    """What the trial page must say about how the trial failed (the viewer's own wording)."""
+    if t["failure_kind"]:
+        return f"<code>{t['failure_kind']}</code>"
+    if t["status"] == "passed":
+        return "—"
+    if t["status"] == "failed":
+        forbidden = (t["harm_severity"] or 0) > 0
+        return "— (failed by its graders" + (": a forbidden action)" if forbidden else ")")
+    return f"— (no verdict: {t['status']}; not the agent&#39;s failure)"
+
+
 def test_every_column_is_checked():
     """The test below names every column of every table: a new column needs its check."""
     checked = set(_expected({"task_id": "contract/harm"}, _did_sample(), _RUN_SAMPLE))
@@ -392,9 +404,7 @@ def test_html_report_and_trial_pages_show_the_stored_values(contract_run):
                     "seed": f"<code>{t['seed']}</code>",
                     "image id": f"<code>{t['image_id']}</code>",
                     "class / cluster": f"{t['task_class']} / {t['cluster']}",
-                    "failure kind": f"<code>{t['failure_kind']}</code>"
-                    if t["failure_kind"]
-                    else "— (not an agent-caused failure)",
+                    "failure kind": _failure_fact(t),
                 }
                 for fact, value in want.items():
                     assert facts.get(fact) == value, (t["id"], fact, facts.get(fact), value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 
@@ -59,10 +60,11 @@ def test_gc_removes_leftovers_of_dead_runs_only(docker_client, test_label):
     dead.wait()
     host = socket.gethostname()
     base = {"harness": "1", **test_label}
-    dead_owner = _labelled(
-        docker_client,
-        {**base, "harness.host": host, "harness.pid": str(dead.pid), "harness.run": "r-alive"},
-    )
+    gone = {"harness.host": host, "harness.pid": str(dead.pid), "harness.run": "r-alive"}
+    dead_owner = _labelled(docker_client, {**base, **gone, "harness.uid": str(os.getuid())})
+    # A shared machine: another user's dead run, and one from a harness that named no user.
+    other_user = _labelled(docker_client, {**base, **gone, "harness.uid": str(os.getuid() + 1)})
+    unnamed_user = _labelled(docker_client, {**base, **gone})
     live_owner = _labelled(docker_client, {**base, **owner_labels(), "harness.run": "r-dead"})
     remote_dead_run = _labelled(
         docker_client,
@@ -76,14 +78,17 @@ def test_gc_removes_leftovers_of_dead_runs_only(docker_client, test_label):
         removed = gc(docker_client)  # no run list: only owners known dead on this host
         assert dead_owner.id in removed
         assert not {live_owner.id, remote_dead_run.id, remote_live_run.id} & set(removed)
+        assert not {other_user.id, unnamed_user.id} & set(removed)
 
         removed = gc(docker_client, running_run_ids={"r-alive"})
         assert remote_dead_run.id in removed
         assert not {live_owner.id, remote_live_run.id} & set(removed)  # live owner: never
+        assert _exists(docker_client, other_user.id) and _exists(docker_client, unnamed_user.id)
         assert _exists(docker_client, live_owner.id) and _exists(docker_client, remote_live_run.id)
         assert not _exists(docker_client, dead_owner.id)
     finally:
-        for c in (dead_owner, live_owner, remote_dead_run, remote_live_run):
+        for c in (dead_owner, live_owner, remote_dead_run, remote_live_run, other_user,
+                  unnamed_user):  # fmt: skip
             with contextlib.suppress(docker.errors.NotFound):
                 c.remove(force=True)
 
@@ -93,7 +98,11 @@ def test_gc_removes_the_allowlist_network_and_rules_of_a_dead_run(docker_client)
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    owner = {"harness.host": socket.gethostname(), "harness.pid": str(dead.pid)}
+    owner = {
+        "harness.host": socket.gethostname(),
+        "harness.pid": str(dead.pid),
+        "harness.uid": str(os.getuid()),
+    }
     allow = Allowlist("gc-test", ["192.0.2.1"])
     allow.create(docker_client, owner)  # as a run killed before it could clean up leaves it
 

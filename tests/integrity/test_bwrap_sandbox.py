@@ -120,3 +120,22 @@ def test_gc_removes_trial_dirs_of_dead_runs(tmp_path):
     assert trial_dirs.leftovers(str(tmp_path)) == [dead]
     assert trial_dirs.gc(str(tmp_path)) == [dead]
     assert not dead.exists() and alive.exists() and other.exists()
+
+
+def test_gc_leaves_other_users_trial_dirs(tmp_path):
+    """A shared temporary folder: another user's dead run's directory is theirs to collect."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to make a directory another user owns")
+    code = (
+        "from harness.sandbox import trial_dirs; "
+        f"print(trial_dirs.make_trial_dir('harness-trial', {str(tmp_path)!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    theirs = Path(done.stdout.strip())
+    os.chown(theirs, 4242, 4242)
+    assert trial_dirs.leftovers(str(tmp_path)) == [] and trial_dirs.gc(str(tmp_path)) == []
+    assert theirs.exists()
+    os.chown(theirs, os.getuid(), os.getgid())
+    assert trial_dirs.gc(str(tmp_path)) == [theirs]  # the same directory, when it is ours
