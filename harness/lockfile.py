@@ -40,10 +40,38 @@ async def current_entries(
     return await provider.lock_entries(environments)
 
 
+def source_files(env: Environment) -> dict[str, str]:
+    """Relative path -> sha256 of every file in the environment's folder: what its image,
+    tools and setup are made from, so a mismatch can name the file that changed."""
+    from harness.sandbox.docker_images import files_manifest
+
+    return {k: v for k, v in files_manifest(env.root).items() if "__pycache__" not in k}
+
+
+def changed_sources(locked: dict[str, dict], resolved: ResolvedSuite) -> dict[str, str]:
+    """Environment -> the files of its folder changed, added or removed since the lock
+    recorded them (lock files without that record: nothing)."""
+    problems = {}
+    for name, env in sorted(resolved.environments.items()):
+        was = (locked.get(name) or {}).get("sources")
+        if was is None:
+            continue
+        now = source_files(env)
+        changes = [f"{f} changed" for f in sorted(set(was) & set(now)) if was[f] != now[f]]
+        changes += [f"{f} added" for f in sorted(set(now) - set(was))]
+        changes += [f"{f} removed" for f in sorted(set(was) - set(now))]
+        if changes:
+            more = f" and {len(changes) - 3} more" if len(changes) > 3 else ""
+            problems[name] = f"{', '.join(changes[:3])}{more}"
+    return problems
+
+
 async def write_lock(
     resolved: ResolvedSuite, provider: SandboxProvider | None, sandbox: str
 ) -> Path:
     entries = await current_entries(resolved, provider)
+    for name, env in resolved.environments.items():
+        entries.setdefault(name, {})["sources"] = source_files(env)
     path = lock_path(resolved)
     doc = {
         "suite": resolved.suite.name,
@@ -59,11 +87,14 @@ async def write_lock(
     return path
 
 
-def mismatches(locked: dict[str, dict], current: dict[str, dict]) -> list[str]:
-    """One line per environment whose pinned image (or base image) changed."""
+def mismatches(
+    locked: dict[str, dict], current: dict[str, dict], because: dict[str, str] | None = None
+) -> list[str]:
+    """One line per environment whose pinned image (or base image) changed; ``because``:
+    the files that changed, named instead of the image ids they changed."""
     from harness.sandbox.lock_compare import check_lock
 
-    return check_lock(locked, current)
+    return check_lock(locked, current, because)
 
 
 def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
@@ -126,6 +157,10 @@ async def check_lock_for(resolved: ResolvedSuite, provider: SandboxProvider | No
     # What the suite alone says first: a changed CLI is refused before it is downloaded.
     problems = _cli_mismatches(doc, resolved)
     if not problems:
-        problems = mismatches(locked, await current_entries(resolved, provider))
+        current = await current_entries(resolved, provider)
+        problems = mismatches(locked, current, changed_sources(locked, resolved))
     if problems:
-        raise LockMismatch(f"--locked: {path} does not match: " + "; ".join(problems))
+        raise LockMismatch(
+            f"--locked: {path} does not match: {'; '.join(problems)} (if that is intended, "
+            f"lock again: harness lock {resolved.path})"
+        )

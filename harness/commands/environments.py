@@ -77,12 +77,13 @@ def gc(
     from harness.sandbox.docker_gc import is_leftover, ours
 
     client = docker.from_env()
-    try:
-        listed = client.containers.list(all=True, filters={"label": "harness=1"})
+    try:  # the plain listing: no per-container inspect that a removal in between would fail
+        listed = client.api.containers(all=True, filters={"label": "harness=1"})
     finally:
         client.close()
-    found = [c.id[:12] for c in listed if is_leftover(c.labels, None)]
-    others = sum(1 for c in listed if ours(c.labels) is False)
+    labels = [(c["Id"], c.get("Labels") or {}) for c in listed]
+    found = [cid[:12] for cid, lb in labels if is_leftover(lb, None)]
+    others = sum(1 for _, lb in labels if ours(lb) is False)
     if dry_run:
         typer.echo("\n".join(found) or "no containers to remove")
     else:

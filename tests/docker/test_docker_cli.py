@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -138,6 +139,11 @@ def test_locked_refuses_a_changed_image(tmp_path, docker_client):
     assert result.returncode == 5, result.stderr
     assert "lockme" in result.stderr and "does not match" in result.stderr
     assert "Traceback" not in result.stderr
+    # The file that changed, named in one short line, not the image ids it changed.
+    [line] = result.stderr.strip().splitlines()
+    assert "environment 'lockme': files/data.txt changed since the lock was written" in line
+    assert f"harness lock {suite}" in line
+    assert not re.search(r"[0-9a-f]{64}", line) and len(line) < 400, line
 
 
 def _start(args: list[str]) -> subprocess.Popen:
