@@ -8,6 +8,13 @@ with the real key (``harness.models.upstream``; the program never sees it) and f
 
 - records one ``model_call`` trajectory event with tokens, cost and latency, streamed or not;
 - charges the trial (tokens, cost, one step per model call), so the suite's budgets hold;
+- admits a call only while the trial has budget left (``harness.models.admission``: one
+  call in flight at a time under a token or cost budget, steps reserved when admitted), so
+  a trial overshoots a budget by at most one call however many calls its program makes at
+  once; calls still in flight when the trial stops get a grace period to finish and be
+  metered (past it, each is recorded with unknown usage);
+- meters a stream once, on the final figure of its usage (the shapes servers really send:
+  ``harness.models.wire``), and ends it early when the figure so far breaks a budget;
 - once a budget is exceeded, ends the call with the API's own error (HTTP 402, or an error
   event that ends the stream: the SDKs raise it), answers every later call the same way,
   and sets ``exceeded`` (the agent then stops the program: the agent's failure);
@@ -53,17 +60,17 @@ from anyio.abc import Listener, SocketAttribute, SocketStream
 from harness.config.models import ModelSettings
 from harness.errors import BudgetExceeded, ConfigError, ModelUnavailable
 from harness.jsontypes import JSONObject, JSONValue
+from harness.models.admission import Admission
 from harness.models.api_types import ErrorBody
 from harness.models.client import ChatClient, ModelUsage
 from harness.models.metering import (
-    CHARS_PER_TOKEN,
     ModelCallInfo,
     estimate_usage,
     meter_call,
     with_info,
 )
-from harness.models.pricing import cost, price_for
-from harness.models.responder import Responder, proxy_error, quiet_writes
+from harness.models.pricing import price_for
+from harness.models.responder import Responder, proxy_error, serve_connection
 from harness.models.sse import SSESplitter
 from harness.models.upstream import UpstreamExhausted, send
 from harness.models.wire import APIS, PROVIDER_APIS, StreamState, WireAPI, api_for_path
@@ -73,7 +80,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
 KEY_STATUSES = frozenset({401, 403})
 """Upstream statuses that refuse the harness's own key, whatever the program asked."""
 NO_RETRY = ("x-should-retry", "false")
@@ -112,11 +118,10 @@ class MeteringProxy:
         self.calls = 0
         self.unmetered_calls = 0
         """Calls whose upstream reported no usage: their tokens and cost are unknown."""
-        self.estimated_tokens = 0
-        self.estimated_cost = 0.0
-        """Budget estimates for those calls (never reported as measured usage)."""
-        self.known_cost = 0.0
         self.served = PROVIDER_APIS[self.settings.api]
+        self.admission = Admission(
+            ctx.budgets, lambda: ctx.usage.tokens_total, lambda: ctx.usage.steps, self.price
+        )
 
     def __repr__(self) -> str:
         return f"MeteringProxy(model={self.settings.name!r}, url={self.base_url!r})"
@@ -134,63 +139,7 @@ class MeteringProxy:
 
     # -- HTTP ---------------------------------------------------------------------------------
     async def _connection(self, stream: SocketStream) -> None:
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
-        async with stream:
-            while True:
-                try:
-                    request, body = await self._read_request(conn, stream)
-                except (h11.RemoteProtocolError, ValueError) as exc:
-                    if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                        with quiet_writes():
-                            await Responder(conn, stream, str).json(
-                                400, {"error": proxy_error(str(exc), "bad")}
-                            )
-                    return
-                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                    return
-                if request is None:
-                    return
-                out = Responder(conn, stream, self.client.redact)
-                try:
-                    await self._handle(request, body, out)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    return  # the program hung up
-                except Exception:  # a bug of ours: answer if we still can, log, keep serving
-                    log.exception("metering proxy failed on %s", request.target)
-                    if out.started:
-                        return
-                    with quiet_writes():
-                        await out.json(500, {"error": proxy_error("proxy error")}, [NO_RETRY])
-                if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
-                    return
-                try:
-                    conn.start_next_cycle()
-                except h11.LocalProtocolError:
-                    return
-
-    async def _read_request(
-        self, conn: h11.Connection, stream: SocketStream
-    ) -> tuple[h11.Request | None, bytes]:
-        request: h11.Request | None = None
-        body = bytearray()
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                try:
-                    data = await stream.receive(65536)
-                except anyio.EndOfStream:
-                    data = b""
-                conn.receive_data(data)
-            elif isinstance(event, h11.Request):
-                request = event
-            elif isinstance(event, h11.Data):
-                body += event.data
-                if len(body) > MAX_BODY_BYTES:
-                    raise ValueError("request body too large")
-            elif isinstance(event, h11.EndOfMessage):
-                return request, bytes(body)
-            else:  # ConnectionClosed or PAUSED
-                return None, b""
+        await serve_connection(stream, self._handle, self.client.redact, [NO_RETRY])
 
     # -- semantics ----------------------------------------------------------------------------
     def _authorised(self, headers: dict[str, str]) -> bool:
@@ -232,7 +181,32 @@ class MeteringProxy:
         requested = payload.get("model")
         if self.force_model or not requested:
             payload["model"] = self.settings.name
-        await self._forward(api, payload, requested, headers, out)
+        try:
+            async with self.admission.call():
+                if self.exceeded is None:  # (a call that waited its turn checks again)
+                    await self._forward(api, payload, requested, headers, out)
+        except BudgetExceeded as exc:  # no budget left for this call: nothing was sent
+            self.exceeded = self.exceeded or exc
+            self.stop_event.set()
+        if self.exceeded is not None and not out.started:
+            await out.json(402, self._budget_error(api), [NO_RETRY])
+
+    def record_cut(self, calls: int) -> None:
+        """Calls still in flight after the trial stopped and its grace ran out: each is a
+        model call whose usage is unknown (it was spent upstream all the same)."""
+        for _ in range(calls):
+            info: ModelCallInfo = {"model": self.settings.name, "source": "proxy"}
+            info["error"] = "cut_by_trial_end"
+            with suppress(BudgetExceeded):
+                meter_call(
+                    self.ctx,
+                    ModelUsage(reported=False),
+                    self.price,
+                    latency_s=0.0,
+                    content="the call was still in flight when the trial stopped",
+                    info=info,
+                    steps=1,
+                )
 
     async def _unserved(self, method: str, path: str, api: WireAPI | None, out: Responder) -> None:
         """A request the proxy cannot serve: the suite's configuration, not the agent."""
@@ -336,10 +310,17 @@ class MeteringProxy:
                     ready: list[bytes] = []  # events that arrived together leave together
                     for event in splitter.feed(chunk):
                         state.events += 1
+                        before = state.usage
                         action = api.observe(state, event, event.json(), wanted)
-                        # usage arrived, or the stream ends without any: meter before
-                        # passing the event on, so a budget can still end this call
-                        if (action.startswith("meter") or state.done) and not metered:
+                        now = state.usage
+                        over = (
+                            now is not before
+                            and now is not None
+                            and (self.admission.would_exceed(now))
+                        )
+                        # the stream ends, or its usage so far breaks a budget: meter the
+                        # final figure before passing the event on, so a budget ends the call
+                        if (state.done or over) and not metered:
                             metered = True
                             try:
                                 self._meter_stream(state, info, start, chars)
@@ -348,7 +329,7 @@ class MeteringProxy:
                                 await out.event(b"".join(ready))
                                 await out.end()
                                 return
-                        if not action.endswith("drop"):
+                        if action != "drop":
                             ready.append(event.raw)
                     if ready:
                         await out.event(b"".join(ready))
@@ -409,38 +390,20 @@ class MeteringProxy:
         if not usage.reported:
             self.unmetered_calls += 1
             info = {**info, "usage_estimate": "characters / 4, for budgets only"}
+        self.admission.settle()  # its step is charged now, not reserved
         try:
             dollars = meter_call(
                 self.ctx, usage, self.price, latency_s=latency, content=content, info=info, steps=1
             )
             if usage.reported:
-                self.known_cost += dollars or 0.0
+                self.admission.known_cost += dollars or 0.0
             else:
-                self._check_estimate(estimate_usage(request_chars, len(content or "")))
+                estimate = estimate_usage(request_chars, len(content or ""))
+                self.admission.add_estimate(estimate)
         except BudgetExceeded as exc:
             self.exceeded = exc
             self.stop_event.set()
             raise
-
-    def _check_estimate(self, estimate: ModelUsage) -> None:
-        """Token and cost budgets over calls without reported usage: enforced on the stated
-        estimate (``CHARS_PER_TOKEN``), added to what the other calls reported."""
-        self.estimated_tokens += estimate.input_tokens + estimate.output_tokens
-        self.estimated_cost += cost(estimate, self.price) or 0.0
-        b, u = self.ctx.budgets, self.ctx.usage
-        note = (
-            f"of which {self.estimated_tokens} estimated at {CHARS_PER_TOKEN} characters per "
-            "token: the upstream reported no usage"
-        )
-        tokens = u.tokens_total + self.estimated_tokens
-        if b.max_tokens is not None and tokens > b.max_tokens:
-            raise BudgetExceeded("max_tokens", f"{tokens} tokens ({note}) > {b.max_tokens}")
-        dollars = self.known_cost + self.estimated_cost
-        if b.max_cost_usd is not None and self.price is not None and dollars > b.max_cost_usd:
-            raise BudgetExceeded(
-                "max_cost_usd",
-                f"${dollars:.6g} (estimated cost included: {note}) > ${b.max_cost_usd}",
-            )
 
     async def _exhausted(
         self,
@@ -500,7 +463,11 @@ async def metering_proxy(
         except Exception as exc:  # re-raised below, not wrapped in an ExceptionGroup
             error = exc
         finally:
-            tg.cancel_scope.cancel()
+            try:  # calls in flight are spent upstream: let them finish and be metered
+                await proxy.admission.drain()
+                proxy.record_cut(proxy.admission.in_flight)
+            finally:
+                tg.cancel_scope.cancel()
     if error is not None:
         raise error
 

@@ -1,10 +1,12 @@
-"""Writing the metering proxy's HTTP responses on an h11 connection: whole JSON bodies, or
-server-sent events one by one, and quietly when the program has hung up."""
+"""The metering proxy's HTTP on an h11 connection: reading requests (keep-alive, bounded
+bodies), and writing responses — whole JSON bodies, or server-sent events one by one, and
+quietly when the program has hung up."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 
 import anyio
@@ -12,6 +14,11 @@ import h11
 from anyio.abc import SocketStream
 
 from harness.models.api_types import OpenAIError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+Handler = Callable[[h11.Request, bytes, "Responder"], Awaitable[None]]
 
 
 class Responder:
@@ -65,3 +72,72 @@ class quiet_writes:
         return kind is not None and issubclass(
             kind, (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, h11.ProtocolError)
         )
+
+
+async def serve_connection(
+    stream: SocketStream,
+    handle: Handler,
+    redact: Callable[[str], str],
+    error_headers: Sequence[tuple[str, str]] = (),
+) -> None:
+    """Serve requests on one connection until either side closes it: each request is read
+    whole and passed to ``handle``; a malformed one gets a 400, a bug of ours a 500 (with
+    ``error_headers``) when nothing was sent yet, and is logged."""
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+    async with stream:
+        while True:
+            try:
+                request, body = await _read_request(conn, stream)
+            except (h11.RemoteProtocolError, ValueError) as exc:
+                if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                    with quiet_writes():
+                        await Responder(conn, stream, str).json(
+                            400, {"error": proxy_error(str(exc), "bad")}
+                        )
+                return
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                return
+            if request is None:
+                return
+            out = Responder(conn, stream, redact)
+            try:
+                await handle(request, body, out)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                return  # the program hung up
+            except Exception:  # a bug of ours: answer if we still can, log, keep serving
+                log.exception("metering proxy failed on %s", request.target)
+                if out.started:
+                    return
+                with quiet_writes():
+                    await out.json(500, {"error": proxy_error("proxy error")}, error_headers)
+            if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                return
+            try:
+                conn.start_next_cycle()
+            except h11.LocalProtocolError:
+                return
+
+
+async def _read_request(
+    conn: h11.Connection, stream: SocketStream
+) -> tuple[h11.Request | None, bytes]:
+    request: h11.Request | None = None
+    body = bytearray()
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            try:
+                data = await stream.receive(65536)
+            except anyio.EndOfStream:
+                data = b""
+            conn.receive_data(data)
+        elif isinstance(event, h11.Request):
+            request = event
+        elif isinstance(event, h11.Data):
+            body += event.data
+            if len(body) > MAX_BODY_BYTES:
+                raise ValueError("request body too large")
+        elif isinstance(event, h11.EndOfMessage):
+            return request, bytes(body)
+        else:  # ConnectionClosed or PAUSED
+            return None, b""

@@ -5,12 +5,20 @@ An adapter knows where its API lives (``path``), which upstream kind serves it
 make a stream report usage when the API lets a request ask for it, and how to word an error
 (as a body or as a stream event) so the official SDKs raise it.
 
-- ``chat``: OpenAI chat completions. Streams report usage only when the request sets
-  ``stream_options.include_usage``; the proxy sets it and drops the usage-only chunk again
-  when the program had not asked for it.
+A stream's usage is whatever its events said last: servers report it in different shapes,
+and each event that carries usage replaces (or, for Anthropic's split counts, completes) the
+figure so far. The proxy meters the call once, on the final figure, when the stream ends.
+
+- ``chat``: OpenAI chat completions. OpenAI reports usage only in a last, usage-only chunk,
+  and only when the request sets ``stream_options.include_usage`` (the proxy sets it and
+  drops that chunk again when the program had not asked for it). vLLM and SGLang may put
+  cumulative usage on every chunk (``continuous_usage_stats``): the last one counts.
 - ``responses``: OpenAI Responses. ``response.completed`` carries the usage.
 - ``messages``: Anthropic Messages. ``message_start`` carries the input side (uncached, cache
-  writes, cache reads), ``message_delta`` the output tokens.
+  writes, cache reads) and a first output count, ``message_delta`` the cumulative output
+  tokens (and, from some servers, the input side again).
+
+A stream without any usage is metered on a stated estimate and marked as such (the proxy).
 """
 
 from __future__ import annotations
@@ -80,8 +88,8 @@ class WireAPI:
         raise NotImplementedError
 
     def observe(self, state: StreamState, event: SSEEvent, data: JSONValue, wanted: bool) -> str:
-        """Update ``state`` from one event. Returns ``forward``, ``drop`` (an event the
-        program did not ask for) or ``meter`` (carries the final usage: meter, then forward)."""
+        """Update ``state`` from one event (its usage replaces or completes the figure so
+        far). Returns ``forward``, or ``drop`` for an event the program did not ask for."""
         raise NotImplementedError
 
     def error_body(self, message: str, type_: str) -> ErrorBody:
@@ -150,10 +158,9 @@ class ChatAPI(WireAPI):
                 if isinstance(name, str) and name:
                     state.tools.append(name)
         if isinstance(chunk.get("usage"), dict):
-            state.usage = ModelUsage.from_response(chunk)
+            state.usage = ModelUsage.from_response(chunk)  # cumulative: the latest counts
             if not chunk.get("choices") and not wanted:
-                return "meter-drop"
-            return "meter"
+                return "drop"
         return "forward"
 
     def error_event(self, message: str, type_: str) -> bytes:
@@ -204,10 +211,16 @@ class ResponsesAPI(WireAPI):
             state.done = True
             response = ev.get("response")
             response = response if isinstance(response, dict) else None
-            state.usage = _responses_usage(response or {})
+            usage = _responses_usage(response or {})
+            if usage.reported or state.usage is None:
+                state.usage = usage
             if kind == "response.failed":
                 state.upstream_error = _message((response or {}).get("error") or kind)
-            return "meter"
+        elif kind in ("response.created", "response.in_progress"):
+            started = ev.get("response")
+            so_far = _responses_usage(started) if isinstance(started, dict) else None
+            if so_far is not None and so_far.reported:
+                state.usage = so_far
         return "forward"
 
     def error_event(self, message: str, type_: str) -> bytes:
@@ -272,9 +285,7 @@ class MessagesAPI(WireAPI):
             if isinstance(usage, dict):
                 # cumulative counts: output always, the input side when the API repeats it
                 before = state.usage or ModelUsage()
-                merged = _anthropic_usage(usage, before)
-                state.usage = merged
-            return "meter"
+                state.usage = _anthropic_usage(usage, before)
         elif kind == "message_stop":
             state.done = True
         elif kind == "error":

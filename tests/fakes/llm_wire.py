@@ -38,6 +38,12 @@ class Turn:
     model: str = "fake-model"
     chunk_chars: int = 4
     """Text and argument deltas are cut into pieces of this many characters."""
+    stream_usage: str = "final"
+    """How a stream reports usage, as servers really do: ``final`` (OpenAI: one usage-only
+    chunk at the end when the request sets ``stream_options.include_usage``; Anthropic:
+    ``message_start`` + ``message_delta``), ``every`` (vLLM and SGLang with continuous usage
+    stats: cumulative usage on every chunk, the output count growing chunk by chunk, plus the
+    final chunk when asked) or ``none`` (the server reports no usage at all)."""
 
     def pieces(self, text: str) -> list[str]:
         n = max(1, self.chunk_chars)
@@ -74,9 +80,10 @@ def chat_body(turn: Turn) -> dict[str, Any]:
     return body
 
 
-def _chat_usage(turn: Turn) -> dict[str, Any]:
+def _chat_usage(turn: Turn, output: int | None = None) -> dict[str, Any]:
     assert turn.usage is not None
     i, o = turn.usage
+    o = o if output is None else output
     return {
         "prompt_tokens": i,
         "completion_tokens": o,
@@ -87,8 +94,17 @@ def _chat_usage(turn: Turn) -> dict[str, Any]:
 
 def chat_events(turn: Turn, include_usage: bool) -> list[bytes]:
     cid, created = _id("chatcmpl"), int(time.time())
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    for piece in turn.pieces(turn.text) if turn.text else []:
+        deltas.append({"content": piece})
+    for index, (name, args) in enumerate(turn.tool_calls):
+        head = {"index": index, "id": _id("call"), "type": "function"}
+        deltas.append({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+        for piece in turn.pieces(json.dumps(args)):
+            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    every = turn.stream_usage == "every" and turn.usage is not None
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    def chunk(n: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
         data: dict[str, Any] = {
             "id": cid,
             "object": "chat.completion.chunk",
@@ -96,18 +112,14 @@ def chat_events(turn: Turn, include_usage: bool) -> list[bytes]:
             "model": turn.model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
+        if every and turn.usage is not None:  # cumulative: the output so far
+            done = round(turn.usage[1] * n / (len(deltas) + 1))
+            data["usage"] = _chat_usage(turn, done)
         return sse(None, data)
 
-    out = [chunk({"role": "assistant", "content": ""})]
-    for piece in turn.pieces(turn.text) if turn.text else []:
-        out.append(chunk({"content": piece}))
-    for index, (name, args) in enumerate(turn.tool_calls):
-        head = {"index": index, "id": _id("call"), "type": "function"}
-        out.append(chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]}))
-        for piece in turn.pieces(json.dumps(args)):
-            out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
-    out.append(chunk({}, "tool_calls" if turn.tool_calls else "stop"))
-    if include_usage and turn.usage is not None:
+    out = [chunk(i + 1, d) for i, d in enumerate(deltas)]
+    out.append(chunk(len(deltas) + 1, {}, "tool_calls" if turn.tool_calls else "stop"))
+    if include_usage and turn.usage is not None and turn.stream_usage != "none":
         final = {
             "id": cid,
             "object": "chat.completion.chunk",
@@ -177,6 +189,8 @@ def _responses_call(name: str, arguments: str) -> dict[str, Any]:
 
 def responses_events(turn: Turn) -> list[bytes]:
     final = responses_body(turn)
+    if turn.stream_usage == "none":
+        final["usage"] = None
     seq = itertools.count()
 
     def ev(kind: str, **data: Any) -> bytes:
@@ -245,7 +259,7 @@ def _messages_usage(turn: Turn) -> dict[str, Any]:
 
 def messages_events(turn: Turn) -> list[bytes]:
     final = messages_body(turn)
-    usage = final.get("usage") or {}
+    usage = final.get("usage") or {} if turn.stream_usage != "none" else {}
     start = {**final, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     if not usage:
         start.pop("usage")
