@@ -181,20 +181,21 @@ async def _run(
     from harness.progress import TrialProgress
 
     image_ids: dict[str, str | None] = {}
-    # Every model endpoint answers before anything is built or recorded (exit 5 if not).
-    await probe_endpoints(resolved)
     if locked and provider is None:  # no images to check; pinned agents still are
         from harness.lockfile import check_lock_for
 
         await check_lock_for(resolved, provider)
     if provider is not None:
-        envs = list(resolved.environments.values())
         # sandboxes left behind by killed runs on this host
         await anyio.to_thread.run_sync(provider.gc)
         if locked:
             from harness.lockfile import check_lock_for
 
             await check_lock_for(resolved, provider)
+    # Every model endpoint answers before anything is built or recorded (exit 5 if not).
+    await probe_endpoints(resolved)
+    if provider is not None:
+        envs = list(resolved.environments.values())
         image_ids = await provider.prepare(envs)
         # ready-made agents' CLIs: built into images (docker), staged and hashed (bwrap)
         await provider.prepare_agents(agent_builds(resolved))

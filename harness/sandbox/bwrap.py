@@ -80,6 +80,14 @@ _PASSWD = f"root:x:0:0::/root:/usr/sbin/nologin\nsandbox:x:{UID}:{UID}::/work:/b
 _GROUP = f"root:x:0:\nsandbox:x:{UID}:\n"
 
 
+def launch_env() -> dict[str, str]:
+    """The environment ``bwrap`` itself starts with: nothing of the harness's but ``PATH``.
+    bwrap's own process stays PID 1 of the sandbox, and any command in it can read PID 1's
+    ``/proc/1/environ``: started with the harness's environment, that held its API keys.
+    (``--clearenv`` only clears what the command itself gets.)"""
+    return {"PATH": os.environ.get("PATH") or "/usr/bin:/bin"}
+
+
 def bwrap_available() -> bool:
     """True when ``bwrap`` is installed and can create its namespaces on this host."""
     exe = shutil.which("bwrap")
@@ -241,6 +249,7 @@ class BwrapSandbox(Sandbox):
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 start_new_session=True,
+                env=launch_env(),
             )
         except OSError as exc:
             raise SandboxError(f"bwrap exec failed: {exc}") from exc
@@ -263,6 +272,7 @@ class BwrapSandbox(Sandbox):
                 self._argv(cmd, dict(env or {})),
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 start_new_session=True,
+                env=launch_env(),
             )
         except OSError as exc:
             raise SandboxError(f"bwrap exec failed: {exc}") from exc

@@ -139,3 +139,30 @@ def test_gc_leaves_other_users_trial_dirs(tmp_path):
     assert theirs.exists()
     os.chown(theirs, os.getuid(), os.getgid())
     assert trial_dirs.gc(str(tmp_path)) == [theirs]  # the same directory, when it is ours
+
+
+def test_no_command_reads_the_harness_environment(bwrap_ready, canary, monkeypatch):
+    """bwrap's own process is PID 1 of the sandbox and its environ is readable there: it
+    must start from a clean environment, not the harness's (API keys included)."""
+    canary.install(monkeypatch)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-harness-only-key-7d1f")
+    env = _shell_env()
+
+    async def main() -> str:
+        provider = BwrapProvider(limits=LIMITS)
+        ids = await provider.prepare([env])
+        sandbox = await provider.create(SandboxRequest(env, ids["shell"], limits=LIMITS))
+        try:
+            dump = (
+                "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done"
+            )
+            r = await sandbox.exec(f"env; {dump}; cat /proc/1/environ", timeout=30)
+            assert r.ok, r
+            return r.stdout
+        finally:
+            await sandbox.destroy()
+
+    out = anyio.run(main)
+    assert "PATH=" in out  # the dump did read PID 1's environment
+    canary.assert_absent(out)
+    assert "sk-harness-only-key-7d1f" not in out
