@@ -188,7 +188,9 @@ class TestsScript:
     __test__ = False  # not a pytest class, despite its name
 
     type_name: ClassVar[str] = "tests_script"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
+    runs_code: ClassVar[bool] = True
+    """It executes the hidden tests: the trial gives it a fresh grading sandbox."""
     Params: ClassVar[type[TestsScriptParams]] = TestsScriptParams
 
     def __init__(self, params: TestsScriptParams):

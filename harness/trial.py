@@ -7,23 +7,18 @@ returns a ``TrialRecord`` ready to be written as one store row. Nothing here wri
 from __future__ import annotations
 
 import copy
-import os
 import random
-import secrets
-import shutil
 import tempfile
 import time
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import anyio
 
 from graders import Evidence, Grader, Verdict, combine
 from graders.base import Harm
-from harness import errors
+from harness import errors, grading, trial_steps
 from harness.agent_turn import run_agent
 from harness.agents import AgentContext, AgentResult
 from harness.agents.base import ReferenceContext, Usage, is_reference_agent
@@ -32,29 +27,22 @@ from harness.breaker import CircuitBreaker
 from harness.config.models import Arm, Budgets, Environment, Suite, Task, Variant
 from harness.plan import Job
 from harness.sandbox.base import (
-    ExecResult,
     Sandbox,
     SandboxProvider,
-    SandboxRequest,
-    network_hosts,
-    snapshot_state,
 )
+from harness.sandbox.workproduct import WorkProduct
 from harness.store import now
 from harness.store.tables import AttemptRow, TrialRow
 from harness.tools.client import ToolServer
 from harness.trajectory import Event
 from harness.trial_rows import attempt_row as attempt_row  # re-exported: executors import it
 from harness.trial_rows import severity, traceback_text, trial_row
+from harness.trial_steps import TaskSetupError as TaskSetupError  # re-exported
 
 if TYPE_CHECKING:  # resolving happens before any trial; trials only read its result
     from harness.resolve import Resolved
 
-HIDDEN_DIR = ".harness_hidden"
 T = TypeVar("T")
-
-
-class TaskSetupError(errors.HarnessError):
-    """A setup command of the environment or task failed: the task is broken, not flaky."""
 
 
 @dataclass
@@ -115,41 +103,6 @@ class TrialRecord:
     blobs: dict[str, bytes] = field(default_factory=dict)
 
 
-class _NoSandbox(Sandbox):
-    """Stands in for a sandbox when a task has no environment (answer-only tasks)."""
-
-    id: str = "none"
-    image_id: str | None = None
-    workdir: str = "."
-
-    async def exec(
-        self,
-        cmd: str,
-        *,
-        stdin: str | bytes | None = None,
-        timeout: float | None = None,
-        user: str | None = None,
-        env: dict[str, str] | None = None,
-        output_limit: int = 0,
-    ) -> ExecResult:
-        raise errors.AgentFailure("no_sandbox", "this task has no environment to run commands in")
-
-    async def read_file(self, path: str, limit: int | None = None) -> bytes:
-        raise errors.AgentFailure("no_sandbox", "this task has no environment")
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        raise errors.AgentFailure("no_sandbox", "this task has no environment")
-
-    async def copy_in(self, src: Path, dest: str) -> None:
-        raise errors.AgentFailure("no_sandbox", "this task has no environment")
-
-    async def sweep(self) -> int:
-        return 0
-
-    async def destroy(self, interrupted: bool = False) -> None:
-        return None
-
-
 async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     """Run a job until it has a verdict or its infrastructure attempts are used up."""
     policy = rc.retry
@@ -193,8 +146,9 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
     raise AssertionError("unreachable")
 
 
-# long: it is the trial lifecycle read top to bottom (provision, setup, snapshot, agent, snapshot,
-#   grade, teardown in ``finally``), as DESIGN asks.
+# long: it is the trial lifecycle read top to bottom, as DESIGN asks: provision, setup,
+#   snapshot s0, the agent's turn, its files taken out as data, its sandbox destroyed, grading
+#   (in a fresh grading sandbox when a grader runs code), teardown in ``finally``.
 async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> TrialRecord:
     """One attempt of one trial; its outcome decides whether the job is retried. ``spent``
     is charged with the attempt's usage (the caller keeps it if the attempt fails)."""
@@ -205,39 +159,28 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
     env = rc.resolved.environments.get(task.environment) if task.environment else None
     variant = next((v for v in task.variants if v.id == job.variant), None) if job.variant else None
     started, t0 = now(), time.monotonic()
-
     agent_binding = rc.resolved.agents[arm.name]
-    sandbox: Sandbox
-    socket_dir: str | None = None
-    if env is None or rc.provider is None:
-        sandbox = _NoSandbox()
-    else:
-        labels = {
-            "harness.run": rc.run_id,
-            "harness.trial": f"{job.arm}/{job.task_id}/{job.trial_index}/{job.variant}",
-            "harness.attempt": str(number),
-        }
-        if agent_binding.wants_socket_dir(arm):
-            socket_dir = tempfile.mkdtemp(prefix="harness-sock-")
-            os.chmod(socket_dir, 0o755)  # the container's user may enter, never write
-        request = SandboxRequest(
-            env,
-            rc.image_ids.get(env.name),
-            labels,
-            suite.limits,
-            network=network_hosts(env, task.network) if task.network else None,
-            socket_dir=socket_dir,
-            agent=agent_binding.cls.build(arm),
-        )
-        try:
-            sandbox = await rc.provider.create(request)
-        except BaseException:
-            _remove_dir(socket_dir)
-            raise
+    tool_server = env.spec.tool_server if env is not None else None
+    served_state = tool_server is not None and tool_server.state
+    how = grading.plan(env, task, rc.graders(task), served_state)
+    labels = {
+        "harness.run": rc.run_id,
+        "harness.trial": f"{job.arm}/{job.task_id}/{job.trial_index}/{job.variant}",
+        "harness.attempt": str(number),
+    }
+
+    socket_dir = (
+        tempfile.mkdtemp(prefix="harness-sock-") if agent_binding.wants_socket_dir(arm) else None
+    )
+    sandbox = await trial_steps.provision(
+        rc, env, task, labels, socket_dir, agent_binding.cls.build(arm), how
+    )
     server: ToolServer | None = None
+    grader: grading.GraderSandbox | None = None
+    product: WorkProduct | None = None
     interrupted = False
     try:
-        initial, server = await _setup(sandbox, env, task) if env else (None, None)
+        initial, server = await trial_steps.setup(sandbox, env, task, how) if env else (None, None)
         ctx = _agent_context(
             agent_binding.cls, task, arm, variant, sandbox, env, job, suite, server, spent
         )
@@ -251,27 +194,37 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
         except errors.AgentFailure as exc:
             failure = exc
         latency = time.monotonic() - t0
-        tool_server = env.spec.tool_server if env is not None else None
-        served_state = server is not None and tool_server is not None and tool_server.state
-        final, hidden = None, None
+        final = None
         try:
             if failure is None and server is not None and served_state:
-                # The server's state is its own (only the harness talks to it): read it,
-                # then sweep (which ends the server too).
+                # The server's state is its own (only the harness talks to it): read it
+                # before the agent's processes (the server's too) are stopped.
                 final = await server.snapshot()
-            # Nothing of the agent outlives its turn: killed before the final state is read
-            # from the sandbox and before any hidden material enters it.
-            await _after_agent(sandbox, sandbox.sweep(), "killing the agent's processes")
-            if failure is None and env is not None and not served_state:
-                final = await _after_agent(sandbox, snapshot_state(sandbox, env), "state dump")
-            if failure is None and loaded.hidden_dir is not None:
-                # A fresh name per trial: nothing the agent planted can stand in for it.
-                hidden = f"{HIDDEN_DIR}-{secrets.token_hex(8)}"
-                step = sandbox.copy_in(loaded.hidden_dir, hidden)
-                await _after_agent(sandbox, step, "copying hidden files in")
+            # Nothing of the agent outlives its turn, and its files leave as data.
+            stop = sandbox.sweep() if how.in_place else sandbox.stop_agent()
+            await trial_steps.after_agent(sandbox, stop, "stopping the agent's processes")
+            if failure is None and how.exports:
+                product = await trial_steps.after_agent(
+                    sandbox, sandbox.export(how.exports), "taking the agent's files out"
+                )
+                final = final or await trial_steps.after_agent(
+                    sandbox, grading.final_files_state(product, how), "reading the files state"
+                )
         except errors.AgentFailure as exc:  # incl. the agent's input bringing the server down
             failure = failure or exc
         events = [e.model_copy(deep=True) for e in ctx.trajectory.events]
+        if server is not None:
+            await server.close()
+            server = None
+        if not how.in_place:  # the agent's sandbox is gone before any grading starts
+            await sandbox.destroy()
+        if failure is None and how.needs_sandbox:
+            try:
+                grader, final = await trial_steps.grading_sandbox(
+                    rc, env, task, loaded.hidden_dir, labels, sandbox, how, product, final
+                )
+            except errors.AgentFailure as exc:
+                failure = exc
         if failure is not None:
             verdicts: list[Verdict] = []
             status, passed, score = errors.FAILED, False, 0.0
@@ -286,8 +239,8 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
                 initial_state=initial,
                 final_state=final,
                 state_ignore=list(env.spec.state.ignore) if env else [],
-                sandbox=sandbox,
-                hidden_dir=hidden,
+                sandbox=grader,
+                hidden_dir=grader.hidden_dir if grader is not None else None,
             )
             verdicts = await _grade(rc.graders(task), evidence)
             combined = combine(verdicts)
@@ -297,6 +250,8 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
                 combined.reasons,
                 combined.harms,
             )
+            if how.in_place:
+                reasons = [f"graded in place: {how.in_place}", *reasons]
             status = errors.PASSED if passed else errors.FAILED
     except BaseException as exc:  # cancellation or Ctrl-C: tell the backend the truth
         interrupted = not isinstance(exc, Exception)
@@ -305,8 +260,12 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
         with anyio.CancelScope(shield=True):
             if server is not None:
                 await server.close()
+            if grader is not None:
+                await grader.destroy(interrupted=interrupted)
             await sandbox.destroy(interrupted=interrupted)
-        _remove_dir(socket_dir)
+        if product is not None:
+            product.close()
+        trial_steps.remove_dir(socket_dir)
 
     return TrialRecord(
         trial=trial_row(
@@ -326,6 +285,7 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
                 "failure": str(failure) if failure else None,
                 "info": result.info,
                 "harms": harms,
+                "graded_in_place": how.in_place,
             },
             answer=result.answer,
             confidence=result.confidence,
@@ -410,52 +370,6 @@ async def _agent_turn(agent: Any, ctx: AgentContext, sandbox: Sandbox) -> AgentR
         if cause is None:
             raise
         raise errors.AgentFailure("killed_own_sandbox", f"{cause} ({exc})") from exc
-
-
-async def _after_agent(sandbox: Sandbox, step: Awaitable[T], what: str) -> T:
-    """Run a step of the machinery after the agent's turn. When the sandbox fails it, the
-    agent broke it if the sandbox is still alive (the same step worked before the agent
-    ran) or the backend's evidence says the agent ended it; else it is infrastructure."""
-    try:
-        return await step
-    except errors.SandboxError as exc:
-        cause = await sandbox.death_cause()
-        if cause is None and not await _alive(sandbox):
-            raise
-        kind = cause.split(":", 1)[0] if cause else "broke_environment"
-        raise errors.AgentFailure(
-            kind, f"{what} failed after the agent's turn: {cause or exc}"
-        ) from exc
-
-
-async def _alive(sandbox: Sandbox) -> bool:
-    return await sandbox.alive()
-
-
-def _remove_dir(path: str | None) -> None:
-    if path is not None:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-async def _setup(sandbox: Sandbox, env: Environment, task: Task) -> tuple[Any, ToolServer | None]:
-    """Run the setup commands, start the tool server if any, and snapshot s0 (from the
-    server when it serves the state)."""
-    for command in [*env.spec.setup, *task.setup]:
-        result = await sandbox.exec(command, timeout=300)
-        if not result.ok:
-            if not await sandbox.alive():
-                raise errors.SandboxError(
-                    f"sandbox died during setup command {command!r} of task '{task.id}'"
-                )
-            raise TaskSetupError(
-                f"setup command {command!r} of task '{task.id}' failed "
-                f"(exit {result.exit_code}): {result.stderr.strip()[-300:]}"
-            )
-    spec = env.spec.tool_server
-    server = await ToolServer.start(sandbox, spec) if spec else None
-    if server is not None and spec is not None and spec.state:
-        return await server.snapshot(), server
-    return await snapshot_state(sandbox, env), server
 
 
 async def _grade(graders: list[Grader], evidence: Evidence) -> list[Verdict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import traceback
 from datetime import datetime
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from graders.base import Harm, VerdictJson
 from harness.agents.base import Usage
@@ -31,6 +31,9 @@ class TrialEvidence(TypedDict):
     """The agent's own ``AgentResult.info`` (free-form)."""
     harms: list[Harm]
     """Forbidden actions the path graders found."""
+    graded_in_place: NotRequired[str | None]
+    """Why the task was graded in the agent's own live sandbox (``Task.grade_in_place``);
+    None: graded in a fresh grading sandbox, or from data alone."""
 
 
 _SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}

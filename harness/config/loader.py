@@ -391,6 +391,16 @@ def load_environment(root: Path, name: str, referenced_from: LoadedTask | Path) 
             "required when state.kind is 'command'",
             nearest_line(lines, ("state",)),
         )
+    script = _dump_script_under_state_paths(spec, env_dir)
+    if script is not None:
+        raise ConfigError(
+            str(file),
+            "state.paths",
+            f"the dump runs {script}, which this lists among the files copied from the "
+            "agent's sandbox: grading would run what the agent could change (list only "
+            "the files the dump reads)",
+            nearest_line(lines, ("state", "paths")),
+        )
     for name_, rel in (
         ("files", spec.files),
         ("policy", spec.policy),
@@ -403,6 +413,33 @@ def load_environment(root: Path, name: str, referenced_from: LoadedTask | Path) 
             if name_ == "files" and target.is_dir():
                 check_tree(env_dir, target, file, name_, line)
     return Environment(spec, env_dir)
+
+
+def _dump_script_under_state_paths(spec: EnvironmentSpec, env_dir: Path) -> str | None:
+    """The first word of a command-kind dump naming one of the environment's own files that
+    lies under ``state.paths`` (copied from the agent's sandbox before the dump), or None."""
+    import posixpath
+    import shlex
+
+    state = spec.state
+    if state.kind != "command" or not state.command or not state.paths or not spec.files:
+        return None
+    try:
+        words = shlex.split(state.command)
+    except ValueError:
+        return None
+    files = env_dir / spec.files
+    roots = [posixpath.normpath(posixpath.join(spec.workdir, p)) for p in state.paths]
+    for word in words:
+        path = posixpath.normpath(posixpath.join(spec.workdir, word))
+        if not path.startswith(spec.workdir.rstrip("/") + "/"):
+            continue
+        rel = posixpath.relpath(path, spec.workdir)
+        if (files / rel).exists() and any(
+            path == r or path.startswith(r.rstrip("/") + "/") for r in roots
+        ):
+            return word
+    return None
 
 
 def config_hash(resolved: ResolvedSuite) -> str:

@@ -322,6 +322,12 @@ class Task(Strict):
     )
     user: UserScript | None = None
     must_never: bool = False
+    grade_in_place: str | None = Field(
+        None,
+        description="why this task's graders must run in the agent's own live sandbox (a "
+        "service it started, packages it installed system-wide) instead of a fresh grading "
+        "sandbox; its verdicts are marked 'graded in place'",
+    )
 
     @model_validator(mode="after")
     def _opening(self) -> Task:
@@ -383,7 +389,12 @@ class StateSpec(Strict):
 
     kind: Literal["none", "command", "files"] = "none"
     command: str | None = None
-    paths: list[str] = Field(default_factory=list, description="for 'files': roots under workdir")
+    paths: list[str] = Field(
+        default_factory=list,
+        description="'files': the roots whose entries make the state; 'command': what the "
+        "dump reads (copied from the agent's sandbox into a fresh grading sandbox where the "
+        "dump runs; default: the whole workdir, with the environment's own files restored)",
+    )
     ignore: list[str] = Field(default_factory=list, description="dotted paths, '*' wildcards")
 
 
@@ -410,7 +421,11 @@ class EnvironmentSpec(Strict):
     tools: list[ToolSpec] = Field(default_factory=list)
     policy: str | None = Field(None, description="file with the policy shown to the agent")
     network: list[str] = Field(default_factory=list, description="hosts the sandbox may reach")
-    user: str | None = Field(None, description="non-root user to run agent commands as")
+    user: str | None = Field(
+        None,
+        description="the user agent commands run as: default the unprivileged uid 1000; "
+        "'root' opts in to root (the report says so)",
+    )
     tool_server: ToolServerSpec | None = Field(
         None, description="serve the tools from one process per trial instead of one per call"
     )

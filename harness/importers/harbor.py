@@ -36,8 +36,12 @@ from harness.errors import ConfigError
 
 REWARD_DIR = "/logs/verifier"
 TEST_COMMAND = (
-    f'mkdir -p {REWARD_DIR} /tests && cp -R "$HIDDEN_DIR"/. /tests/ && bash /tests/test.sh'
+    f"rm -rf {REWARD_DIR} /tests && mkdir -p -m 700 {REWARD_DIR} /tests && "
+    'cp -R "$HIDDEN_DIR"/. /tests/ && bash /tests/test.sh'
 )
+"""Run by the grader (root) in the grading sandbox: the tests and the reward directory are
+its own (mode 700), so code under test run as the agent's user can neither read the tests
+nor plant or rewrite the reward."""
 
 
 class _Table(BaseModel):

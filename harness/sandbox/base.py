@@ -10,16 +10,19 @@ here: they mark what is required and give every optional capability a default.
 from __future__ import annotations
 
 import abc
-import json
-import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.config.models import Environment, Limits
 from harness.config.models import Options as BackendOptions
+from harness.errors import SandboxError
 from harness.sandbox.output import OUTPUT_LIMIT, STATE_OUTPUT_LIMIT
+from harness.sandbox.workproduct import WorkProduct
+
+if TYPE_CHECKING:
+    from harness.grading import GradingPlace
 
 
 @dataclass
@@ -59,6 +62,11 @@ class SandboxRequest:
     """The ready-made agent CLI the trial's arm runs, to be found at ``agent.path`` inside
     the sandbox: Docker creates it from the environment's image with the CLI built in, bwrap
     binds the staged executable there read-only."""
+    grading: bool = False
+    """A grading sandbox: commands run as the grader (root with only the capabilities to
+    drop to the unprivileged user), no network, never an agent image."""
+    in_place: bool = False
+    """An agent's sandbox its task grades in place: it may become a grading sandbox later."""
 
 
 SOCKET_MOUNT = "/run/harness"
@@ -162,6 +170,37 @@ class Sandbox(abc.ABC):
         is an infrastructure error, not a broken task. Default: yes."""
         return True
 
+    async def export(self, paths: list[str]) -> WorkProduct:
+        """Take ``paths`` (relative to the workdir, or absolute) out of the sandbox as data:
+        one tar archive on the host, read by the backend itself (never by a command inside
+        the sandbox). Missing paths are listed in ``WorkProduct.missing``. Raises
+        ``SandboxError`` when the sandbox failed, ``BadWorkProduct`` when what it holds
+        cannot be archived. Default: this backend cannot (``SandboxError``)."""
+        raise SandboxError(f"sandbox {self.id}: this backend cannot export files")
+
+    async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
+        """Replace each absolute path of ``roots`` in this (grading) sandbox by its copy in
+        ``product`` (removed when the product has none), owned by the unprivileged user.
+        Default: this backend cannot (``SandboxError``)."""
+        raise SandboxError(f"sandbox {self.id}: this backend cannot import files")
+
+    async def install_grading(self, hidden: Path | None) -> GradingPlace:
+        """Make this sandbox a grading sandbox: the task's ``hidden`` files (the harness's
+        own copy) readable and writable only by the grader, the ``as-agent`` helper that
+        runs the code under test as the unprivileged user, and the grader's clean
+        environment. Default: this backend cannot (``SandboxError``)."""
+        raise SandboxError(f"sandbox {self.id}: this backend cannot grade")
+
+    async def restore_files(self, files: Path) -> None:
+        """Put the environment's own files (the harness's copy) back into the workdir over
+        whatever is there. Default: this backend cannot (``SandboxError``)."""
+        raise SandboxError(f"sandbox {self.id}: this backend cannot restore files")
+
+    async def stop_agent(self) -> None:
+        """The agent's turn is over: stop everything it left running, so the files taken out
+        next are final. Default: ``sweep``."""
+        await self.sweep()
+
 
 class SandboxProvider(abc.ABC):
     """A sandbox backend, registered by name in ``harness.sandbox.BACKENDS``.
@@ -254,66 +293,36 @@ ImageFetch = Callable[[str], bytes]
 
 
 # ----------------------------------------------------------------------------- state
-_FS_STATE_SCRIPT = r"""
-import hashlib, json, os, stat, sys
-out = {}
-def add(p):
-    try:
-        st = os.lstat(p)
-        mode = oct(stat.S_IMODE(st.st_mode))
-        if stat.S_ISLNK(st.st_mode):
-            out[p] = {"type": "link", "target": os.readlink(p)}
-        elif stat.S_ISDIR(st.st_mode):
-            out[p] = {"type": "dir", "mode": mode}
-        elif stat.S_ISREG(st.st_mode):
-            with open(p, "rb") as fh:
-                out[p] = {"type": "file", "sha256": hashlib.sha256(fh.read()).hexdigest(), "mode": mode}
-    except OSError as exc:
-        out[p] = {"type": "unreadable", "error": exc.strerror}
-for root in json.loads(sys.argv[1]):
-    root = os.path.normpath(root)
-    if not os.path.lexists(root):
-        continue
-    add(root)
-    if os.path.isdir(root) and not os.path.islink(root):
-        for d, dirs, files in os.walk(root):
-            dirs.sort()
-            for name in sorted(dirs) + sorted(files):
-                add(os.path.join(d, name))
-print(json.dumps({"files": out}, sort_keys=True))
-"""
-
-
 async def snapshot_state(sandbox: Sandbox, environment: Environment) -> dict | None:
-    """The environment's state as a JSON document (what state-diff grading compares).
+    """The environment's state in ``sandbox`` now, as a JSON document (what state-diff
+    grading compares): ``command``: the environment's dump, run in the sandbox; ``files``:
+    path -> content hash and mode under the declared roots, computed on the host from the
+    sandbox's archive (nothing runs inside); ``none``: no state. Trials take the final state
+    through ``harness.grading`` instead (never from a command in the agent's sandbox).
+    Raises ``SandboxError`` when the dump fails or prints something that is not a state."""
+    import anyio.to_thread
 
-    ``command``: the environment's dump command prints JSON. ``files``: path -> content
-    hash and mode under the declared roots. ``none``: no state (answer-only tasks).
-    """
-    from harness.errors import SandboxError
+    from harness.sandbox.workproduct import BadWorkProduct, files_state, parse_state
 
     spec = environment.spec.state
     if spec.kind == "none":
         return None
-    if spec.kind == "command":
-        assert spec.command, "state.command is required for kind 'command'"
-        cmd = spec.command
-    else:
-        cmd = f"python3 -c {shlex.quote(_FS_STATE_SCRIPT)} {shlex.quote(json.dumps(spec.paths))}"
-    result = await sandbox.exec(cmd, timeout=120, output_limit=STATE_OUTPUT_LIMIT)
-    if result.dropped:
-        raise SandboxError(
-            f"state dump of environment '{environment.name}' printed more than "
-            f"{STATE_OUTPUT_LIMIT} bytes"
-        )
-    if not result.ok:
-        raise SandboxError(
-            f"state dump of environment '{environment.name}' failed "
-            f"(exit {result.exit_code}): {result.stderr.strip()[-300:]}"
-        )
     try:
-        return json.loads(result.stdout)
-    except json.JSONDecodeError as exc:
-        raise SandboxError(
-            f"state dump of environment '{environment.name}' printed invalid JSON: {exc}"
-        ) from exc
+        if spec.kind == "files":
+            product = await sandbox.export(spec.paths)
+            try:
+                return await anyio.to_thread.run_sync(files_state, product, spec.paths)
+            finally:
+                product.close()
+        assert spec.command, "state.command is required for kind 'command'"
+        result = await sandbox.exec(spec.command, timeout=120, output_limit=STATE_OUTPUT_LIMIT)
+        what = f"state dump of environment '{environment.name}'"
+        if result.dropped:
+            raise SandboxError(f"{what} printed more than {STATE_OUTPUT_LIMIT} bytes")
+        if not result.ok:
+            raise SandboxError(
+                f"{what} failed (exit {result.exit_code}): {result.stderr.strip()[-300:]}"
+            )
+        return parse_state(result.stdout, what)
+    except BadWorkProduct as exc:
+        raise SandboxError(str(exc)) from exc

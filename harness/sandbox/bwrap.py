@@ -37,7 +37,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import Field
@@ -45,7 +45,7 @@ from pydantic import Field
 from harness import text
 from harness.config.models import Limits, Options
 from harness.errors import EnvironmentBuildError, SandboxError
-from harness.sandbox import bwrap_limits, trial_dirs
+from harness.sandbox import bwrap_limits, grading_material, trial_dirs
 from harness.sandbox.base import (
     SOCKET_MOUNT,
     AgentBuild,
@@ -56,68 +56,23 @@ from harness.sandbox.base import (
     SandboxRequest,
     network_hosts,
 )
+from harness.sandbox.bwrap_root import (
+    _GROUP,
+    _PASSWD,
+    UID,
+    _system_binds,
+    bwrap_available,
+    launch_env,
+)
 from harness.sandbox.local import _dir_digest
 from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
 from harness.sandbox.process import collect, kill_group
+from harness.sandbox.workproduct import WorkProduct, replace_host_paths, tar_host_paths
+
+if TYPE_CHECKING:
+    from harness.grading import GradingPlace
 
 log = logging.getLogger(__name__)
-
-UID = 1000
-_ETC = (
-    "alternatives",
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "localtime",
-    "ssl",
-    "ca-certificates",
-    "python3",
-    "python3.11",
-    "mime.types",
-)
-_TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_PASSWD = f"root:x:0:0::/root:/usr/sbin/nologin\nsandbox:x:{UID}:{UID}::/work:/bin/bash\n"
-_GROUP = f"root:x:0:\nsandbox:x:{UID}:\n"
-
-
-def launch_env() -> dict[str, str]:
-    """The environment ``bwrap`` itself starts with: nothing of the harness's but ``PATH``.
-    bwrap's own process stays PID 1 of the sandbox, and any command in it can read PID 1's
-    ``/proc/1/environ``: started with the harness's environment, that held its API keys.
-    (``--clearenv`` only clears what the command itself gets.)"""
-    return {"PATH": os.environ.get("PATH") or "/usr/bin:/bin"}
-
-
-def bwrap_available() -> bool:
-    """True when ``bwrap`` is installed and can create its namespaces on this host."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False
-    try:
-        done = subprocess.run(
-            [exe, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "true"],
-            capture_output=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def _system_binds() -> list[str]:
-    """The read-only view of the host's system: /usr, the top-level links, a few /etc files."""
-    args = ["--ro-bind", "/usr", "/usr"]
-    for name in _TOP_LINKS:
-        path = Path("/") / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), f"/{name}"]
-        elif path.is_dir():
-            args += ["--ro-bind", str(path), f"/{name}"]
-    for name in _ETC:
-        path = Path("/etc") / name
-        if path.exists():
-            args += ["--ro-bind", str(path), str(path)]
-    return args
 
 
 class BwrapSandbox(Sandbox):
@@ -147,6 +102,9 @@ class BwrapSandbox(Sandbox):
         self._cgroup = cgroup
         self._groups: set[int] = set()
         self._destroyed = False
+        self._grading_binds: list[str] = []
+        """Read-only binds of a grading sandbox (hidden files, the as-agent helper) and the
+        grader's HOME, set by ``install_grading``."""
 
     # ------------------------------------------------------------------ paths
     def _host_path(self, path: str) -> Path:
@@ -235,7 +193,7 @@ class BwrapSandbox(Sandbox):
             args += ["--ro-bind", self.socket_dir, SOCKET_MOUNT]
         if self._agent is not None:
             args += ["--ro-bind", str(self._agent[0]), self._agent[1]]
-        return args
+        return args + self._grading_binds
 
     async def open_process(self, cmd: str, *, stderr: Any) -> Any:
         """A long-lived ``cmd`` in the sandbox with stdin and stdout attached (a tool
@@ -325,6 +283,56 @@ class BwrapSandbox(Sandbox):
     async def copy_in(self, src: Path, dest: str) -> None:
         target = self._host_path(dest)
         await anyio.to_thread.run_sync(lambda: shutil.copytree(src, target, dirs_exist_ok=True))
+
+    def _host_of(self, path: str) -> Path | None:
+        """The host path of an absolute sandbox path under the work dir or /tmp (links are
+        not followed: this names the entry itself), or None."""
+        p = Path(path)
+        for inside, host in ((Path(self.workdir), self._work), (Path("/tmp"), self._tmp)):
+            if p == inside or inside in p.parents:
+                return host / p.relative_to(inside)
+        return None
+
+    async def export(self, paths: list[str]) -> WorkProduct:
+        """``paths`` as one archive, read from the trial's host directory (the commands that
+        could write there are all dead: each died with its PID namespace)."""
+        return await anyio.to_thread.run_sync(tar_host_paths, self.workdir, paths, self._host_of)
+
+    async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
+        await anyio.to_thread.run_sync(replace_host_paths, product, roots, self._host_of)
+
+    async def install_grading(self, hidden: Path | None) -> GradingPlace:
+        """The harness's own hidden dir bound read-only, the as-agent helper (a nested
+        sandbox over the work dir, without /proc: the code under test sees none of the
+        grader's processes) and a HOME of the grader's own."""
+        from harness.grading import (
+            AS_AGENT_PATH,
+            GRADER_HOME,
+            HIDDEN_PATH,
+            GradingPlace,
+            grader_env,
+        )
+
+        helper = self.root / "as-agent"
+        home = self.root / "grader-home"
+
+        def write() -> None:
+            helper.write_text(grading_material.bwrap_as_agent(_system_binds(), self.workdir))
+            helper.chmod(0o755)
+            home.mkdir(mode=0o700, exist_ok=True)
+
+        await anyio.to_thread.run_sync(write)
+        binds = ["--ro-bind", str(helper), AS_AGENT_PATH, "--bind", str(home), GRADER_HOME]
+        if hidden is not None:
+            binds += ["--ro-bind", str(hidden), HIDDEN_PATH]
+        self._grading_binds = binds
+        hidden_dir = HIDDEN_PATH if hidden is not None else None
+        return GradingPlace(hidden_dir, None, grader_env(self.workdir, hidden_dir))
+
+    async def restore_files(self, files: Path) -> None:
+        await anyio.to_thread.run_sync(
+            lambda: shutil.copytree(files, self._work, symlinks=True, dirs_exist_ok=True)
+        )
 
     async def destroy(self, interrupted: bool = False) -> None:
         """Kill what is left, remove the cgroup and the trial's directory. Idempotent."""

@@ -90,6 +90,14 @@ def docker_available(base_url: str | None = None, timeout: float = 3.0) -> bool:
         client.close()
 
 
+def agent_user(declared: str | None, pinned: PinnedImage) -> str:
+    """The user agent commands run as: the environment's, else the unprivileged uid the
+    image's workdir was baked for (``docker_images``: 1000; ``root`` only when declared)."""
+    if declared and declared not in ("root", "0", "0:0"):
+        return declared
+    return f"{pinned.uid}:{pinned.gid}"
+
+
 class DockerOptions(Options):
     """``sandbox_options`` of the ``docker`` backend (all optional)."""
 
@@ -233,14 +241,18 @@ class DockerProvider(SandboxProvider):
         self, request: SandboxRequest, image_id: str, network: str
     ) -> dict[str, Any]:
         spec = request.environment.spec
+        pinned = self._pinned[spec.name]
         limits = request.limits
         cpus = min(limits.cpus, self._ncpu)
         labels = {**request.labels, **self._owner, "harness": "1", "harness.environment": spec.name}
+        # The grader (and an agent's sandbox its task grades in place) may drop to the
+        # unprivileged user; no process of that user can ever use these (no-new-privileges).
+        drop_caps = ["SETUID", "SETGID"] if request.grading or request.in_place else []
         host_config = self._client.api.create_host_config(
             init=True,
-            network_mode=network,
+            network_mode="none" if request.grading else network,
             cap_drop=["ALL"],
-            cap_add=self._cap_add or None,
+            cap_add=[*self._cap_add, *drop_caps] or None,
             security_opt=["no-new-privileges"],
             pids_limit=limits.pids,
             mem_limit=limits.memory,
@@ -254,7 +266,7 @@ class DockerProvider(SandboxProvider):
             command=[],
             name=f"harness-{uuid.uuid4().hex[:12]}",
             hostname="sandbox",
-            user=spec.user or "",
+            user="0:0" if request.grading else agent_user(spec.user, pinned),
             working_dir=spec.workdir,
             environment={"HARNESS_WORKDIR": spec.workdir},
             labels=labels,
@@ -286,7 +298,7 @@ class DockerProvider(SandboxProvider):
             await self.prepare([env])
         image_id = request.image_id or self._pinned[env.name].image_id
         agent_path = None
-        if request.agent is not None:  # the task image plus the arm's CLI
+        if request.agent is not None and not request.grading:  # the task image plus the arm's CLI
             built = await self.prepare_agents([(env, request.agent)])
             image_id, agent_path = built[env.name][request.agent.key], request.agent.path
         pinned = self._pinned[env.name]
@@ -305,9 +317,12 @@ class DockerProvider(SandboxProvider):
             with anyio.CancelScope(shield=True):
                 await self._remove(kwargs["name"])
             raise
-        return DockerSandbox(
+        box = DockerSandbox(
             self, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
         )
+        if not request.grading:
+            box.only_user = kwargs["user"]
+        return box
 
     async def _remove(self, container: str) -> None:
         import docker.errors

@@ -22,12 +22,14 @@ import anyio.to_thread
 
 from harness import text
 from harness.errors import SandboxError
-from harness.sandbox import docker_images, docker_sweep
+from harness.sandbox import docker_images, docker_sweep, grading_material
 from harness.sandbox.base import ExecResult, Sandbox
 from harness.sandbox.docker_images import PinnedImage, tar_directory
 from harness.sandbox.output import OUTPUT_LIMIT, Capture, FileTooLarge
+from harness.sandbox.workproduct import AGENT_UID, WorkProduct, absolute, new_archive, reowned
 
 if TYPE_CHECKING:
+    from harness.grading import GradingPlace
     from harness.sandbox.docker import DockerProvider
 
 _STDIN_ENV = "HARNESS_STDIN_B64"
@@ -50,6 +52,21 @@ def docker_errors():
         urllib3.exceptions.HTTPError,
         OSError,
     )
+
+
+CLEAR_SCRIPT = r"""
+for r in "$@"; do find "$r" -mindepth 1 -delete 2>/dev/null; rm -f "$r" 2>/dev/null; rmdir "$r" 2>/dev/null; done
+for r in "$@"; do if [ -e "$r" ] || [ -L "$r" ]; then [ -d "$r" ] && [ -z "$(ls -A "$r")" ] || { echo "cannot clear $r" >&2; exit 1; }; fi; done
+"""
+"""Empty each path given (a directory that cannot be removed itself, such as the workdir,
+is left empty), run as the unprivileged user in a fresh grading sandbox before the agent's
+copies go in."""
+
+
+def clear_command(roots: list[str]) -> str:
+    import shlex
+
+    return "set -- " + " ".join(shlex.quote(r) for r in roots) + "\n" + CLEAR_SCRIPT
 
 
 class DockerSandbox(Sandbox):
@@ -77,6 +94,9 @@ class DockerSandbox(Sandbox):
         self._own_kills: list[tuple[float, float]] = []
         """Wall-clock windows of the harness's own kills of this container: never evidence
         of a fault from outside (``docker_sweep.death_cause``)."""
+        self.only_user: str | None = None
+        """An agent's sandbox: the one user commands may run as (the unprivileged user,
+        or root where the environment opts in); None: any (a grading sandbox)."""
 
     @property
     def _api(self):
@@ -163,6 +183,13 @@ class DockerSandbox(Sandbox):
         commands whose detached children keep the output open. Never raises for a non-zero
         exit; raises ``SandboxError`` when the container is gone or Docker fails.
         """
+        only = self.only_user
+        if only not in (None, "0:0") and user not in (None, "", only, only.split(":")[0]):
+            from harness.errors import AgentFailure
+
+            raise AgentFailure(
+                "agent_error", f"commands in this sandbox run as {only}, not as {user!r}"
+            )
         env = dict(env or {})
         argv = ["bash", "-c", cmd]
         if stdin is not None:
@@ -268,6 +295,8 @@ class DockerSandbox(Sandbox):
                 member = tar.next()
                 if member is None or member.isdir():
                     raise IsADirectoryError(target)
+                if not member.isreg():  # a link (maybe dangling), a FIFO: not file contents
+                    raise FileNotFoundError(f"{target} is not a regular file")
                 fh = tar.extractfile(member)
                 return fh.read() if fh else b""
 
@@ -310,6 +339,106 @@ class DockerSandbox(Sandbox):
             await self._provider._run(self._put, tar)
         except docker_errors() as exc:
             raise self._fail(exc, f"copying {src} to {target}") from exc
+
+    def _export_sync(self, paths: list[str]) -> WorkProduct:
+        import docker.errors
+
+        out, tar = new_archive()
+        product = WorkProduct(out, self.workdir)
+        try:
+            with tar:
+                for path in paths:
+                    target = absolute(self.workdir, path)
+                    product.roots.append(target)
+                    try:
+                        stream, _stat = self._api.get_archive(self.id, target)
+                    except docker.errors.NotFound:
+                        self._api.inspect_container(self.id)  # NotFound: the sandbox is gone
+                        product.missing.append(target)
+                        continue
+                    _copy_renamed(stream, tar, posixpath.basename(target), target.lstrip("/"))
+        except BaseException:
+            product.close()
+            raise
+        return product
+
+    async def export(self, paths: list[str]) -> WorkProduct:
+        """``paths`` as one archive, through the daemon's archive API (nothing runs inside
+        the container, which may be paused)."""
+        try:
+            return await self._provider._run(self._export_sync, paths)
+        except docker_errors() as exc:
+            raise self._fail(exc, f"exporting {paths}") from exc
+
+    async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
+        """Remove ``roots`` (as the unprivileged user: nothing of the agent has run here),
+        then put their copies from ``product`` in place through the archive API, owned by
+        that user."""
+        cleared = await self.exec(clear_command(roots), user=str(AGENT_UID), timeout=120)
+        if not cleared.ok:
+            raise SandboxError(f"sandbox {self.id[:12]}: clearing {roots}: {cleared.stderr[-300:]}")
+        keep = [r.lstrip("/") for r in roots]
+        tar = await anyio.to_thread.run_sync(reowned, product, AGENT_UID, AGENT_UID, keep)
+
+        def put() -> None:
+            with open(tar, "rb") as fh:
+                if not self._api.put_archive(self.id, "/", fh):
+                    raise SandboxError(f"sandbox {self.id[:12]}: put_archive refused")
+
+        try:
+            await self._provider._run(put)
+        except docker_errors() as exc:
+            raise self._fail(exc, "importing the work product") from exc
+        finally:
+            tar.unlink(missing_ok=True)
+
+    async def install_grading(self, hidden: Path | None) -> GradingPlace:
+        """The grading material under ``/opt/harness`` through the archive API, owned by
+        root and (hidden files, HOME) readable by root only; commands of the grader run as
+        root with only CAP_SETUID/CAP_SETGID (``as-agent`` drops to uid 1000)."""
+        from harness.grading import GRADING_ROOT, HIDDEN_PATH, GradingPlace, grader_env
+
+        tar = await anyio.to_thread.run_sync(
+            grading_material.docker_tar, hidden, GRADING_ROOT, grading_material.DOCKER_AS_AGENT
+        )
+        try:
+            await self._provider._run(self._put, tar)
+        except docker_errors() as exc:
+            raise self._fail(exc, "installing the grading material") from exc
+        hidden_dir = HIDDEN_PATH if hidden is not None else None
+        self.only_user = None  # the agent's turn is over (a task graded in place)
+        return GradingPlace(hidden_dir, "0:0", grader_env(self.workdir, hidden_dir))
+
+    async def restore_files(self, files: Path) -> None:
+        """The environment's files (the harness's copy) over the workdir, owned by uid 1000."""
+        target = self.workdir.lstrip("/")
+        tar = await anyio.to_thread.run_sync(
+            lambda: tar_directory(files, target, AGENT_UID, AGENT_UID)
+        )
+        try:
+            await self._provider._run(self._put, tar)
+        except docker_errors() as exc:
+            raise self._fail(exc, "restoring the environment's files") from exc
+
+    async def stop_agent(self) -> None:
+        """Kill the container through the daemon (its init and every process in it die at
+        once; nothing inside is asked, so no shim on PATH can answer instead) and wait for
+        it to stop; its files stay readable through the archive API until it is removed.
+        A container the agent already ended is fine."""
+        import docker.errors
+
+        def kill() -> None:
+            try:
+                self._api.kill(self.id)
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:  # 409: not running (the agent ended it)
+                    raise
+            self._api.wait(self.id, timeout=60)
+
+        try:
+            await self._provider._run(kill)
+        except docker_errors() as exc:
+            raise self._fail(exc, "stopping the container") from exc
 
     # ------------------------------------------------------------------ end of turn
     async def sweep(self) -> int:
@@ -363,6 +492,25 @@ class DockerSandbox(Sandbox):
         self._destroyed = True
         with anyio.CancelScope(shield=True):
             await self._provider._remove(self.id)
+
+
+def _copy_renamed(stream: Any, out: tarfile.TarFile, base: str, name: str) -> None:
+    """Copy the members of a Docker archive stream (named from ``base``, the archived
+    path's last component) into ``out``, named from ``name`` instead."""
+    from harness.sandbox.docker_images import _ChunkReader
+
+    def rename(member_name: str) -> str:
+        rest = member_name[len(base) :] if base and member_name.startswith(base) else member_name
+        return (name + rest) if rest.startswith("/") or not rest else f"{name}/{rest}"
+
+    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(stream)), mode="r|") as src:
+        for member in src:
+            member.name = rename(member.name)
+            if member.islnk():
+                member.linkname = rename(member.linkname)
+            out.addfile(member, src.extractfile(member) if member.isreg() else None)
+    for _ in stream:  # drain, so the connection goes back to the pool cleanly
+        pass
 
 
 # ----------------------------------------------------------------------------- provider

@@ -36,12 +36,13 @@ from typing import Any
 
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox.base import Environment
+from harness.sandbox.workproduct import AGENT_UID
 
 log = logging.getLogger(__name__)
 
 FILES_KEY_LABEL = "harness.files.key"
 ENV_LABEL = "harness.environment"
-BAKE_VERSION = "2"  # part of the reuse key: bump when what a derived image holds changes
+BAKE_VERSION = "3"  # part of the reuse key: bump when what a derived image holds changes
 
 
 @dataclass(frozen=True)
@@ -270,10 +271,13 @@ class _ChunkReader(io.RawIOBase):
 
 
 def _owner(container, env: Environment) -> tuple[int, int]:
-    """uid:gid of the environment's user inside the image (root when none is declared)."""
+    """uid:gid of the environment's user inside the image: the unprivileged uid 1000 unless
+    it declares another user (``root`` opts in to root)."""
     errors, _ = _docker_errors()
     user = env.spec.user
     if not user:
+        return AGENT_UID, AGENT_UID
+    if user in ("root", "0", "0:0"):
         return 0, 0
     name, _, group = user.partition(":")
     if name.isdigit() and (not group or group.isdigit()):
@@ -294,20 +298,18 @@ def _owner(container, env: Environment) -> tuple[int, int]:
 
 
 def _workdir_state(container, workdir: str, manifest: dict[str, str]):
-    """(owner uid:gid or None when the workdir is missing, whether it holds ``manifest``)."""
+    """(the one owner uid:gid of the workdir and everything in it, or None when the workdir
+    is missing or has several owners; whether it holds ``manifest``)."""
     errors, _ = _docker_errors()
     try:
         stream, _stat = container.get_archive(workdir.rstrip("/") + "/.")
     except errors.NotFound:
         return None, False
     found: dict[str, str] = {}
-    owner = None
+    owners = set()
     with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(stream)), mode="r|") as tar:
         for m in tar:
-            if owner is None:
-                owner = (m.uid, m.gid)  # the first member is the workdir itself
-                if not manifest:
-                    break
+            owners.add((m.uid, m.gid))
             rel = m.name.split("/", 1)[1] if "/" in m.name else ""
             if rel not in manifest:
                 continue
@@ -319,7 +321,36 @@ def _workdir_state(container, workdir: str, manifest: dict[str, str]):
     # Drain the rest so the HTTP connection goes back to the pool cleanly.
     for _ in stream:
         pass
-    return owner, found == manifest
+    return (owners.pop() if len(owners) == 1 else None), found == manifest
+
+
+def _reowned_workdir(
+    container, workdir: str, uid: int, gid: int
+) -> list[tuple[tarfile.TarInfo, bytes | None]]:
+    """Every entry under the image's workdir, owned by ``uid:gid`` (the bake puts them back
+    so the agent's user owns what the image put there, e.g. by ``RUN`` as root)."""
+    errors, _ = _docker_errors()
+    try:
+        stream, _stat = container.get_archive(workdir.rstrip("/") + "/.")
+    except errors.NotFound:
+        return []
+    arc = workdir.strip("/")
+    out = []
+    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(stream)), mode="r|") as tar:
+        for m in tar:
+            rel = m.name.split("/", 1)[1] if "/" in m.name else ""
+            if not rel:
+                continue
+            fh = tar.extractfile(m) if m.isreg() else None
+            data = fh.read() if fh else None
+            m.name = f"{arc}/{rel}"
+            if m.islnk():
+                m.linkname = f"{arc}/{m.linkname.split('/', 1)[1]}"
+            m.uid, m.gid, m.uname, m.gname = uid, gid, "", ""
+            out.append((m, data))
+    for _ in stream:
+        pass
+    return out
 
 
 def _finish_image(client, env: Environment, recipe_id: str):
@@ -348,8 +379,16 @@ def _finish_image(client, env: Environment, recipe_id: str):
         owner, has_files = _workdir_state(container, workdir, manifest)
         if owner == (uid, gid) and has_files:
             return recipe_id, uid, gid, digest
-        # Bake: the workdir entry re-owns (or creates) it for the user; files go inside.
+        # Bake: the workdir entry re-owns (or creates) it for the user, what the image holds
+        # there is re-owned for it, and the files go inside.
         arc = workdir.strip("/")
+        existing_entries = _reowned_workdir(container, workdir, uid, gid)
+        if existing_entries:
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as out:
+                for m, data in existing_entries:
+                    out.addfile(m, io.BytesIO(data) if data is not None else None)
+            container.put_archive("/", buf.getvalue())
         if files is not None and manifest:
             tar = tar_directory(files, arc, uid, gid, dir_entries=[arc])
         else:

@@ -28,6 +28,7 @@ from harness.sandbox.base import (
     SandboxProvider,
     SandboxRequest,
 )
+from harness.sandbox.workproduct import WorkProduct
 
 
 class FaultySandbox(Sandbox):
@@ -64,6 +65,16 @@ class FaultySandbox(Sandbox):
 
     async def sweep(self) -> int:
         return await self.inner.sweep()
+
+    async def stop_agent(self) -> None:
+        await self.inner.stop_agent()
+
+    async def export(self, paths: list[str]) -> WorkProduct:
+        await self._maybe_kill()
+        return await self.inner.export(paths)
+
+    async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
+        await self.inner.import_product(product, roots)
 
     async def death_cause(self) -> str | None:
         return await self.inner.death_cause()

@@ -15,7 +15,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import Process
@@ -24,10 +24,14 @@ from pydantic import Field
 from harness import text
 from harness.config.models import Options
 from harness.errors import SandboxError
-from harness.sandbox import trial_dirs
+from harness.sandbox import grading_material, trial_dirs
 from harness.sandbox.base import Environment, ExecResult, Sandbox, SandboxProvider, SandboxRequest
 from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
 from harness.sandbox.process import collect, kill_group
+from harness.sandbox.workproduct import WorkProduct, replace_host_paths, tar_host_paths
+
+if TYPE_CHECKING:
+    from harness.grading import GradingPlace
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +47,7 @@ class LocalSandbox(Sandbox):
         self.root = root
         self.workdir = str(root)
         self._groups: set[int] = set()
+        self._grading_dir: Path | None = None
 
     def _path(self, path: str) -> Path:
         """Resolve inside the sandbox directory; refuse paths that escape it (``../``, links)."""
@@ -114,6 +119,46 @@ class LocalSandbox(Sandbox):
         target = self._path(dest)
         await anyio.to_thread.run_sync(lambda: shutil.copytree(src, target, dirs_exist_ok=True))
 
+    def _host_of(self, path: str) -> Path | None:
+        p, root = Path(path), self.root
+        return p if p == root or root in p.parents else None
+
+    async def export(self, paths: list[str]) -> WorkProduct:
+        """``paths`` as one archive, read from the trial's directory after its sweep."""
+        return await anyio.to_thread.run_sync(tar_host_paths, self.workdir, paths, self._host_of)
+
+    async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
+        await anyio.to_thread.run_sync(replace_host_paths, product, roots, self._host_of)
+
+    async def install_grading(self, hidden: Path | None) -> GradingPlace:
+        """Hidden files copied to a directory of their own beside the trial's (this backend
+        isolates nothing: the helper only cleans the environment)."""
+        from harness.grading import GradingPlace, grader_env
+
+        def make() -> Path:
+            place = trial_dirs.make_trial_dir("harness-trial", str(self.root.parent))
+            if hidden is not None:
+                shutil.copytree(hidden, place / "hidden")
+            (place / "home").mkdir()
+            (place / "as-agent").write_text(grading_material.LOCAL_AS_AGENT)
+            (place / "as-agent").chmod(0o755)
+            return place
+
+        self._grading_dir = await anyio.to_thread.run_sync(make)
+        hidden_dir = str(self._grading_dir / "hidden") if hidden is not None else None
+        env = grader_env(
+            self.workdir,
+            hidden_dir,
+            as_agent=str(self._grading_dir / "as-agent"),
+            home=str(self._grading_dir / "home"),
+        )
+        return GradingPlace(hidden_dir, None, env)
+
+    async def restore_files(self, files: Path) -> None:
+        await anyio.to_thread.run_sync(
+            lambda: shutil.copytree(files, self.root, symlinks=True, dirs_exist_ok=True)
+        )
+
     async def sweep(self) -> int:
         """Kill the process groups of every command (their detached children included,
         unless they left the group: this backend cannot follow those)."""
@@ -130,6 +175,8 @@ class LocalSandbox(Sandbox):
             kill_group(pgid)
         self._groups.clear()
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.root, ignore_errors=True))
+        if self._grading_dir is not None:
+            await anyio.to_thread.run_sync(shutil.rmtree, self._grading_dir, True)
 
 
 class LocalOptions(Options):

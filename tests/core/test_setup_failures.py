@@ -11,7 +11,8 @@ import pytest
 from harness.config.models import EnvironmentSpec, Task
 from harness.errors import SandboxError, classify
 from harness.sandbox.base import Environment, ExecResult
-from harness.trial import TaskSetupError, _setup
+from harness.grading import plan
+from harness.trial_steps import TaskSetupError, setup
 
 pytestmark = pytest.mark.anyio
 
@@ -40,10 +41,10 @@ TASK = Task(id="t", instruction="do it", environment="e", graders=[{"type": "sta
 
 async def test_setup_failure_in_a_dead_sandbox_is_infrastructure() -> None:
     with pytest.raises(SandboxError, match="died during setup") as info:
-        await _setup(_DyingSandbox(alive=False), ENV, TASK)
+        await setup(_DyingSandbox(alive=False), ENV, TASK, plan(ENV, TASK, [], False))
     assert classify(info.value) == "infra_error"
 
 
 async def test_setup_failure_in_a_live_sandbox_is_the_task() -> None:
     with pytest.raises(TaskSetupError, match="make ready"):
-        await _setup(_DyingSandbox(alive=True), ENV, TASK)
+        await setup(_DyingSandbox(alive=True), ENV, TASK, plan(ENV, TASK, [], False))

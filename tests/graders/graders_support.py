@@ -18,13 +18,13 @@ from graders.base import Evidence, Verdict
 from harness.agents.base import AgentContext, AgentResult, ReferenceContext
 from harness.config.models import Arm, Budgets, EnvironmentSpec, Task
 from harness.errors import EpisodeEnded
+from harness.grading import install_in_place
 from harness.sandbox.base import Environment, SandboxRequest, snapshot_state
 from harness.sandbox.local import LocalProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
 ENVIRONMENTS = ROOT / "environments"
-HIDDEN_DEST = ".harness_hidden"
 
 
 @dataclass
@@ -110,10 +110,8 @@ async def run_trial(loaded: LoadedTask, agent: Agent) -> TrialOutcome:
         except EpisodeEnded as ended:  # as harness.trial does: grade what was done
             result = AgentResult(info={"ended_by": ended.tool})
         s1 = await snapshot_state(sandbox, env)
-        hidden = None
-        if loaded.hidden_dir is not None:
-            await sandbox.copy_in(loaded.hidden_dir, HIDDEN_DEST)
-            hidden = HIDDEN_DEST
+        # Graded in this same sandbox (unsafe-local, for speed); trials use a fresh one.
+        grader = await install_in_place(sandbox, loaded.hidden_dir)
         messages = [e.content or "" for e in ctx.trajectory.events if e.kind == "message"]
         if result.answer is not None:
             messages.append(result.answer)
@@ -125,8 +123,8 @@ async def run_trial(loaded: LoadedTask, agent: Agent) -> TrialOutcome:
             initial_state=s0,
             final_state=s1,
             state_ignore=list(env.spec.state.ignore),
-            sandbox=sandbox,
-            hidden_dir=hidden,
+            sandbox=grader,
+            hidden_dir=grader.hidden_dir,
         )
         verdicts = [await build_grader(spec).grade(evidence) for spec in task.graders]
         return TrialOutcome(evidence, verdicts, result)

@@ -47,11 +47,14 @@ REASONS = {
     "raise_error": "agent_error",
     "missing_file": "agent_error",
     "raise_infra": "agent_error",
-    "delete_tools": "broke_environment",
     "stuck_in_c": "timeout",
     "hold_gil": "timeout",
 }
-BACKEND_REASONS = {("docker", "kill_all"): "killed_own_sandbox"}
+# On Docker the agent runs as uid 1000 and may not run commands as another user.
+BACKEND_REASONS = {
+    ("docker", "kill_all"): "killed_own_sandbox",
+    ("docker", "root_detached"): "agent_error",
+}
 # (probe, task) -> reason, where only that task's budget stops the probe
 TASK_REASONS = {
     ("lift_budgets", "ri-forbidden"): "max_steps",

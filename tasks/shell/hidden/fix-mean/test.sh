@@ -1,3 +1,3 @@
 #!/bin/bash
-# Hidden tests for shell/fix-mean: one "<nonce> PASS name" / "<nonce> FAIL name" line per test.
-python3 -B "$HIDDEN_DIR/test_calc.py"
+# Hidden tests for shell/fix-mean (see test_calc.py): an isolated interpreter, by absolute path.
+exec /usr/bin/python3 -I "$HIDDEN_DIR/test_calc.py"

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Hidden tests for shell/json-retries: one "<nonce> PASS name" / "<nonce> FAIL name" line per test.
-python3 -B - <<'PY'
+# The agent's file is read as data by an isolated interpreter (no code under test runs).
+/usr/bin/python3 -I - <<'PY'
 import os
-N = os.environ.pop("HARNESS_RESULT_NONCE", "")  # before the code under test loads
+N = os.environ["HARNESS_RESULT_NONCE"]
 import json
 try:
     data = json.load(open("app/settings.json"))

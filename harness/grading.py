@@ -1,0 +1,321 @@
+"""Grading where the agent has never been (DESIGN rule 7).
+
+After the agent's turn its sandbox is stopped, what the graders need is taken out of it as
+data (``Sandbox.export``: the state roots, or the workdir when code must run on it) and the
+sandbox is destroyed. Files-kind state is computed on the host from that archive. Every
+grading step that executes code — a command-kind state dump, hidden tests, a Harbor
+verifier — runs in a FRESH grading sandbox from the same pinned image: the environment's
+setup runs there first (nothing of the agent is in it yet), then the agent's files are
+copied in, and the task's hidden files come from the harness's own copy, readable only by
+the grader (a user the code under test never runs as). Tests run the code under test
+through ``$HARNESS_AS_AGENT``, which drops to the unprivileged user with a clean
+environment (``install_grading`` of each backend says how).
+
+A task that must be graded in the agent's live sandbox declares ``grade_in_place`` with the
+reason; then the agent's processes are killed instead, the same grading material is
+installed in its sandbox, and the verdict is marked "graded in place".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from harness import errors
+from harness.config.models import Environment, Task
+from harness.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxRequest
+from harness.sandbox.output import OUTPUT_LIMIT, STATE_OUTPUT_LIMIT
+from harness.sandbox.workproduct import (
+    AGENT_UID,
+    BadWorkProduct,
+    WorkProduct,
+    absolute,
+    files_state,
+    parse_state,
+)
+
+if TYPE_CHECKING:
+    from graders.base import Grader
+
+
+def grader_runs_code(grader: Grader) -> bool:
+    """Does the grader execute code (so it needs a grading sandbox)? ``runs_code`` is part
+    of the grader protocol; graders written before it (custom ones) run nothing."""
+    return bool(getattr(grader, "runs_code", False))
+
+
+GRADING_ROOT = "/opt/harness"
+HIDDEN_PATH = f"{GRADING_ROOT}/hidden"
+AS_AGENT_PATH = f"{GRADING_ROOT}/bin/as-agent"
+GRADER_HOME = f"{GRADING_ROOT}/home"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def grader_env(
+    workdir: str, hidden: str | None, as_agent: str = AS_AGENT_PATH, home: str = GRADER_HOME
+) -> dict[str, str]:
+    """The grader's whole environment: system PATH only, a fresh HOME, Python isolated from
+    anything in the work dir or a user site (for interpreters the tests start by name)."""
+    env = {
+        "PATH": SYSTEM_PATH,
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONSAFEPATH": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HARNESS_WORKDIR": workdir,
+        "HARNESS_AS_AGENT": as_agent,
+    }
+    if hidden is not None:
+        env["HIDDEN_DIR"] = hidden
+    return env
+
+
+@dataclass
+class GradingPlace:
+    """Where and as whom grading runs in a sandbox, after ``Sandbox.install_grading``."""
+
+    hidden_dir: str | None
+    user: str | None
+    """The grader's user for ``exec`` (None: the sandbox's default)."""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class GraderSandbox(Sandbox):
+    """The sandbox graders are handed: every command runs as the grader with the grader's
+    clean environment; ``hidden_dir`` is where the hidden files are."""
+
+    def __init__(self, inner: Sandbox, place: GradingPlace, in_place: bool):
+        self.inner, self.place, self.in_place = inner, place, in_place
+        self.id, self.image_id, self.workdir = inner.id, inner.image_id, inner.workdir
+        self.isolated = inner.isolated
+
+    @property
+    def hidden_dir(self) -> str | None:
+        return self.place.hidden_dir
+
+    async def exec(
+        self,
+        cmd: str,
+        *,
+        stdin: str | bytes | None = None,
+        timeout: float | None = None,
+        user: str | None = None,
+        env: dict[str, str] | None = None,
+        output_limit: int = OUTPUT_LIMIT,
+    ) -> ExecResult:
+        full = {**self.place.env, **(env or {})}
+        return await self.inner.exec(
+            cmd,
+            stdin=stdin,
+            timeout=timeout,
+            user=user or self.place.user,
+            env=full,
+            output_limit=output_limit,
+        )
+
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        return await self.inner.read_file(path, limit)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        await self.inner.write_file(path, data)
+
+    async def copy_in(self, src: Path, dest: str) -> None:
+        await self.inner.copy_in(src, dest)
+
+    async def sweep(self) -> int:
+        return await self.inner.sweep()
+
+    async def alive(self) -> bool:
+        return await self.inner.alive()
+
+    async def destroy(self, interrupted: bool = False) -> None:
+        if not self.in_place:  # the agent's own sandbox is destroyed by the trial
+            await self.inner.destroy(interrupted)
+
+
+@dataclass(frozen=True)
+class GradingPlan:
+    """What one task's grading needs from the agent's sandbox, decided before the trial."""
+
+    exports: list[str]
+    """Absolute paths taken out of the agent's sandbox after its turn."""
+    state_kind: str
+    state_roots: list[str]
+    """Files kind: the declared roots (as declared)."""
+    dump_roots: list[str]
+    """Command kind: absolute paths copied into the grading sandbox before the dump runs."""
+    restore_files: bool
+    """Command kind without declared paths: the environment's own files are put back over
+    the agent's copies before the dump runs."""
+    runs_code: bool
+    """A grader executes code (hidden tests): the whole workdir goes in after the dump."""
+    in_place: str | None
+
+    @property
+    def needs_sandbox(self) -> bool:
+        return self.runs_code or self.state_kind == "command"
+
+
+def plan(
+    env: Environment | None, task: Task, graders: list[Grader], served_state: bool
+) -> GradingPlan:
+    """The grading plan of ``task`` in ``env`` (None: answer-only, nothing to take out)."""
+    runs_code = any(grader_runs_code(g) for g in graders)
+    if env is None:
+        return GradingPlan([], "none", [], [], False, False, None)
+    spec, workdir = env.spec.state, env.spec.workdir
+    kind = "none" if served_state else spec.kind
+    roots = [absolute(workdir, p) for p in spec.paths]
+    dump_roots: list[str] = []
+    if kind == "command":
+        dump_roots = roots or [workdir]
+    exports = list(dump_roots if kind == "command" else roots if kind == "files" else [])
+    if runs_code:
+        exports = [workdir, *(r for r in exports if not _under(r, workdir))]
+    return GradingPlan(
+        exports=_dedupe(exports),
+        state_kind=kind,
+        state_roots=list(spec.paths) if kind == "files" else [],
+        dump_roots=dump_roots,
+        restore_files=kind == "command" and not roots,
+        runs_code=runs_code,
+        in_place=task.grade_in_place,
+    )
+
+
+def _under(path: str, root: str) -> bool:
+    return (
+        PurePosixPath(path) == PurePosixPath(root)
+        or PurePosixPath(root) in PurePosixPath(path).parents
+    )
+
+
+def _dedupe(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if not any(_under(p, q) for q in out):
+            out = [q for q in out if not _under(q, p)] + [p]
+    return out
+
+
+# ----------------------------------------------------------------------------- state
+async def initial_state(sandbox: Sandbox, env: Environment, plan_: GradingPlan) -> dict | None:
+    """s0, after setup and before the agent: files kind from the sandbox's archive, command
+    kind from the dump run in it (nothing of the agent is there yet)."""
+    if plan_.state_kind == "files":
+        product = await sandbox.export(plan_.exports)
+        try:
+            return await _files_state(product, plan_)
+        finally:
+            product.close()
+    if plan_.state_kind == "command":
+        return await _dump(sandbox, env, user=None, env_vars=None)
+    return None
+
+
+async def _files_state(product: WorkProduct, plan_: GradingPlan) -> dict:
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(files_state, product, plan_.state_roots)
+
+
+async def _dump(sandbox: Sandbox, env: Environment, *, user: str | None, env_vars) -> dict:
+    command = env.spec.state.command
+    assert command, "state.command is required for kind 'command'"
+    result = await sandbox.exec(
+        command, timeout=120, user=user, env=env_vars, output_limit=STATE_OUTPUT_LIMIT
+    )
+    what = f"the state dump of environment '{env.name}'"
+    if result.dropped:
+        raise BadWorkProduct(f"{what} printed more than {STATE_OUTPUT_LIMIT} bytes")
+    if not result.ok:
+        raise BadWorkProduct(
+            f"{what} failed (exit {result.exit_code}): {result.stderr.strip()[-300:]}"
+        )
+    return parse_state(result.stdout, what)
+
+
+async def final_files_state(product: WorkProduct, plan_: GradingPlan) -> dict | None:
+    """s1 of a files-kind state, from the agent's archive (nothing runs anywhere)."""
+    if plan_.state_kind != "files":
+        return None
+    return await _files_state(product, plan_)
+
+
+# ----------------------------------------------------------------------------- sandbox
+async def open_grading(
+    provider: SandboxProvider,
+    request: SandboxRequest,
+    env: Environment,
+    task: Task,
+    hidden: Path | None,
+) -> GraderSandbox:
+    """A fresh grading sandbox from the same pinned image, after the environment's and the
+    task's setup (run as the unprivileged user: nothing of the agent is there yet), with
+    the grading material installed. The caller imports the agent's files."""
+    box = await provider.create(request)
+    try:
+        for command in [*env.spec.setup, *task.setup]:
+            result = await box.exec(command, timeout=300, user=str(AGENT_UID))
+            if not result.ok:
+                raise errors.SandboxError(
+                    f"setup command {command!r} failed in the grading sandbox "
+                    f"(exit {result.exit_code}): {result.stderr.strip()[-300:]}"
+                )
+        place = await box.install_grading(hidden)
+    except BaseException:
+        await box.destroy()
+        raise
+    return GraderSandbox(box, place, in_place=False)
+
+
+async def install_in_place(sandbox: Sandbox, hidden: Path | None) -> GraderSandbox:
+    """Grading material in the agent's own (swept) sandbox: a task graded in place."""
+    return GraderSandbox(sandbox, await sandbox.install_grading(hidden), in_place=True)
+
+
+async def command_state(
+    box: GraderSandbox, env: Environment, plan_: GradingPlan, product: WorkProduct | None
+) -> dict | None:
+    """s1 of a command-kind state: the agent's state files go into the grading sandbox (with
+    the environment's own files restored over them when no paths are declared) and the
+    environment's dump runs as the grader."""
+    if plan_.state_kind != "command":
+        return None
+    if product is not None:
+        await box.inner.import_product(product, plan_.dump_roots)
+        if plan_.restore_files and env.files_dir is not None:
+            await box.inner.restore_files(env.files_dir)
+    return await _dump(box, env, user=None, env_vars=None)
+
+
+async def import_workdir(box: GraderSandbox, plan_: GradingPlan, product: WorkProduct) -> None:
+    """Before hidden tests: the agent's whole work dir (and state roots) as it left them."""
+    if plan_.runs_code:
+        await box.inner.import_product(product, plan_.exports)
+
+
+def agent_fault(exc: BaseException, what: str) -> errors.AgentFailure:
+    """What the agent left could not be read or used: its failure, never ours."""
+    return errors.AgentFailure("broke_environment", f"{what} failed after the agent's turn: {exc}")
+
+
+__all__ = [
+    "AS_AGENT_PATH",
+    "GRADER_HOME",
+    "HIDDEN_PATH",
+    "GraderSandbox",
+    "GradingPlace",
+    "GradingPlan",
+    "agent_fault",
+    "command_state",
+    "final_files_state",
+    "grader_env",
+    "import_workdir",
+    "initial_state",
+    "install_in_place",
+    "open_grading",
+    "plan",
+]
