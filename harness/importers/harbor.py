@@ -151,6 +151,7 @@ _TaskEntry = TypedDict(
         "solution": NotRequired[_Solution],
         "network": NotRequired[list[str]],
         "budgets": NotRequired[_Budgets],
+        "grade_in_place": NotRequired[str],
     },
 )
 """One written task (checked as a ``Task`` when loaded); functional form: ``class`` is a
@@ -312,6 +313,11 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             entry["network"] = [str(h) for h in env_toml.allowed_hosts]
         if agent.timeout_sec:
             entry["budgets"] = {"timeout_s": agent.timeout_sec}
+        if spec["workdir"] == "/":
+            # Nothing marks where the agent's work lies: only its own sandbox has it.
+            entry["grade_in_place"] = (
+                "the task has no work dir (WORKDIR /): its files could be anywhere"
+            )
         entries.append(entry)
         result.imported.append(rel)
         memory = max(memory, _memory_mb(env_toml) or 0)

@@ -10,8 +10,8 @@ import pytest
 
 from harness.config.models import EnvironmentSpec, Task
 from harness.errors import SandboxError, classify
-from harness.sandbox.base import Environment, ExecResult
 from harness.grading import plan
+from harness.sandbox.base import Environment, ExecResult
 from harness.trial_steps import TaskSetupError, setup
 
 pytestmark = pytest.mark.anyio

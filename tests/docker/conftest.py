@@ -84,6 +84,7 @@ def root_env() -> Environment:
         FIXTURES / "rootenv",
         image={"ref": BASE_IMAGE},
         files="files",
+        user="root",
         state=StateSpec(kind="files", paths=["/work"]),
     )
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from harness.config.models import Limits
-from harness.errors import SandboxError
+from harness.errors import AgentFailure, SandboxError
 from harness.sandbox.base import network_hosts, snapshot_state
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
@@ -229,8 +229,8 @@ async def test_hardening_caps_nonewprivs_user_and_no_mounts(
             "CapBnd": "0000000000000000",
             "NoNewPrivs": "1",
         }
-        r = await s.exec("id -u", user="root")
-        assert r.stdout.strip() == "0"
+        with pytest.raises(AgentFailure, match="run as agent"):  # agents stay unprivileged
+            await s.exec("id -u", user="root")
         r = await s.exec("cat /proc/1/cmdline | tr '\\0' ' '")
         assert "init" in r.stdout and "sleep infinity" in r.stdout
         info = await provider._run(provider._client.api.inspect_container, s.id)
@@ -242,14 +242,14 @@ async def test_hardening_caps_nonewprivs_user_and_no_mounts(
         assert info["Config"]["User"] == "agent"
         assert info["Config"]["Labels"]["harness"] == "1"
         assert info["Config"]["Labels"]["harness.run"] == "test-run"
-        # Root without capabilities still cannot do privileged things.
-        r = await s.exec("chown agent /etc/hostname || mount -t tmpfs x /mnt", user="root")
-        assert r.exit_code != 0
     finally:
         await s.destroy()
-    s = await provider.create(request_for(root_env))
+    s = await provider.create(request_for(root_env))  # `user: root` opts in
     try:
         assert (await s.exec("id -u")).stdout.strip() == "0"
+        # Root without capabilities still cannot do privileged things.
+        r = await s.exec("chown agent /etc/hostname || mount -t tmpfs x /mnt")
+        assert r.exit_code != 0
     finally:
         await s.destroy()
 
