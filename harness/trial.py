@@ -1,4 +1,5 @@
-"""One trial, top to bottom: provision → setup → snapshot → agent → snapshot → grade → teardown.
+"""One trial, top to bottom: provision → setup → snapshot s0 → agent → its files out as data →
+destroy its sandbox → grade (in a fresh grading sandbox when a grader runs code) → teardown.
 
 ``run_trial`` owns the retry decision (infrastructure crashes only, by exception type) and
 returns a ``TrialRecord`` ready to be written as one store row. Nothing here writes the store.
@@ -200,9 +201,11 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
                 # The server's state is its own (only the harness talks to it): read it
                 # before the agent's processes (the server's too) are stopped.
                 final = await server.snapshot()
-            # Nothing of the agent outlives its turn, and its files leave as data.
-            stop = sandbox.sweep() if how.in_place else sandbox.stop_agent()
-            await trial_steps.after_agent(sandbox, stop, "stopping the agent's processes")
+            # Nothing of the agent outlives its turn, and its files leave as data (with
+            # nothing to take out, destroying the sandbox below ends everything at once).
+            if how.in_place or how.exports:
+                stop = sandbox.sweep() if how.in_place else sandbox.stop_agent()
+                await trial_steps.after_agent(sandbox, stop, "stopping the agent's processes")
             if failure is None and how.exports:
                 product = await trial_steps.after_agent(
                     sandbox, sandbox.export(how.exports), "taking the agent's files out"

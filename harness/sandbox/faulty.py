@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, PrivateAttr
 
@@ -29,6 +29,9 @@ from harness.sandbox.base import (
     SandboxRequest,
 )
 from harness.sandbox.workproduct import WorkProduct
+
+if TYPE_CHECKING:
+    from harness.grading import GradingPlace
 
 
 class FaultySandbox(Sandbox):
@@ -75,6 +78,12 @@ class FaultySandbox(Sandbox):
 
     async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
         await self.inner.import_product(product, roots)
+
+    async def install_grading(self, hidden: Path | None) -> GradingPlace:
+        return await self.inner.install_grading(hidden)
+
+    async def restore_files(self, files: Path) -> None:
+        await self.inner.restore_files(files)
 
     async def death_cause(self) -> str | None:
         return await self.inner.death_cause()
