@@ -140,12 +140,14 @@ class GradingPlan:
     """What one task's grading needs from the agent's sandbox, decided before the trial."""
 
     exports: list[str]
-    """Absolute paths taken out of the agent's sandbox after its turn."""
+    """Paths taken out of the agent's sandbox after its turn: relative to the workdir
+    (``.``: the workdir itself), or absolute outside it."""
     state_kind: str
     state_roots: list[str]
     """Files kind: the declared roots (as declared)."""
     dump_roots: list[str]
-    """Command kind: absolute paths copied into the grading sandbox before the dump runs."""
+    """Command kind: the paths (as ``exports``) copied into the grading sandbox before the
+    dump runs."""
     restore_files: bool
     """Command kind without declared paths: the environment's own files are put back over
     the agent's copies before the dump runs."""
@@ -165,9 +167,11 @@ def plan(
     runs_code = any(grader_runs_code(g) for g in graders)
     if env is None:
         return GradingPlan([], "none", [], [], False, False, None)
-    spec, workdir = env.spec.state, env.spec.workdir
+    spec, workdir = env.spec.state, "."
     kind = "none" if served_state else spec.kind
-    roots = [absolute(workdir, p) for p in spec.paths]
+    # Paths as each sandbox resolves them: relative to its own workdir (the same path on
+    # Docker and bwrap; a directory of its own per sandbox on unsafe-local).
+    roots = [_relative(p, env.spec.workdir) for p in spec.paths]
     dump_roots: list[str] = []
     if kind == "command":
         dump_roots = roots or [workdir]
@@ -185,7 +189,18 @@ def plan(
     )
 
 
+def _relative(path: str, workdir: str) -> str:
+    """``path`` relative to ``workdir`` when it lies there (``.``: the workdir), else as it is."""
+    full = PurePosixPath(absolute(workdir, path))
+    base = PurePosixPath(workdir)
+    if full == base or base in full.parents:
+        return str(full.relative_to(base)) or "."
+    return str(full)
+
+
 def _under(path: str, root: str) -> bool:
+    if root == ".":
+        return not path.startswith("/")
     return (
         PurePosixPath(path) == PurePosixPath(root)
         or PurePosixPath(root) in PurePosixPath(path).parents

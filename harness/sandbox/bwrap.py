@@ -299,7 +299,9 @@ class BwrapSandbox(Sandbox):
         return await anyio.to_thread.run_sync(tar_host_paths, self.workdir, paths, self._host_of)
 
     async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
-        await anyio.to_thread.run_sync(replace_host_paths, product, roots, self._host_of)
+        await anyio.to_thread.run_sync(
+            replace_host_paths, product, roots, self.workdir, self._host_of
+        )
 
     async def install_grading(self, hidden: Path | None) -> GradingPlace:
         """The harness's own hidden dir bound read-only, the as-agent helper (a nested

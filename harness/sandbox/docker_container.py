@@ -374,11 +374,13 @@ class DockerSandbox(Sandbox):
         """Remove ``roots`` (as the unprivileged user: nothing of the agent has run here),
         then put their copies from ``product`` in place through the archive API, owned by
         that user."""
-        cleared = await self.exec(clear_command(roots), user=str(AGENT_UID), timeout=120)
+        targets = [absolute(self.workdir, r) for r in roots]
+        cleared = await self.exec(clear_command(targets), user=str(AGENT_UID), timeout=120)
         if not cleared.ok:
             raise SandboxError(f"sandbox {self.id[:12]}: clearing {roots}: {cleared.stderr[-300:]}")
-        keep = [r.lstrip("/") for r in roots]
-        tar = await anyio.to_thread.run_sync(reowned, product, AGENT_UID, AGENT_UID, keep)
+        tar = await anyio.to_thread.run_sync(
+            reowned, product, AGENT_UID, AGENT_UID, roots, self.workdir
+        )
 
         def put() -> None:
             with open(tar, "rb") as fh:

@@ -186,11 +186,21 @@ def parse_state(output: str, what: str) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- copying in
-def reowned(product: WorkProduct, uid: int, gid: int, keep: Iterable[str] | None = None) -> Path:
+def reowned(
+    product: WorkProduct,
+    uid: int,
+    gid: int,
+    keep: Iterable[str] | None = None,
+    workdir: str | None = None,
+) -> Path:
     """Blocking: a copy of the archive with every member owned by ``uid:gid`` and without
     setuid, setgid or sticky bits (what grading sandboxes import). ``keep``: only members
-    at or below these archive names (None: all)."""
-    prefixes = None if keep is None else [k.strip("/") for k in keep]
+    at or below these paths (relative to the product's workdir, or absolute; None: all).
+    ``workdir``: the importing sandbox's, when members under the product's workdir must
+    move there."""
+    prefixes = None if keep is None else [absolute(product.workdir, k).strip("/") for k in keep]
+    old = product.workdir.strip("/")
+    new = old if workdir is None else workdir.strip("/")
     out, tar = new_archive("harness-import-")
     try:
         with tar:
@@ -202,11 +212,20 @@ def reowned(product: WorkProduct, uid: int, gid: int, keep: Iterable[str] | None
                     continue
                 member.uid, member.gid, member.uname, member.gname = uid, gid, "", ""
                 member.mode &= 0o777
+                member.name = _moved(name, old, new)
+                if member.islnk():
+                    member.linkname = _moved(member.linkname.rstrip("/"), old, new)
                 tar.addfile(member, data)
     except BaseException:
         out.unlink(missing_ok=True)
         raise
     return out
+
+
+def _moved(name: str, old: str, new: str) -> str:
+    if old != new and (name == old or name.startswith(old + "/")):
+        return new + name[len(old) :]
+    return name
 
 
 def extract_into(product: WorkProduct, inside: str, host: Path) -> None:
@@ -238,15 +257,16 @@ def extract_into(product: WorkProduct, inside: str, host: Path) -> None:
         ) from exc
 
 
-def replace_host_paths(product: WorkProduct, roots: list[str], host_of) -> None:
-    """Blocking, for backends whose sandboxes live in host directories: replace each
-    sandbox path of ``roots`` by its copy in ``product`` (``host_of`` as in
-    ``tar_host_paths``). A root that is a directory is emptied, not removed (it may be the
-    sandbox's bound work dir)."""
+def replace_host_paths(product: WorkProduct, roots: list[str], workdir: str, host_of) -> None:
+    """Blocking, for backends whose sandboxes live in host directories: replace each path of
+    ``roots`` (relative to the workdir, or absolute) in the sandbox whose workdir is
+    ``workdir`` by its copy in ``product`` (``host_of`` as in ``tar_host_paths``). A root
+    that is a directory is emptied, not removed (it may be the sandbox's bound work dir)."""
     import shutil
 
     for root in roots:
-        host = host_of(root)
+        source = absolute(product.workdir, root)
+        host = host_of(absolute(workdir, root))
         if host is None:
             continue
         host = Path(host)
@@ -258,4 +278,4 @@ def replace_host_paths(product: WorkProduct, roots: list[str], host_of) -> None:
                     child.unlink()
         elif os.path.lexists(host):
             host.unlink()
-        extract_into(product, root, host)
+        extract_into(product, source, host)

@@ -121,7 +121,7 @@ def test_a_copy_in_never_follows_a_link_out_of_the_sandbox(tmp_path):
     dest = tmp_path / "grading" / "work"
     dest.mkdir(parents=True)
     with pytest.raises(BadWorkProduct):
-        replace_host_paths(product, ["/work"], lambda p: dest if p == "/work" else None)
+        replace_host_paths(product, ["/work"], "/work", lambda p: dest if p == "/work" else None)
     assert not (outside / "planted").exists()
 
 
