@@ -2,7 +2,8 @@
 
 A grader never talks to the agent. It reads the initial and final state, the trajectory,
 the agent's answer and messages, and the task's expectations; a grader that must run
-something (hidden tests) gets the sandbox after the agent has finished.
+something (hidden tests) sets ``runs_code = True`` on its class and gets a fresh grading
+sandbox holding the agent's files (``harness.grading``), never the agent's own.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ class Evidence:
     state_ignore: list[str] = field(default_factory=list)
     """Environment-level ignore paths for state comparison."""
     sandbox: Sandbox | None = None
+    """The grading sandbox (commands run as the grader), for graders that run code."""
     hidden_dir: str | None = None
-    """Where the task's hidden material was copied in the sandbox, after the agent."""
+    """Where the task's hidden files are in the grading sandbox (the grader's only)."""
 
 
 class Harm(TypedDict):

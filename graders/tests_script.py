@@ -1,8 +1,9 @@
-"""Hidden tests: run a test script in the sandbox after the agent, SWE-bench style.
+"""Hidden tests: run a test script after the agent, SWE-bench style, in a fresh grading sandbox.
 
-The orchestrator copies the task's ``hidden`` dir into the sandbox only after the agent has
-finished (design rule 7) and passes its location as ``Evidence.hidden_dir``; the script runs
-with ``$HIDDEN_DIR`` set to it, in the sandbox's workdir. Two lists name the tests that count
+The trial gives this grader (``runs_code``) a fresh grading sandbox from the task's pinned
+image holding the agent's work dir as it left it (``harness.grading``); the script runs there
+as the grader, in the workdir, with ``$HIDDEN_DIR`` pointing at the task's hidden files (the
+harness's own copy, readable by the grader only). Two lists name the tests that count
 (Jimenez et al. 2023):
 
 - ``fail_to_pass``: tests the task's fix must make pass;
@@ -17,18 +18,18 @@ both, line by line):
 - ``pytest``: the short summary of ``pytest -rA`` (``PASSED tests/test_x.py::test_a``,
   ``FAILED ... - message``) or verbose lines (``tests/test_x.py::test_a PASSED [ 50%]``).
 
-**Result channel.** The agent's code may run inside the test process, so a line saying
-``PASS name`` proves nothing by itself. Each grading draws a fresh nonce (after the agent's
-turn and its process sweep: the agent never saw it) and passes it to the command as
-``$HARNESS_RESULT_NONCE``; only result lines that start with it count
-(``<nonce> PASS name``; the nonce is stripped before parsing), and the test process must
-end by itself (not killed, not timed out: exit status below 128). A test script reads the
-nonce and removes it from its environment before it loads the code under test (see the
-shipped ``tasks/shell/hidden``); residual risk: code under test running inside the test
-process can still read that process's memory and initial environment (``/proc/self``), so
-run it in a child process when that matters. ``nonce: false`` restores plain lines (for
-scripts you cannot change; forgeable by the code under test). A ``reward_file`` is written
-by the test process too: the same residual risk applies to code under test inside it.
+**Result channel.** Each grading draws a fresh nonce and puts it in the grader's
+environment only, as ``$HARNESS_RESULT_NONCE``; only result lines that start with it count
+(``<nonce> PASS name``; the nonce is stripped before parsing), and the test process must end
+by itself (not killed, not timed out: exit status below 128). The code under test must run
+through ``$HARNESS_AS_AGENT CMD ...`` (as the unprivileged user, with a clean environment:
+it cannot read the grader's environment, memory or hidden files, nor rewrite them); the
+shipped tests call it in child processes and compare what it prints as data. Residual risk:
+code under test the script imports or runs directly runs as the grader and can forge
+anything (docs/integrity.md). ``nonce: false`` restores plain lines (for scripts you cannot
+change; forgeable by the code under test). A ``reward_file`` is written by the test process:
+in a directory of the grader's own (Harbor's ``/logs/verifier``, made afresh with mode 700
+by the import's command), a link or an unreadable file there fails the trial.
 
 A test named in a list but absent from the output counts as failed ("not run"). When both
 lists are empty the verdict is the script's exit code, or, with ``reward_file`` (Harbor and
