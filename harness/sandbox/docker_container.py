@@ -431,7 +431,7 @@ class DockerSandbox(Sandbox):
 
         def kill() -> None:
             try:
-                self._api.kill(self.id)
+                self.kill_sync()
             except docker.errors.APIError as exc:
                 if exc.status_code != 409:  # 409: not running (the agent ended it)
                     raise
