@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from harness import text
 from harness.errors import SandboxError
-from harness.sandbox import docker_images, docker_sweep, grading_material
+from harness.sandbox import docker_archive, docker_images, docker_sweep, grading_material
 from harness.sandbox.base import ExecResult, Sandbox
 from harness.sandbox.docker_images import PinnedImage, tar_directory
 from harness.sandbox.output import OUTPUT_LIMIT, Capture, FileTooLarge
@@ -52,21 +52,6 @@ def docker_errors():
         urllib3.exceptions.HTTPError,
         OSError,
     )
-
-
-CLEAR_SCRIPT = r"""
-for r in "$@"; do find "$r" -mindepth 1 -delete 2>/dev/null; rm -f "$r" 2>/dev/null; rmdir "$r" 2>/dev/null; done
-for r in "$@"; do if [ -e "$r" ] || [ -L "$r" ]; then [ -d "$r" ] && [ -z "$(ls -A "$r")" ] || { echo "cannot clear $r" >&2; exit 1; }; fi; done
-"""
-"""Empty each path given (a directory that cannot be removed itself, such as the workdir,
-is left empty), run as the unprivileged user in a fresh grading sandbox before the agent's
-copies go in."""
-
-
-def clear_command(roots: list[str]) -> str:
-    import shlex
-
-    return "set -- " + " ".join(shlex.quote(r) for r in roots) + "\n" + CLEAR_SCRIPT
 
 
 class DockerSandbox(Sandbox):
@@ -356,7 +341,9 @@ class DockerSandbox(Sandbox):
                         self._api.inspect_container(self.id)  # NotFound: the sandbox is gone
                         product.missing.append(target)
                         continue
-                    _copy_renamed(stream, tar, posixpath.basename(target), target.lstrip("/"))
+                    docker_archive.copy_renamed(
+                        stream, tar, posixpath.basename(target), target.lstrip("/")
+                    )
         except BaseException:
             product.close()
             raise
@@ -375,7 +362,9 @@ class DockerSandbox(Sandbox):
         then put their copies from ``product`` in place through the archive API, owned by
         that user."""
         targets = [absolute(self.workdir, r) for r in roots]
-        cleared = await self.exec(clear_command(targets), user=str(AGENT_UID), timeout=120)
+        cleared = await self.exec(
+            docker_archive.clear_command(targets), user=str(AGENT_UID), timeout=120
+        )
         if not cleared.ok:
             raise SandboxError(f"sandbox {self.id[:12]}: clearing {roots}: {cleared.stderr[-300:]}")
         tar = await anyio.to_thread.run_sync(
@@ -494,25 +483,6 @@ class DockerSandbox(Sandbox):
         self._destroyed = True
         with anyio.CancelScope(shield=True):
             await self._provider._remove(self.id)
-
-
-def _copy_renamed(stream: Any, out: tarfile.TarFile, base: str, name: str) -> None:
-    """Copy the members of a Docker archive stream (named from ``base``, the archived
-    path's last component) into ``out``, named from ``name`` instead."""
-    from harness.sandbox.docker_images import _ChunkReader
-
-    def rename(member_name: str) -> str:
-        rest = member_name[len(base) :] if base and member_name.startswith(base) else member_name
-        return (name + rest) if rest.startswith("/") or not rest else f"{name}/{rest}"
-
-    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(stream)), mode="r|") as src:
-        for member in src:
-            member.name = rename(member.name)
-            if member.islnk():
-                member.linkname = rename(member.linkname)
-            out.addfile(member, src.extractfile(member) if member.isreg() else None)
-    for _ in stream:  # drain, so the connection goes back to the pool cleanly
-        pass
 
 
 # ----------------------------------------------------------------------------- provider
