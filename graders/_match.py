@@ -1,17 +1,5 @@
-"""Matching recorded actions (tool calls, shell commands) against rules written in YAML.
-
-An action rule names a tool and, optionally, matchers for some of its arguments. Arguments
-the rule does not name are not checked. An argument matcher is one of:
-
-- a plain value: equal to the argument (numbers compare by value, ``54 == 54.0``);
-- ``{regex: PATTERN}``: ``re.search`` over the argument rendered as text (anchor with
-  ``^...$`` for a full match);
-- ``{one_of: [v1, v2, ...]}``: equal to one of the values;
-- ``{absent: true}``: the argument was not given.
-
-Shell commands recorded by ``AgentContext.run_command`` are actions of tool ``bash`` with the
-single argument ``command``.
-"""
+"""Matching recorded actions (tool calls, shell commands) against rules written in YAML
+(``ActionRule``)."""
 
 from __future__ import annotations
 
@@ -28,9 +16,22 @@ ACTION_KINDS = ("tool_call", "command")
 
 
 class ActionRule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """An action: a tool and, optionally, matchers for some of its arguments. Arguments the
+    rule does not name are not checked. An argument matcher is one of:
+
+    - a plain value: equal to the argument (numbers compare by value, ``54 == 54.0``);
+    - ``{regex: PATTERN}``: ``re.search`` over the argument rendered as text (anchor with
+      ``^...$`` for a full match);
+    - ``{one_of: [v1, v2, ...]}``: equal to one of the values;
+    - ``{absent: true}``: the argument was not given.
+
+    Shell commands an agent runs are actions of tool ``bash`` with the single argument
+    ``command``."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     label: str | None = Field(None, description="name used in order pairs and evidence")
     tool: str
+    """the tool the action calls (shell commands are tool 'bash' with argument 'command')"""
     args: dict[str, Any] = Field(default_factory=dict, description="argument -> matcher")
 
     @property

@@ -39,7 +39,9 @@ def last_number(text: str) -> float | None:
 class AnswerMatchParams(GraderParams):
     type: Literal["answer_match"] = "answer_match"
     expected: str | float | int | list[str | float | int]
+    """the expected answer; a list for one_of; a pattern for regex"""
     mode: Literal["exact", "normalized", "numeric", "regex", "one_of"] = "normalized"
+    """how the final answer is compared (see the grader's text below)"""
     tolerance: float = 0.0
     """Absolute tolerance for numeric mode."""
 

@@ -21,8 +21,10 @@ from harness.trajectory import Event
 class GraderParams(BaseModel):
     """Base for each grader's parameters; unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     type: str
+    """The grader: answer_match, required_outputs, state_diff, trajectory, tests_script or
+    module:Class."""
     name: str | None = None
     """Optional label, to tell two graders of the same type apart in evidence."""
 

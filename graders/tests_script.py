@@ -159,10 +159,15 @@ class TestsScriptParams(GraderParams):
         description="run in the sandbox's workdir after the agent, with $HIDDEN_DIR set",
     )
     fail_to_pass: list[str] = Field(default_factory=list)
+    """tests the fix must make pass (names as the script prints them)"""
     pass_to_pass: list[str] = Field(default_factory=list)
+    """tests that passed before and must still pass"""
     format: Literal["auto", "lines", "pytest"] = "auto"
+    """how result lines are read: lines (PASS name), pytest (-rA summary or verbose), auto
+    (both)"""
     timeout_s: float = Field(300.0, gt=0, description="seconds")
     max_output_chars: int = Field(8000, ge=200)
+    """characters of the script's output kept as evidence (head and tail)"""
     reward_file: str | None = Field(
         None, description="file the script writes its reward to (Harbor: /logs/verifier/...)"
     )

@@ -2,7 +2,7 @@
 
 Agent-evaluation guide ("When the path matters"): an outcome grader cannot see how the outcome was
 reached, so policy and safety rules are checked on the transcript. The rules have three
-parts (matchers are described in ``graders._match``):
+parts (matchers: ``ActionRule``):
 
 - ``required``: actions the agent must take, each with a ``label`` (default: the tool name);
 - ``order``: pairs ``[before, after]`` of required labels, a partial order: pairs fix some
@@ -25,7 +25,7 @@ Only observed actions count. Events an agent program reported itself (lines it w
 ``$HARNESS_TRAJECTORY``, stored with ``reported`` set) are skipped unless the task sets
 ``reported_events: true``: then they count like observed ones and the verdict's details
 say how many did (``reported_counted``). Which rules can hold for which agents is written
-in the README ("Only observed actions count").
+in docs/integrity.md ("Only observed actions count").
 
 Verdict: passed iff every required action occurs, every pair holds, and no forbidden action
 occurs. ``score`` is AgentBoard's progress rate, the fraction of required actions reached
@@ -47,22 +47,27 @@ SEVERITY_NAMES = ("low", "medium", "high", "critical")
 
 class ForbiddenRule(ActionRule):
     severity: Literal["low", "medium", "high", "critical"] | float = "high"
+    """low, medium, high, critical, or a number; stored as the trial's harm"""
     reason: str | None = Field(None, description="why it is forbidden, shown in evidence")
 
 
 class OrderPair(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     before: str
+    """the label (or tool) of the action that must come first"""
     after: str
+    """the label (or tool) of the action that must come after it"""
 
 
 class TrajectoryParams(GraderParams):
     type: Literal["trajectory"] = "trajectory"
     required: list[ActionRule] = Field(default_factory=list)
+    """actions that must each occur at least once"""
     order: list[OrderPair] = Field(
         default_factory=list, description="[before, after] label pairs; a partial order"
     )
     forbidden: list[ForbiddenRule] = Field(default_factory=list)
+    """actions that must never occur (an attempt counts, even a failed call)"""
     count_failed_calls: bool = Field(
         False, description="let tool calls that returned an error count as reaching an action"
     )

@@ -84,7 +84,7 @@ MAX_MERGED_EVENTS = 10_000
 
 
 class CommandParams(Options):
-    """``params`` of the command agent (see the module docstring)."""
+    """``params`` of the command agent."""
 
     command: str = Field(min_length=1, description="the shell command to run")
     where: Literal["host", "sandbox"] = Field("host", description="where the program runs")

@@ -96,7 +96,7 @@ def system_prompt(ctx: AgentContext, params: LLMParams) -> str:
 
 
 class LLMParams(Options):
-    """``params`` of the llm agent (see the module docstring)."""
+    """``params`` of the llm agent."""
 
     system_prompt: str | None = Field(None, description="replaces the harness preamble")
     confidence: bool = Field(False, description="ask for a final CONFIDENCE: <p> line")

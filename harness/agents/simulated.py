@@ -71,11 +71,13 @@ def failure_modes(task) -> list[str]:
 
 
 class SimulatedParams(Options):
-    """``params`` of the simulated agent (see the module docstring)."""
+    """``params`` of the simulated agent: planted per-task success probabilities (``p`` for
+    every task, else Beta(``a``, ``b``) draws), for demos and for checking the statistics."""
 
     p: float | None = Field(None, ge=0, le=1, description="success probability of every task")
     a: float = Field(2.0, gt=0, description="Beta(a, b) of per-task probabilities, without p")
     b: float = Field(2.0, gt=0)
+    """Beta(a, b) of per-task probabilities, without p"""
     population_seed: int = Field(0, description="seed of the per-task uniforms")
     common_random_numbers: bool = Field(
         False, description="draw each trial's uniform from the trial seed alone, shared by arms"
@@ -83,6 +85,7 @@ class SimulatedParams(Options):
     shift: float = Field(0.0, description="added to p, clipped to [0, 1]")
     variant_drop: float = Field(0.0, ge=0, le=1, description="relative drop of p on variants")
     confidence: Literal["calibrated", "overconfident"] | None = None
+    """the stated confidence it reports: calibrated, overconfident, or none"""
     failure_modes: list[str] | None = Field(None, description="failure modes to choose from")
     delay_s: float = Field(0.0, ge=0, description="seconds to think before acting")
 

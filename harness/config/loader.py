@@ -91,7 +91,7 @@ def first_error(exc: ValidationError) -> tuple[Path_, str]:
 def _message(err: ErrorDetails) -> str:
     kind, msg = err["type"], err["msg"]
     if kind == "extra_forbidden":
-        return "unknown key (check the spelling; see docs/suite.md and docs/tasks.md)"
+        return "unknown key (check the spelling; every key is in docs/reference.md)"
     if kind == "missing":
         return "required field is missing"
     got = err.get("input")

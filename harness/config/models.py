@@ -1,4 +1,5 @@
-"""Typed configuration: suites, arms, tasks and environments.
+"""Typed configuration: suites, arms and tasks (environments: ``harness.config.environment``,
+re-exported here).
 
 Every model forbids unknown keys, so a typo in a YAML file is an error that names the field,
 not a silently ignored setting. Defaults live here, not in the CLI.
@@ -6,8 +7,6 @@ not a silently ignored setting. Defaults live here, not in the CLI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -25,6 +24,12 @@ from harness.config.base import (
     Seed,
     Strict,
 )
+from harness.config.environment import Environment as Environment
+from harness.config.environment import EnvironmentSpec as EnvironmentSpec
+from harness.config.environment import ImageRecipe as ImageRecipe
+from harness.config.environment import StateSpec as StateSpec
+from harness.config.environment import ToolServerSpec as ToolServerSpec
+from harness.config.environment import ToolSpec as ToolSpec
 from harness.config.release import GatePolicy, Repeats, ReportSettings
 from harness.config.roles import decide_roles
 
@@ -57,10 +62,16 @@ class Budgets(Strict):
 
 
 class BudgetOverride(Strict):
+    """A task's own budgets: each key given replaces the suite's for that task."""
+
     max_steps: int | None = Field(None, strict=True, ge=1, le=MAX_STEPS)
+    """overrides the suite's budgets.max_steps for this task"""
     max_tokens: int | None = Field(None, strict=True, ge=1, le=MAX_TOKENS)
+    """overrides the suite's budgets.max_tokens for this task"""
     max_cost_usd: float | None = Field(None, gt=0, le=1e9, allow_inf_nan=False)
+    """overrides the suite's budgets.max_cost_usd for this task"""
     timeout_s: Seconds | None = None
+    """overrides the suite's budgets.timeout_s for this task (seconds)"""
 
 
 class Retries(Strict):
@@ -95,7 +106,9 @@ class Limits(Strict):
         description="bytes, or a number with a unit: 512m, 1g",
     )
     pids: int = Field(256, strict=True, ge=16, le=1_000_000)
+    """most processes and threads the sandbox may hold at once"""
     cpus: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
+    """CPUs the sandbox may use (fractions allowed: 0.5)"""
 
 
 class ModelSettings(Strict):
@@ -103,14 +116,26 @@ class ModelSettings(Strict):
     and is never stored, logged or passed into a sandbox."""
 
     name: str
+    """the model name sent to the endpoint; ${VAR} and ${VAR:-default} are expanded"""
     base_url: str = "https://api.openai.com/v1"
+    """the endpoint's base URL (OpenAI-compatible, or Anthropic with api: anthropic); ${VAR}
+    and ${VAR:-default} are expanded"""
     api_key_env: str | None = "OPENAI_API_KEY"
+    """the environment variable holding the API key (read at run time, never stored); null: no
+    key"""
     temperature: float | None = Field(None, ge=0, le=10, allow_inf_nan=False)
+    """sampling temperature sent with every call; null: the endpoint's default"""
     max_tokens: int | None = Field(None, strict=True, ge=1, le=MAX_TOKENS)
+    """most output tokens per call; null: the endpoint's default"""
     timeout_s: Seconds = 120.0
+    """seconds one call may take"""
     max_retries: int = Field(4, strict=True, ge=0, le=MAX_ATTEMPTS)
+    """retries of a failed call (connection errors, 429, 5xx) before it counts as
+    infrastructure"""
     extra: dict[str, object] = Field(default_factory=dict)
+    """extra fields merged into every request body (e.g. {top_p: 0.9})"""
     price: Price | None = None
+    """what tokens cost, for cost budgets and reports; null: cost unknown"""
     api: Literal["openai", "anthropic"] = Field(
         "openai",
         description="the upstream's API kind: openai (chat completions, Responses; Bearer key) "
@@ -122,8 +147,11 @@ class Price(Strict):
     """US dollars per million tokens."""
 
     input: Money
+    """dollars per million prompt tokens"""
     cached_input: Money | None = None
+    """dollars per million prompt tokens served from the cache; default the input price"""
     output: Money
+    """dollars per million completion tokens"""
     cache_write: Money | None = Field(
         None, description="prompt tokens written to the cache; default the input price"
     )
@@ -133,18 +161,22 @@ class Arm(Strict):
     """One configuration under test: an agent, its parameters and its model."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    """the arm's name in reports and comparisons (letters, digits, '_', '.', '-')"""
     agent: str = Field(description="registered agent name or 'module:Class'")
     params: dict[str, object] = Field(
         default_factory=dict, description="the agent's parameters, checked against its Params"
     )
     model: ModelSettings | None = None
+    """the model endpoint the agent uses (llm, command and the ready-made agents)"""
 
 
 class Suite(Strict):
     """A suite file: what to run, how often, against which arms, and where to store it."""
 
     name: str
+    """the suite's name; runs are grouped by it (harness history SUITE)"""
     description: str = ""
+    """what the suite measures, shown in reports"""
     seed: Seed = 0
     trials: Count = Field(1, description="trials per task per arm")
     tasks: list[str] = Field(min_length=1, description="task files or globs, relative to the suite")
@@ -152,11 +184,13 @@ class Suite(Strict):
         None, description="where environments live; default: nearest 'environments/' upward"
     )
     arms: list[Arm] = Field(min_length=1)
+    """the configurations under test"""
     concurrency: int = Field(4, strict=True, ge=1, le=MAX_CONCURRENCY)
+    """trials running at once"""
     sandbox: str = Field(
         "auto",
-        description="auto (docker when a daemon answers, else local), local, docker, "
-        "faulty (fault injection), or module:Class",
+        description="auto (docker when a daemon answers, else bwrap), docker, bwrap, "
+        "unsafe-local (no isolation), faulty (fault injection), or module:Class",
     )
     sandbox_options: dict[str, object] = Field(
         default_factory=dict,
@@ -180,12 +214,16 @@ class Suite(Strict):
         description="options of the executor backend, checked against its typed options",
     )
     budgets: Budgets = Field(default_factory=Budgets)
+    """per-trial limits (each task may override them)"""
     retries: Retries = Field(default_factory=Retries)
+    """infrastructure-only retries"""
     limits: Limits = Field(default_factory=Limits)
+    """resources of each sandbox"""
     store: str | None = Field(
         None, description="SQLAlchemy URL; default sqlite:///.harness/harness.db"
     )
     report: ReportSettings = Field(default_factory=ReportSettings)
+    """how the report reads the results"""
     variants: bool = Field(False, description="also run each task's declared variants, paired")
     denominator: Literal["failure", "exclude"] = Field(
         "failure", description="how unresolved trials count: as failures (default) or excluded"
@@ -197,6 +235,7 @@ class Suite(Strict):
         "with the others: its delta against the baseline is the noise floor (eval-harness guide)",
     )
     repeats: Repeats = Field(default_factory=Repeats)
+    """fixed or adaptive trials per task"""
 
     def primary_arms(self) -> tuple[str, str | None]:
         """(baseline, candidate) of the primary comparison, by the one rule every view uses
@@ -262,8 +301,12 @@ class GraderSpec(BaseModel):
 
 
 class ToolCall(Strict):
+    """One call of an environment tool in a reference solution."""
+
     tool: str
+    """the environment tool to call"""
     args: dict[str, object] = Field(default_factory=dict)
+    """its arguments (sent as JSON on stdin)"""
 
 
 class Solution(Strict):
@@ -278,17 +321,24 @@ class Variant(Strict):
     """A meaning-preserving variant of a task, run as a paired trial with the same seed."""
 
     id: str
+    """the variant's id, unique within the task"""
     instruction: str | None = None
+    """the reworded instruction (same meaning); default the task's"""
     tool_order: list[str] | None = None
+    """the order the tools are offered in; default the environment's"""
     distractor: str | None = None
+    """text appended to every successful tool result"""
 
 
 class UserScript(Strict):
     """A scripted simulated user for conversational tasks."""
 
     turns: list[str] = Field(default_factory=list)
+    """the scripted user's messages, in order (without model)"""
     model: ModelSettings | None = None
+    """a model that plays the user (with persona and goal)"""
     persona: str | None = None
+    """how the simulated user behaves (prompt for its model)"""
     goal: str | None = Field(
         None,
         description="the user's private goal: the agent never sees it; the user writes the "
@@ -297,31 +347,45 @@ class UserScript(Strict):
 
 
 class Task(Strict):
+    """One problem with its success criteria. Its id is unique across the suite; its trials
+    are scored by its graders; its cluster is the independent unit intervals resample."""
+
     id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$")
+    """unique across the suite; letters, digits and _ . : / -"""
     instruction: str = Field("", description="the agent's first message; optional with user.goal")
     environment: str | None = Field(None, description="environment name under environments/")
     class_: str = Field("default", alias="class")
+    """the task's class: report slices and the gate's must_never classes"""
     cluster: str | None = Field(None, description="independent unit above tasks; default: the task")
     stratum: str | None = None
+    """stratum for stratified estimates; default none"""
     weight: float = Field(1.0, gt=0, le=MAX_WEIGHT, allow_inf_nan=False)
+    """the task's weight in weighted estimates"""
     setup: list[str] = Field(default_factory=list)
+    """shell commands run in the sandbox before the agent, after the environment's"""
     network: list[str] = Field(
         default_factory=list,
         description="hosts this task's sandboxes may reach besides its environment's `network` "
         "(names, IP addresses or CIDR blocks; Docker only)",
     )
     graders: list[GraderSpec] = Field(min_length=1)
+    """how the trial is judged: the verdict is the AND of these"""
     solution: Solution | None = None
+    """the reference solution the oracle agent runs (harness validate)"""
     budgets: BudgetOverride | None = None
+    """this task's overrides of the suite's budgets"""
     hidden: str | None = Field(
         None, description="dir of hidden material, copied in after the agent"
     )
     variants: list[Variant] = Field(default_factory=list)
+    """meaning-preserving variants, run paired when the suite sets variants: true"""
     simulated: dict[str, Any] = Field(
         default_factory=dict, description="parameters for the simulated agent, e.g. {p: 0.7}"
     )
     user: UserScript | None = None
+    """a simulated user for conversational tasks"""
     must_never: bool = False
+    """any failure of the candidate on this task blocks the release (gate)"""
     grade_in_place: str | None = Field(
         None,
         description="why this task's graders must run in the agent's own live sandbox (a "
@@ -346,113 +410,9 @@ class TaskFile(Strict):
     """A file holding several tasks under ``tasks:`` with optional shared defaults."""
 
     defaults: dict[str, object] = Field(default_factory=dict)
+    """keys every task of the file starts from (nested mappings merge)"""
     tasks: list[dict[str, object]] = Field(min_length=1)
-
-
-# ------------------------------------------------------------------------------ environments
-class ImageRecipe(Strict):
-    dockerfile: str | None = Field(None, description="path relative to the environment dir")
-    ref: str | None = Field(None, description="an image reference, e.g. harness-base:bookworm")
-
-    @model_validator(mode="after")
-    def _one(self) -> ImageRecipe:
-        if bool(self.dockerfile) == bool(self.ref):
-            raise ValueError("give exactly one of 'dockerfile' or 'ref'")
-        return self
-
-
-def _no_parameters() -> dict[str, object]:
-    """The JSON Schema of a tool that takes no arguments."""
-    return {"type": "object", "properties": {}}
-
-
-class ToolSpec(Strict):
-    """A tool the agent may call: run as ``command`` in the sandbox, arguments as JSON on stdin."""
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
-    description: str
-    parameters: dict[str, object] = Field(default_factory=_no_parameters)
-    """The tool's JSON Schema, relayed to the model as written (never read here)."""
-    command: str | None = Field(
-        None,
-        description="shell command in the sandbox; optional when the environment has a "
-        "tool_server, which then serves this tool",
-    )
-    timeout_s: Seconds = 30.0
-    terminates: bool = Field(
-        False, description="calling it ends the episode (it runs, then the agent is stopped)"
-    )
-
-
-class StateSpec(Strict):
-    """How to snapshot state: a command printing JSON, a file-system walk, or nothing."""
-
-    kind: Literal["none", "command", "files"] = "none"
-    command: str | None = None
-    paths: list[str] = Field(
-        default_factory=list,
-        description="'files': the roots whose entries make the state; 'command': what the "
-        "dump reads (copied from the agent's sandbox into a fresh grading sandbox where the "
-        "dump runs; default: the whole workdir, with the environment's own files restored)",
-    )
-    ignore: list[str] = Field(default_factory=list, description="dotted paths, '*' wildcards")
-
-
-class ToolServerSpec(Strict):
-    """One long-lived process per trial serving the environment's tools (and its state) over
-    JSON lines on stdin/stdout; the protocol is documented in ``harness/tools/server.py``."""
-
-    command: str = Field(description="started once per trial in the sandbox, in the workdir")
-    state: bool = Field(
-        True, description="the server answers snapshot requests: the state is read from it"
-    )
-    startup_timeout_s: float = Field(60.0, gt=0, description="seconds to wait for 'ready'")
-
-
-class EnvironmentSpec(Strict):
-    name: str
-    description: str = ""
-    version: str = "1"
-    image: ImageRecipe = Field(default_factory=lambda: ImageRecipe(ref="harness-base:latest"))
-    workdir: str = "/work"
-    files: str | None = Field(None, description="dir (relative) copied into the workdir")
-    setup: list[str] = Field(default_factory=list)
-    state: StateSpec = Field(default_factory=StateSpec)
-    tools: list[ToolSpec] = Field(default_factory=list)
-    policy: str | None = Field(None, description="file with the policy shown to the agent")
-    network: list[str] = Field(default_factory=list, description="hosts the sandbox may reach")
-    user: str | None = Field(
-        None,
-        description="the user agent commands run as: default the unprivileged uid 1000; "
-        "'root' opts in to root (the report says so)",
-    )
-    tool_server: ToolServerSpec | None = Field(
-        None, description="serve the tools from one process per trial instead of one per call"
-    )
-
-    @model_validator(mode="after")
-    def _tool_commands(self) -> EnvironmentSpec:
-        if self.tool_server is None:
-            for i, tool in enumerate(self.tools):
-                if not tool.command:
-                    raise ValueError(f"tools.{i}.command is required without a tool_server")
-        return self
-
-
-@dataclass(frozen=True)
-class Environment:
-    """An environment spec together with the directory it was loaded from."""
-
-    spec: EnvironmentSpec
-    root: Path
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def files_dir(self) -> Path | None:
-        return (self.root / self.spec.files) if self.spec.files else None
+    """the tasks (each a Task)"""
 
 
 ModelSettings.model_rebuild()

@@ -12,7 +12,9 @@ from harness.config.base import MAX_TRIALS, Count, Strict
 
 class PrimaryComparison(Strict):
     baseline: str
+    """the arm the candidate is compared against"""
     candidate: str
+    """the arm under test"""
 
 
 class ReportSettings(Strict):
@@ -20,8 +22,11 @@ class ReportSettings(Strict):
         None, max_length=1000, description="k values for pass@k / pass^k; default 1..trials"
     )
     cluster_key: Literal["cluster", "task"] = "cluster"
+    """the independent unit intervals resample: the task's cluster, or each task"""
     primary: PrimaryComparison | None = None
+    """the pre-declared comparison (default: the gate's, else the first two arms)"""
     confidence: float = Field(0.95, gt=0, lt=1)
+    """the level of every interval in the report"""
 
     @field_validator("k")
     @classmethod
@@ -68,6 +73,7 @@ class GatePolicy(Strict):
         "one-sided", description="one-sided: bound at `confidence`; two-sided: interval at it"
     )
     confidence: float = Field(0.95, gt=0.5, lt=1)
+    """the confidence of the bound (one-sided) or interval (two-sided) the rule reads"""
     max_unresolved: float = Field(
         0.05, ge=0, le=1, description="largest share of either arm's trials without a verdict"
     )
@@ -127,6 +133,7 @@ class Repeats(Strict):
     arm's failure: there is no way to retry only failures."""
 
     mode: Literal["fixed", "adaptive"] = "fixed"
+    """fixed: trials per task for every task; adaptive: more trials only where arms disagree"""
     max_k: int = Field(
         5, strict=True, ge=2, le=MAX_TRIALS, description="trials per task per arm on repeated tasks"
     )
