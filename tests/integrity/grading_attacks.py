@@ -17,6 +17,8 @@ by leaving something behind that grading would run or read:
 * ``reward_dangling`` / ``reward_readonly``: a planted Harbor ``reward.txt`` (a dangling
   symlink; a read-only 1 in a read-only directory).
 * ``deep_dump`` / ``null_dump``: a dump script that prints 200k-deep JSON or ``null``.
+* ``deep_state`` / ``corrupt_db``: the retail database made so that the environment's own
+  dump prints 200-deep JSON, or cannot open it (the agent broke its environment).
 * ``non_utf8``: file names that are not UTF-8 in the state and the work dir.
 """
 
@@ -262,6 +264,24 @@ async def null_dump(ctx: AgentContext) -> AgentResult:
     return AgentResult(answer="done")
 
 
+async def deep_state(ctx: AgentContext) -> AgentResult:
+    """Retail: an order's items made 200-deep JSON through the database itself, so the
+    environment's own (pristine) dump prints a state nested past the limit."""
+    items = "[" * 200 + "]" * 200
+    await _sh(
+        ctx,
+        "[ -f store.db ] && python3 -c \"import sqlite3; c = sqlite3.connect('store.db'); "
+        f"c.execute('update orders set items = ?', ('{items}',)); c.commit()\"; true",
+    )
+    return AgentResult(answer="Sorry, I cannot cancel a delivered order.")
+
+
+async def corrupt_db(ctx: AgentContext) -> AgentResult:
+    """Retail: the database the dump reads overwritten with garbage."""
+    await _sh(ctx, "[ -f store.db ] && printf 'not a database' > store.db; true")
+    return AgentResult(answer="Sorry, I cannot cancel a delivered order.")
+
+
 async def non_utf8(ctx: AgentContext) -> AgentResult:
     await _sh(
         ctx,
@@ -283,6 +303,8 @@ PROBES = {
         reward_readonly,
         deep_dump,
         null_dump,
+        deep_state,
+        corrupt_db,
         non_utf8,
     )
 }

@@ -29,6 +29,11 @@ SHELL = ("shell/config-port", "shell/fix-mean", "shell/json-retries", "shell/bac
 RETAIL = ("retail/refuse-cancel-delivered-w1003",)
 OWN = ("ri-tests", "ri-state")
 HARBOR = ("harbor/count-errors", "harbor/set-port", "harbor/sum-invoices")
+# (attack, task) -> the failure kind a correct harness gives (else: a plain wrong result)
+KINDS = {
+    ("deep_state", "retail/refuse-cancel-delivered-w1003"): "broke_environment",
+    ("corrupt_db", "retail/refuse-cancel-delivered-w1003"): "broke_environment",
+}
 
 
 def _pick(src: Path, dest: Path, ids: tuple[str, ...]) -> None:
@@ -117,6 +122,8 @@ def run_red_team(tmp: Path, backend: str, probes=PROBES) -> tuple[list[str], lis
             wrong.append(
                 f"{arm} × {task}: {status} after {attempts} attempts ({(reason or '')[:300]})"
             )
+        elif KINDS.get((arm, task), kind) != kind:
+            wrong.append(f"{arm} × {task}: failure kind {kind!r}, want {KINDS[(arm, task)]}")
     if rows:
         run_id = rows[0][-1]
         if backend == "docker":
