@@ -62,6 +62,12 @@ class RunOutcome:
     def unresolved(self) -> int:
         return self.finished - self.counts[errors.PASSED] - self.counts[errors.FAILED]
 
+    def count(self, status: str, reason: str | None) -> None:
+        """One finished trial: its status, and a harness error's first line for the summary."""
+        self.counts[status] += 1
+        if status == errors.HARNESS_ERROR:
+            self.harness_errors[(reason or "unknown").splitlines()[0][:300]] += 1
+
 
 async def execute(
     rc: RunContext,
@@ -98,10 +104,7 @@ async def execute(
                 stopping.set()
                 return
             writer.put(record)
-            outcome.counts[record.trial.status] += 1
-            if record.trial.status == errors.HARNESS_ERROR:
-                cause = (record.trial.reason or "unknown").splitlines()[0][:300]
-                outcome.harness_errors[cause] += 1
+            outcome.count(record.trial.status, record.trial.reason)
             sink.trial_done(record.trial.status)
 
     async with anyio.create_task_group() as outer:

@@ -19,7 +19,7 @@ from harness.config.loader import ResolvedSuite
 from harness.config.overrides import Overrides, given
 from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.executors import Executor
-from harness.lockfile import agent_builds
+from harness.lockfile import agent_builds, check_lock_for
 from harness.models.probe import probe_endpoints
 from harness.orchestrator import RunOutcome, execute
 from harness.ownership import check_resumable
@@ -180,26 +180,7 @@ async def _run(
     owner when this process checked it, taken over atomically before any trial runs."""
     from harness.progress import TrialProgress
 
-    image_ids: dict[str, str | None] = {}
-    if locked and provider is None:  # no images to check; pinned agents still are
-        from harness.lockfile import check_lock_for
-
-        await check_lock_for(resolved, provider)
-    if provider is not None:
-        # sandboxes left behind by killed runs on this host
-        await anyio.to_thread.run_sync(provider.gc)
-        if locked:
-            from harness.lockfile import check_lock_for
-
-            await check_lock_for(resolved, provider)
-    # Every model endpoint answers before anything is built or recorded (exit 5 if not).
-    await probe_endpoints(resolved)
-    if provider is not None:
-        envs = list(resolved.environments.values())
-        image_ids = await provider.prepare(envs)
-        # ready-made agents' CLIs: built into images (docker), staged and hashed (bwrap)
-        await provider.prepare_agents(agent_builds(resolved))
-        await provider.prepare_networks(_task_networks(resolved))  # tasks' own hosts
+    image_ids = await _prepare(resolved, provider, locked)
     all_jobs = build_plan(resolved)
     retries = resolved.suite.retries
     rc = RunContext(
@@ -255,6 +236,29 @@ async def _run(
     status = "interrupted" if outcome.interrupted else "stopped" if outcome.stopped else "finished"
     store.update_run(run_id, status=status, finished_at=now())
     return RunResult(run_id, outcome, store.url, sandbox_name)
+
+
+async def _prepare(
+    resolved: Resolved, provider: SandboxProvider | None, locked: bool
+) -> dict[str, str | None]:
+    """Everything a run needs before its run row, in order: the lock file's pins, the
+    sandboxes' leftovers collected, model endpoints that answer (exit 5 if not), then the
+    images, agent CLIs and task networks prepared. Returns the pinned image id per
+    environment (none without a sandbox provider)."""
+    if provider is not None:
+        # sandboxes left behind by killed runs on this host
+        await anyio.to_thread.run_sync(provider.gc)
+    if locked:  # without a provider no images to check; pinned agents still are
+        await check_lock_for(resolved, provider)
+    # Every model endpoint answers before anything is built or recorded (exit 5 if not).
+    await probe_endpoints(resolved)
+    if provider is None:
+        return {}
+    image_ids = await provider.prepare(list(resolved.environments.values()))
+    # ready-made agents' CLIs: built into images (docker), staged and hashed (bwrap)
+    await provider.prepare_agents(agent_builds(resolved))
+    await provider.prepare_networks(_task_networks(resolved))  # tasks' own hosts
+    return image_ids
 
 
 def _task_networks(resolved: ResolvedSuite) -> list[tuple[Environment, list[str]]]:

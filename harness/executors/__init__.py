@@ -9,7 +9,6 @@ Adding a backend touches a new file and the table below, never the orchestrator.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.config.models import Options
@@ -63,18 +62,4 @@ EXECUTORS: Registry[Executor] = Registry(
 )
 
 
-def open_executor(
-    name: str,
-    rc: RunContext,
-    sandbox: str,
-    *,
-    address: str | None = None,
-    options: Mapping[str, object] | None = None,
-) -> Executor:
-    """Instantiate the executor registered as ``name`` for run ``rc`` with ``options``
-    checked against its ``Options`` (a blocking call: see ``Executor``)."""
-    cls = EXECUTORS.load(name)
-    return cls(rc, sandbox, address=address, options=cls.Options.model_validate(options or {}))
-
-
-__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "open_executor"]
+__all__ = ["EXECUTORS", "Executor", "LocalExecutor"]

@@ -37,6 +37,7 @@ from harness.errors import AgentFailure, ConfigError, ModelKeyRejected, ModelUna
 from harness.jsontypes import JSONObject
 from harness.models.api_types import ChatCompletion, ChatCompletionChunk, ChatRequest
 from harness.models.chat import ChatMessage, ToolCall, ToolSchema
+from harness.models.upstreams import loop_token
 
 log = logging.getLogger(__name__)
 
@@ -129,20 +130,9 @@ _POOLS: weakref.WeakKeyDictionary[object, dict[str, httpx.AsyncClient]] = (
 )
 
 
-def _loop_token() -> object:
-    try:
-        import asyncio
-
-        return asyncio.get_running_loop()
-    except RuntimeError:  # trio
-        import trio
-
-        return trio.lowlevel.current_trio_token()
-
-
 def pooled_client(base_url: str) -> httpx.AsyncClient:
     """The process's shared ``AsyncClient`` for ``base_url`` in the running event loop."""
-    pools = _POOLS.setdefault(_loop_token(), {})
+    pools = _POOLS.setdefault(loop_token(), {})
     client = pools.get(base_url)
     if client is None or client.is_closed:
         client = httpx.AsyncClient(
@@ -155,7 +145,7 @@ def pooled_client(base_url: str) -> httpx.AsyncClient:
 
 async def aclose_clients() -> None:
     """Close the pooled clients of the running event loop (call at the end of a run)."""
-    pools = _POOLS.pop(_loop_token(), {})
+    pools = _POOLS.pop(loop_token(), {})
     for client in pools.values():
         await client.aclose()
 

@@ -30,10 +30,20 @@ class _Upstream:
 _STATE: weakref.WeakKeyDictionary[object, dict[str, _Upstream]] = weakref.WeakKeyDictionary()
 
 
-def _upstream(base_url: str) -> _Upstream:
-    from harness.models.client import _loop_token
+def loop_token() -> object:
+    """The running event loop (asyncio) or trio token: per-loop state is keyed by it."""
+    try:
+        import asyncio
 
-    table = _STATE.setdefault(_loop_token(), {})
+        return asyncio.get_running_loop()
+    except RuntimeError:  # trio
+        import trio
+
+        return trio.lowlevel.current_trio_token()
+
+
+def _upstream(base_url: str) -> _Upstream:
+    table = _STATE.setdefault(loop_token(), {})
     return table.setdefault(base_url.rstrip("/"), _Upstream())
 
 
