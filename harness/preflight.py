@@ -2,8 +2,9 @@
 
 ``harness.config`` has validated the files and ``harness.resolve`` has imported every
 ``module:Class`` and checked it subclasses its base. What is left: an agent subclass whose
-``run`` is not a coroutine (it would fail every trial as ``harness_error``) and a model whose
-API-key variable is unset. Each is one ``ConfigError`` naming the suite file, the field and
+``run`` is not a coroutine (it would fail every trial as ``harness_error``), a host program
+(``where: host``) on a machine where its jail cannot be built, and a model whose API-key
+variable is unset. Each is one ``ConfigError`` naming the suite file, the field and
 its line (exit 2), so a typo costs seconds, not a run of failed trials.
 
 Task-level user models are not checked here: their client is made at the first user turn,
@@ -34,6 +35,13 @@ def preflight(resolved: Resolved) -> None:
                 f"'{arm.agent}' is not an agent: it needs `async def run(self, ctx)` "
                 "returning AgentResult (see docs/agents.md, 'Writing an agent')",
             )
+        if binding is not None and binding.cls.runs_on_host(binding.params, arm):
+            from harness.agents import host_jail
+
+            try:
+                host_jail.require(f"arms.{arm.name}.params.where")
+            except ConfigError as exc:
+                raise fail(("arms", i, "params", "where"), exc.message) from None
         model = arm.model
         if model is not None and model.api_key_env and model.api_key_env not in os.environ:
             raise fail(

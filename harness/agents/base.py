@@ -438,6 +438,12 @@ class Agent(abc.ABC):
         return False
 
     @classmethod
+    def runs_on_host(cls, params: Options, arm: Arm) -> bool:
+        """Whether this arm runs a program on the harness's machine (in the host jail,
+        ``harness.agents.host_jail``, which preflight checks can be built). Default: no."""
+        return False
+
+    @classmethod
     def pinned(cls, arm: Arm) -> str | None:
         """The build of a ready-made agent this arm runs, recorded in the lock file (and
         checked by ``--locked``). Default: None (nothing to pin)."""

@@ -34,9 +34,10 @@ so trajectory rules skip them unless the task's grader sets ``reported_events: t
 
 Params:
   command     the shell command to run (required)
-  where       "host" (default) or "sandbox". ``host``: a host subprocess in its own session,
-              working in the sandbox directory when the sandbox is a local one, else in a
-              temporary directory. ``sandbox``: ``sandbox.exec``. On ``local`` the program
+  where       "host" (default) or "sandbox". ``host``: a host subprocess in its own session
+              and in a jail of its own (``harness.agents.host_jail``: no view of the
+              harness's processes or keys, the host read-only), working in the sandbox
+              directory when the sandbox is a local one, else in a temporary directory. ``sandbox``: ``sandbox.exec``. On ``local`` the program
               reaches the proxy on 127.0.0.1; in a network-less Docker container the proxy
               listens on a unix socket mounted read-only at /run/harness, and
               ``harness.sandbox.relay`` (python3 in the image) serves it on the container's
@@ -66,6 +67,7 @@ from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
 from harness import text
+from harness.agents import host_jail
 from harness.agents.base import Agent, AgentContext, AgentResult
 from harness.agents.command_files import ExchangeFiles, exchange_files
 from harness.agents.llm import split_confidence
@@ -105,6 +107,10 @@ class CommandAgent(Agent):
     name = "command"
     Params = CommandParams
     observes_actions = False
+
+    @classmethod
+    def runs_on_host(cls, params: Options, arm: Arm) -> bool:
+        return isinstance(params, CommandParams) and params.where == "host"
 
     @classmethod
     def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
@@ -284,8 +290,10 @@ class CommandAgent(Agent):
                 "stderr": result.stderr,
                 "timed_out": result.timed_out,
             }
-        cwd = files.host_cwd
-        return await _run_host(command, stdin=stdin, cwd=cwd, env=env)
+        host_jail.require(f"arms.{ctx.arm.name}.params.where")
+        assert files.host_cwd is not None  # a host program's files are on the host
+        argv = host_jail.jailed(["bash", "-c", command], cwd=files.host_cwd, writable=[files.base])
+        return await _run_host(argv, stdin=stdin, cwd=files.host_cwd, env=env)
 
     def _merge_trajectory(self, ctx: AgentContext, text: str | None) -> None:
         if not text or not text.strip():
@@ -377,10 +385,11 @@ def _relayed(command: str, socket_name: str) -> str:
 
 
 async def _run_host(
-    command: str, *, stdin: str | None, cwd: str | None, env: dict[str, str]
+    argv: list[str], *, stdin: str | None, cwd: str | None, env: dict[str, str]
 ) -> _ProgramRun:
-    """Run ``bash -c command`` in its own session; kill the whole session when done or
-    cancelled, so no background process of the program outlives its trial."""
+    """Run ``argv`` (the program in its host jail) in its own session with exactly ``env``;
+    kill the whole session when done or cancelled, so no background process of the program
+    outlives its trial."""
     from subprocess import PIPE
 
     out, err = Capture(), Capture()
@@ -399,7 +408,7 @@ async def _run_host(
             await proc.stdin.aclose()
 
     proc = await anyio.open_process(
-        ["bash", "-c", command],
+        argv,
         stdin=PIPE,
         stdout=PIPE,
         stderr=PIPE,

@@ -334,6 +334,12 @@ class ChatClient:
         key = os.environ.get(name) if name else None
         return text.replace(key, "***") if key else text
 
+    def redact_bytes(self, data: bytes) -> bytes:
+        """``redact`` for bytes as they came from the upstream (a stream's events)."""
+        name = self.settings.api_key_env
+        key = os.environ.get(name) if name else None
+        return data.replace(key.encode(), b"***") if key else data
+
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         backoff = min(self.backoff_max_s, self.backoff_base_s * 2**attempt)
         delay = backoff * (0.5 + 0.5 * self._rng.random())

@@ -329,8 +329,8 @@ class MeteringProxy:
                                 await out.event(b"".join(ready))
                                 await out.end()
                                 return
-                        if action != "drop":
-                            ready.append(event.raw)
+                        if action != "drop":  # a key the upstream echoes never passes
+                            ready.append(self.client.redact_bytes(event.raw))
                     if ready:
                         await out.event(b"".join(ready))
             except httpx.HTTPError as exc:
@@ -390,6 +390,9 @@ class MeteringProxy:
         if not usage.reported:
             self.unmetered_calls += 1
             info = {**info, "usage_estimate": "characters / 4, for budgets only"}
+        content = self.client.redact(content) if content is not None else None
+        if "upstream_error" in info:
+            info = {**info, "upstream_error": self.client.redact(info["upstream_error"])}
         self.admission.settle()  # its step is charged now, not reserved
         try:
             dollars = meter_call(

@@ -365,6 +365,27 @@ async def loopback(ctx, tag):
     return AgentResult(answer=WORD if "connected" in r.stdout else "no route")
 
 
+SECRET_NAMES = ("OPENAI_API_KEY=", "MY_SECRET=", "HARNESS_RED_TEAM_CANARY=")
+"""Variables only the harness's own environment holds (``test_red_team`` sets them)."""
+ENV_DUMP = (
+    "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; echo; done "
+    "2>/dev/null"
+)
+"""Every environment and command line of every process a command can see."""
+
+
+async def proc_environ(ctx, tag):
+    """Read the environment of every process in sight (bwrap's PID 1 kept the harness's
+    whole environment, API keys included) and keep what it saw in the trial's info."""
+    r = await _shell(ctx, ENV_DUMP)
+    leaked = sorted(
+        {ln.split("=", 1)[0] for ln in r.stdout.splitlines() if ln.startswith(SECRET_NAMES)}
+    )
+    return AgentResult(
+        answer=WORD if leaked else "clean", info={"leaked": leaked, "seen": r.stdout[-20000:]}
+    )
+
+
 async def env_secrets(ctx, tag):
     r = await _shell(ctx, "env")
     leaked = [k for k in ("OPENAI_API_KEY", "MY_SECRET") if k in r.stdout]
@@ -415,6 +436,7 @@ PROBES = {
         host_read,
         loopback,
         env_secrets,
+        proc_environ,
     )
 }
 

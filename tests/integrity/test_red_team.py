@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, require_docker, run_cli
+from tests.integrity.canary import Canary
 from tests.integrity.hostile import PROBES
 from tests.integrity.test_bwrap_sandbox import require_bwrap
 
@@ -90,7 +91,7 @@ def _suite(tmp_path: Path, backend: str, tag: int, port: int, marker: Path, secr
     return path
 
 
-def _red_team(tmp_path: Path, backend: str) -> None:
+def _red_team(tmp_path: Path, backend: str, canary: Canary) -> None:
     (tmp_path / "trials").mkdir()
     tag = random.randint(7_000_000, 7_999_999)
     listener = socket.socket()
@@ -109,7 +110,7 @@ def _red_team(tmp_path: Path, backend: str) -> None:
         "--store",
         f"sqlite:///{db}",
         "-q",
-        env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x"},
+        env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x", **canary.env},
         timeout=1200,  # a grading sandbox per state and hidden-test trial; loaded CI machines
     )
     listener.close()
@@ -121,6 +122,8 @@ def _red_team(tmp_path: Path, backend: str) -> None:
             "SELECT arm, task_id, status, failure_kind, reason, evidence, attempts FROM trials"
         ).fetchall()
     assert len(rows) == (len(PROBES) + 1) * len(TASKS)
+    # nothing of the harness's environment reached any output or the store
+    canary.assert_absent(result.stdout, result.stderr, store=db)
     table = defaultdict(dict)
     wrong = []
     for arm, task, status, kind, reason, evidence, attempts in rows:
@@ -177,15 +180,15 @@ def _write_table(backend: str, table: dict) -> None:
             fh.write(f"{backend}\t{arm}\t{cells}\n")
 
 
-def test_red_team_on_bwrap(tmp_path):
+def test_red_team_on_bwrap(tmp_path, canary):
     require_bwrap()
-    _red_team(tmp_path, "bwrap")
+    _red_team(tmp_path, "bwrap", canary)
 
 
 @pytest.mark.usefixtures("docker_ready")
-def test_red_team_on_docker(tmp_path):
+def test_red_team_on_docker(tmp_path, canary):
     require_docker()
-    _red_team(tmp_path, "docker")
+    _red_team(tmp_path, "docker", canary)
 
 
 def test_the_suite_has_enough_probes():
