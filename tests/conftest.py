@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -101,61 +99,32 @@ def suite_writer():
     return write_suite
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory) -> str:
+def postgres_url() -> str:
     """A real PostgreSQL server on a temporary directory and port, for the whole session."""
-    initdb = shutil.which("initdb") or "/usr/lib/postgresql/15/bin/initdb"
-    pg_ctl = shutil.which("pg_ctl") or "/usr/lib/postgresql/15/bin/pg_ctl"
-    if not Path(initdb).exists():
+    from tests.pgserver import ThrowawayPostgres, postgres_binaries
+
+    if postgres_binaries() is None:
         if os.environ.get("CI") == "true":
             pytest.fail("PostgreSQL binaries (initdb, pg_ctl) are missing")
         pytest.skip("PostgreSQL binaries (initdb, pg_ctl) are not installed")
-    import tempfile
+    server = ThrowawayPostgres()
+    yield server.url
+    server.close()
 
-    # Not under pytest's tmp dir: that is private to root, and postgres runs as its own user.
-    base = Path(tempfile.mkdtemp(prefix="harness-pg-"))
-    data, sock = base / "data", base / "sock"
-    sock.mkdir()
-    prefix: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        shutil.chown(base, "postgres")
-        shutil.chown(sock, "postgres")
-        os.chmod(base, 0o755)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(
-        [*prefix, initdb, "-D", str(data), "-U", "harness", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-    )
-    port = _free_port()
-    subprocess.run(
-        [
-            *prefix,
-            pg_ctl,
-            "-D",
-            str(data),
-            "-l",
-            str(base / "log"),
-            "-w",
-            "-o",
-            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    url = f"postgresql+psycopg://harness@127.0.0.1:{port}/postgres"
-    yield url
-    subprocess.run(
-        [*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True
-    )
-    shutil.rmtree(base, ignore_errors=True)
+
+def count_trials(db: Path) -> int:
+    """Trials in a SQLite store so far, polled the way a user does while a run writes it:
+    a plain connection (which creates the file when the run has not yet), opened and closed.
+    No process's access may cost the run a write (``tests/faults/test_store_concurrency.py``)."""
+    import contextlib
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
+    except sqlite3.OperationalError:  # no trials table yet
+        return 0
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:

@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import REPO, run_cli, wait_for  # noqa: E402
+from tests.conftest import REPO, count_trials, run_cli, wait_for  # noqa: E402
 
 ROW = "SELECT arm, task_id, trial_index, seed, status, image_id FROM trials"
 
@@ -52,21 +52,6 @@ def _demo_suite(tmp: Path, n_tasks: int = 6, trials: int = 2, slow_s: float = 0,
 def _rows(db: Path, sql: str = ROW) -> list[tuple]:
     with sqlite3.connect(db) as conn:
         return sorted(conn.execute(sql).fetchall())
-
-
-def _count(db: Path) -> int:
-    """Finished trials so far, read-only: a poll must not create the store file before the
-    run does (the run then raced the poller's connection and failed to open it)."""
-    if not db.is_file():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0
 
 
 def test_ray_is_imported_lazily():
@@ -210,12 +195,12 @@ def test_worker_node_lost_mid_run_loses_nothing(tmp_path, ray_cluster, docker_re
     cmd += ["--store", f"sqlite:///{db}", "-q"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        if not wait_for(lambda: _count(db) >= 1, timeout=180):
+        if not wait_for(lambda: count_trials(db) >= 1, timeout=180):
             proc.kill()
             out, err = proc.communicate(timeout=30)
             raise AssertionError(f"no trial finished: {err.decode()[-3000:]}")
         time.sleep(1.0)  # the next trials are now running on w1
-        assert _count(db) < 12
+        assert count_trials(db) < 12
         ray_cluster.kill("w1")
         ray_cluster.add_worker("w2", docker=4)
         out, err = proc.communicate(timeout=600)

@@ -18,7 +18,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import run_cli, wait_for  # noqa: E402
+from tests.conftest import count_trials, run_cli, wait_for  # noqa: E402
 
 
 def _suite(tmp: Path, arms: list[dict], n_tasks: int = 6, **extra) -> Path:
@@ -53,21 +53,6 @@ def _run_id(db: Path) -> str | None:
     except sqlite3.OperationalError:
         return None
     return row[0] if row else None
-
-
-def _count(db: Path) -> int:
-    """Finished trials so far, read-only: a poll must not create the store file before the
-    run does (the run then raced the poller's connection and failed to open it)."""
-    if not db.is_file():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0
 
 
 def test_docker_and_local_agree_for_oracle_and_noop(tmp_path, docker_client):
@@ -165,7 +150,7 @@ def test_sigint_leaves_no_container(tmp_path, docker_client):
     suite = _suite(tmp_path, SLOW, n_tasks=12)
     db = tmp_path / "i.db"
     proc = _start(["run", str(suite), "--store", f"sqlite:///{db}", "-q"])
-    assert wait_for(lambda: _count(db) >= 2, timeout=120)
+    assert wait_for(lambda: count_trials(db) >= 2, timeout=120)
     run_id = _run_id(db)
     assert _containers(docker_client, run_id)  # trials in flight right now
     proc.send_signal(signal.SIGINT)
@@ -180,7 +165,7 @@ def test_sigkill_then_gc_leaves_no_container(tmp_path, docker_client):
     suite = _suite(tmp_path, SLOW, n_tasks=12)
     db = tmp_path / "k.db"
     proc = _start(["run", str(suite), "--store", f"sqlite:///{db}", "-q"])
-    assert wait_for(lambda: _count(db) >= 2, timeout=120)
+    assert wait_for(lambda: count_trials(db) >= 2, timeout=120)
     run_id = _run_id(db)
     assert wait_for(lambda: bool(_containers(docker_client, run_id)), timeout=30)
     proc.send_signal(signal.SIGKILL)
