@@ -16,8 +16,8 @@ PostgreSQL 15 server) and, at once, real processes doing what users do while a r
 After all of them exit, it checks: each run exited 0 and its summary line counted every
 planned trial; each run's row is ``finished`` and holds exactly those trials (no lost row, no
 duplicate); SQLite's ``integrity_check`` is ``ok``; every other process exited as documented
-(``report``: 0, or 2 "no runs yet" before the first run row; ``runs``, ``view`` and the plain
-loop: 0) and never printed a traceback or a "disk I/O error"; every page answered 200.
+(``report`` and ``runs``: 0, or 2 "no harness store here" / "no runs yet" before the first
+run row; ``view`` and the plain loop: 0) and never printed a traceback or a "disk I/O error"; every page answered 200.
 
 Prints one line per iteration and a summary: stores with lost rows, runs not ``finished``,
 exit codes per process kind. The test suite recomputes a seeded sample
@@ -179,7 +179,9 @@ class _Poller(threading.Thread):
             code = proc.returncode
             self.it.exits[(self.kind, code)] += 1
             _check_output(self.kind, err, self.it)
-            early = code == 2 and "no runs yet" in err and not last
+            # Before the first run row, a reading command says so and exits 2 (the store
+            # or its tables do not exist yet); afterwards it must always succeed.
+            early = code == 2 and not last and ("no runs yet" in err or "no harness store" in err)
             if code != 0 and not early:
                 self.it.problems.append(f"{self.kind} exited {code}: {err.strip()[-200:]}")
             if last:
@@ -192,8 +194,8 @@ class _Viewer(threading.Thread):
 
     def __init__(self, store: str, cwd: Path, it: Iteration, port: int) -> None:
         super().__init__(daemon=True)
-        self.it, self.port = it, port
-        self.proc = _harness("view", "--store", store, "--port", str(port), cwd=cwd)
+        self.it, self.port, self.store, self.cwd = it, port, store, cwd
+        self.proc: subprocess.Popen | None = None
         self.stop = threading.Event()
         self.pages = 0
 
@@ -208,12 +210,17 @@ class _Viewer(threading.Thread):
             error = body[body.find("Traceback") :].split("</pre>", 1)[0].strip().splitlines()
             self.it.problems.append(f"view {path}: HTTP {exc.code} {(error or [''])[-1][:200]}")
         except OSError:
-            if self.proc.poll() is not None:
+            if self.proc is not None and self.proc.poll() is not None:
                 self.it.problems.append(f"view exited {self.proc.returncode} while serving")
                 self.stop.set()
         return None
 
     def run(self) -> None:
+        # A user opens the viewer on a store that exists (`harness view` refuses one that
+        # does not, exit 2): from the first run row on, while the runs write.
+        while not self.stop.is_set() and not _has_runs(self.store):
+            time.sleep(0.05)
+        self.proc = _harness("view", "--store", self.store, "--port", str(self.port), cwd=self.cwd)
         rounds = 0
         while not self.stop.is_set():
             home = self._get("/")
@@ -230,6 +237,15 @@ class _Viewer(threading.Thread):
     def finish(self) -> None:
         self.stop.set()
         self.join()
+        if self.proc is None:
+            self.it.problems.append("view never started: no run row appeared")
+            return
+        deadline = time.monotonic() + 120  # a loaded machine may still be starting it
+        while self.pages == 0 and self.proc.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=60).close()
+                self.pages += 1
+            time.sleep(0.1)
         home = self._get("/")  # after the runs: every run's page still answers
         for run_id in sorted(set(re.findall(r'href="/run/([^"/]+)"', home or ""))):
             self._get(f"/run/{run_id}")
@@ -247,6 +263,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _has_runs(url: str) -> bool:
+    from sqlalchemy import create_engine, text
+
+    if url.startswith("sqlite") and not os.path.isfile(url.split("///", 1)[1]):
+        return False
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return bool(conn.execute(text("SELECT count(*) FROM runs")).scalar())
+    except Exception:  # noqa: BLE001 - no store or no tables yet
+        return False
+    finally:
+        engine.dispose()
 
 
 def _stored(url: str, suite: str) -> tuple[str | None, int, int]:
@@ -372,8 +403,10 @@ def series(backend: str, iterations: int, seed: int, echo: bool = True) -> list[
             out.append(it)
             if echo:
                 verdict = "ok" if it.ok else "FAIL " + "; ".join(it.problems)[:400]
+                codes = " ".join(f"{k}:{c}x{n}" for (k, c), n in sorted(it.exits.items()))
                 print(
-                    f"{backend} {i + 1}/{iterations} seed {it.seed} {it.seconds:.1f}s {verdict}",
+                    f"{backend} {i + 1}/{iterations} seed {it.seed} {it.seconds:.1f}s "
+                    f"lost {it.lost} exits [{codes}] {verdict}",
                     flush=True,
                 )
     return out
