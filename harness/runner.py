@@ -55,6 +55,10 @@ class RunResult:
         return exitcodes.OK
 
 
+GC_LIMIT_S = 60.0
+"""Longest wait, at start, for the sandboxes left behind by killed runs to be removed."""
+
+
 def new_run_id() -> str:
     return f"{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"  # unique across machines
 
@@ -247,7 +251,8 @@ async def _prepare(
     environment (none without a sandbox provider)."""
     if provider is not None:
         # sandboxes left behind by killed runs on this host
-        await anyio.to_thread.run_sync(provider.gc)
+        with anyio.move_on_after(GC_LIMIT_S):  # a daemon stuck on one of them: go on
+            await anyio.to_thread.run_sync(provider.gc, abandon_on_cancel=True)
     if locked:  # without a provider no images to check; pinned agents still are
         await check_lock_for(resolved, provider)
     # Every model endpoint answers before anything is built or recorded (exit 5 if not).

@@ -23,8 +23,10 @@ Hardening of every container (defaults, see ``DockerProvider``):
   ``/run/harness``; see ``harness.sandbox.relay``), and no host environment variables:
   only the image's ``ENV`` and ``HARNESS_WORKDIR``.
 
-All Docker SDK calls run in worker threads (``anyio.to_thread``) bounded by one
-``CapacityLimiter`` and share one client whose connection pool matches that limit.
+All Docker SDK calls go through ``docker_calls.DaemonCalls``: worker threads bounded by one
+``CapacityLimiter``, one client whose connection pool matches that limit, and a time limit
+per kind of call, so a daemon that stops answering (for one container or at all) costs a
+bounded wait and an infrastructure error, never a run that hangs.
 Docker API failures raise ``SandboxError`` (infrastructure: retried); broken recipes raise
 ``EnvironmentBuildError`` (never retried).
 """
@@ -53,6 +55,7 @@ from harness.sandbox.base import (
     SandboxRequest,
     network_hosts,
 )
+from harness.sandbox.docker_calls import DaemonCalls, DaemonTimeout
 from harness.sandbox.docker_container import DockerSandbox, docker_errors
 from harness.sandbox.docker_images import PinnedImage
 from harness.sandbox.lock_compare import check_lock
@@ -142,20 +145,31 @@ class DockerProvider(SandboxProvider):
         except docker_errors() as exc:
             raise SandboxError(f"no Docker daemon answers ({exc}); {NO_DAEMON_HINT}") from exc
         self._ncpu = float(info.get("NCPU") or 1)
-        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self.calls = DaemonCalls(max_concurrency)
         self._pull = pull
         self._cap_add = list(cap_add)
         self._owner = docker_gc.owner_labels()
         self._pinned: dict[str, PinnedImage] = {}
         self._live: set[str] = set()
+        self._abandoned: set[str] = set()
+        """Containers whose removal did not finish within its limit: left for ``harness gc``."""
         self._allowlists: dict[tuple[str, tuple[str, ...]], docker_network.Allowlist] = {}
         """(environment, allowed hosts) -> its egress-restricted network."""
         self._network_lock: anyio.Lock | None = None
         self._agent_lock: anyio.Lock | None = None
 
-    async def _run(self, fn: Callable[..., T], *args: Any, abandon_on_cancel=False) -> T:
-        return await anyio.to_thread.run_sync(
-            fn, *args, limiter=self._limiter, abandon_on_cancel=abandon_on_cancel
+    async def _run(
+        self,
+        kind: str,
+        fn: Callable[..., T],
+        *args: Any,
+        container: str | None = None,
+        limit: float | None = -1.0,
+        late_is_stuck: bool = True,
+    ) -> T:
+        """``fn(*args)`` against the daemon, within the limit of ``kind`` (``DaemonCalls``)."""
+        return await self.calls(
+            kind, fn, *args, container=container, limit=limit, late_is_stuck=late_is_stuck
         )
 
     # ------------------------------------------------------------------ images
@@ -168,7 +182,7 @@ class DockerProvider(SandboxProvider):
         for env in environments:
             if env.name not in self._pinned:
                 self._pinned[env.name] = await self._run(
-                    docker_images.pin_environment, self._client, env, self._pull
+                    "build", docker_images.pin_environment, self._client, env, self._pull
                 )
             await self._network_for(env, network_hosts(env))
         return {env.name: self._pinned[env.name].image_id for env in environments}
@@ -191,6 +205,7 @@ class DockerProvider(SandboxProvider):
                 pinned = self._pinned[env.name]
                 if build.key not in pinned.agents:
                     image_id = await self._run(
+                        "build",
                         docker_agent_images.bake_agent,
                         self._client,
                         env.name,
@@ -221,7 +236,7 @@ class DockerProvider(SandboxProvider):
         async with self._network_lock:
             if key not in self._allowlists:
                 allow = docker_network.Allowlist(env.name, list(hosts))
-                await self._run(allow.create, self._client, self._owner)
+                await self._run("network", allow.create, self._client, self._owner)
                 self._allowlists[key] = allow
         return self._allowlists[key].network_name
 
@@ -305,7 +320,7 @@ class DockerProvider(SandboxProvider):
         hosts = request.network if request.network is not None else network_hosts(env)
         kwargs = self._create_kwargs(request, image_id, await self._network_for(env, hosts))
         try:
-            cid = await self._run(self._create_sync, kwargs)
+            cid = await self._run("create", self._create_sync, kwargs, container=kwargs["name"])
         except docker_errors() as exc:
             # A half-created container is found by its unique name and removed.
             with anyio.CancelScope(shield=True):
@@ -337,7 +352,10 @@ class DockerProvider(SandboxProvider):
                     raise
 
         try:
-            await self._run(remove)
+            await self._run("remove", remove, container=container)
+        except DaemonTimeout as exc:
+            self._abandoned.add(container)
+            log.warning("%s: abandoned, `harness gc` removes it later", exc)
         except docker_errors() as exc:
             log.warning("could not remove container %s (left to gc): %s", container[:12], exc)
         else:
@@ -346,18 +364,31 @@ class DockerProvider(SandboxProvider):
     async def healthy(self) -> bool:
         """Does the daemon answer? (The circuit breaker's probe while Docker is down.)"""
         try:
-            return bool(await self._run(self._client.ping))
+            return bool(await self._run("ping", self._client.ping))
         except Exception:
             return False
 
     async def close(self) -> None:
-        """Remove any sandbox this provider created and not yet destroyed; close the client."""
+        """Remove any sandbox this provider created and not yet destroyed, and the networks;
+        close the client. Bounded: at most ``REMOVE`` seconds for the containers (removed
+        side by side; one whose removal was abandoned before is not tried again) plus
+        ``NETWORK`` per network. What could not be removed is logged for ``harness gc``."""
         with anyio.CancelScope(shield=True):
-            for cid in list(self._live):
-                await self._remove(cid)
+            async with anyio.create_task_group() as tg:
+                for cid in self._live - self._abandoned:
+                    tg.start_soon(self._remove, cid)
             for allow in self._allowlists.values():
-                await self._run(allow.remove, self._client)
+                try:
+                    await self._run("network", allow.remove, self._client)
+                except (DaemonTimeout, *docker_errors()) as exc:
+                    log.warning("network %s left for `harness gc`: %s", allow.network_name, exc)
             self._allowlists.clear()
+        if self._abandoned:
+            log.warning(
+                "%d sandbox(es) could not be removed in time (%s); `harness gc` removes them",
+                len(self._abandoned),
+                ", ".join(sorted(c[:12] for c in self._abandoned)),
+            )
         self._client.close()
 
     def gc(self, running_run_ids: Iterable[str] | None = None) -> list[str]:
@@ -381,7 +412,7 @@ class DockerProvider(SandboxProvider):
         for name, image in pinned.items():
             for image_id in image.all_image_ids():
                 try:
-                    await anyio.to_thread.run_sync(self._client.images.get, image_id)
+                    await self._run("inspect", self._client.images.get, image_id)
                 except docker.errors.ImageNotFound:
                     if fetch is None:
                         raise SandboxError(
@@ -390,7 +421,7 @@ class DockerProvider(SandboxProvider):
                             "(docker save | docker load, or a registry pull by digest), or "
                             "leave executor_options.ship_images on"
                         ) from None
-                    await anyio.to_thread.run_sync(self._load, fetch, image_id)
+                    await self._run("build", self._load, fetch, image_id)
                 except docker.errors.DockerException as exc:
                     raise SandboxError(f"node {host}: {exc}") from exc
             self._pinned[name] = image

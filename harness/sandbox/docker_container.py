@@ -24,6 +24,7 @@ from harness import text
 from harness.errors import SandboxError
 from harness.sandbox import docker_archive, docker_images, docker_sweep, grading_material
 from harness.sandbox.base import ExecResult, Sandbox
+from harness.sandbox.docker_calls import DaemonTimeout
 from harness.sandbox.docker_images import PinnedImage, tar_directory
 from harness.sandbox.output import OUTPUT_LIMIT, Capture, FileTooLarge
 from harness.sandbox.workproduct import AGENT_UID, WorkProduct, absolute, new_archive, reowned
@@ -94,12 +95,8 @@ class DockerSandbox(Sandbox):
         return SandboxError(f"sandbox {self.id[:12]}: {what} failed: {exc}")
 
     # ------------------------------------------------------------------ exec
-    def _exec_sync(self, argv: list[str], user: str | None, env: dict[str, str], limit: int):
-        """Blocking: run ``argv`` and read its output as it comes, keeping at most ``limit``
-        bytes of each stream (``Capture``): a command printing gigabytes costs the harness
-        no more memory than one printing ``limit``."""
-        api = self._api
-        exec_id = api.exec_create(
+    def _exec_create_sync(self, argv: list[str], user: str | None, env: dict[str, str]) -> str:
+        return self._api.exec_create(
             self.id,
             argv,
             stdout=True,
@@ -108,6 +105,12 @@ class DockerSandbox(Sandbox):
             environment=env or None,
             workdir=self.workdir,
         )["Id"]
+
+    def _exec_sync(self, exec_id: str, limit: int):
+        """Blocking: run the exec and read its output as it comes, keeping at most ``limit``
+        bytes of each stream (``Capture``): a command printing gigabytes costs the harness
+        no more memory than one printing ``limit``."""
+        api = self._api
         out, err = Capture(limit), Capture(limit)
         try:
             stream = api.exec_start(exec_id, stream=True, demux=True)
@@ -195,16 +198,26 @@ class DockerSandbox(Sandbox):
             argv = ["timeout", "-s", "KILL", f"{max(timeout, 0.001):g}", *argv]
 
         start = time.monotonic()
-        fn = functools.partial(self._exec_sync, argv, user, env, output_limit)
         code: int | None = None
         try:
+            exec_id = await self._provider._run(
+                "exec", self._exec_create_sync, argv, user, env, container=self.id
+            )
+        except docker_errors() as exc:
+            raise self._fail(exc, "exec") from exc
+        fn = functools.partial(self._exec_sync, exec_id, output_limit)
+        try:
             # On cancellation (a budget watchdog, Ctrl-C) the call is abandoned: its thread
-            # ends when the container is destroyed, which the trial does next.
-            if timeout is None:
-                code, out, err = await self._provider._run(fn, abandon_on_cancel=True)
-            else:
-                with anyio.move_on_after(timeout + _HOST_GUARD_S):
-                    code, out, err = await self._provider._run(fn, abandon_on_cancel=True)
+            # ends when the container is destroyed, which the trial does next. A command
+            # may rightly outlive its limit (a detached child holding the output open), so
+            # a late one does not mark the container unresponsive by itself.
+            limit = None if timeout is None else timeout + _HOST_GUARD_S
+            code, out, err = await self._provider._run(
+                "exec", fn, container=self.id, limit=limit, late_is_stuck=False
+            )
+        except DaemonTimeout:
+            if self.id in self._provider.calls.unresponsive:
+                raise
         except docker_errors() as exc:
             raise self._fail(exc, "exec") from exc
         duration = time.monotonic() - start
@@ -244,8 +257,10 @@ class DockerSandbox(Sandbox):
 
     async def _running(self) -> bool:
         try:
-            info = await self._provider._run(self._api.inspect_container, self.id)
-        except docker_errors():
+            info = await self._provider._run(
+                "inspect", self._api.inspect_container, self.id, container=self.id
+            )
+        except (DaemonTimeout, *docker_errors()):
             return False
         return bool(info.get("State", {}).get("Running"))
 
@@ -286,7 +301,7 @@ class DockerSandbox(Sandbox):
                 return fh.read() if fh else b""
 
         try:
-            return await self._provider._run(read)
+            return await self._provider._run("files", read, container=self.id)
         except (FileNotFoundError, IsADirectoryError, FileTooLarge):
             raise
         except docker_errors() as exc:
@@ -308,7 +323,7 @@ class DockerSandbox(Sandbox):
             ti.uid, ti.gid = self._uid, self._gid
             tar.addfile(ti, io.BytesIO(data))
         try:
-            await self._provider._run(self._put, buf.getvalue())
+            await self._provider._run("files", self._put, buf.getvalue(), container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, f"writing {target}") from exc
 
@@ -321,7 +336,7 @@ class DockerSandbox(Sandbox):
             lambda: tar_directory(Path(src), target.lstrip("/"), self._uid, self._gid, parents)
         )
         try:
-            await self._provider._run(self._put, tar)
+            await self._provider._run("files", self._put, tar, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, f"copying {src} to {target}") from exc
 
@@ -353,7 +368,7 @@ class DockerSandbox(Sandbox):
         """``paths`` as one archive, through the daemon's archive API (nothing runs inside
         the container, which may be paused)."""
         try:
-            return await self._provider._run(self._export_sync, paths)
+            return await self._provider._run("files", self._export_sync, paths, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, f"exporting {paths}") from exc
 
@@ -377,7 +392,7 @@ class DockerSandbox(Sandbox):
                     raise SandboxError(f"sandbox {self.id[:12]}: put_archive refused")
 
         try:
-            await self._provider._run(put)
+            await self._provider._run("files", put, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "importing the work product") from exc
         finally:
@@ -393,7 +408,7 @@ class DockerSandbox(Sandbox):
             grading_material.docker_tar, hidden, GRADING_ROOT, grading_material.DOCKER_AS_AGENT
         )
         try:
-            await self._provider._run(self._put, tar)
+            await self._provider._run("files", self._put, tar, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "installing the grading material") from exc
         hidden_dir = HIDDEN_PATH if hidden is not None else None
@@ -407,7 +422,7 @@ class DockerSandbox(Sandbox):
             lambda: tar_directory(files, target, AGENT_UID, AGENT_UID)
         )
         try:
-            await self._provider._run(self._put, tar)
+            await self._provider._run("files", self._put, tar, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "restoring the environment's files") from exc
 
@@ -427,7 +442,7 @@ class DockerSandbox(Sandbox):
             self._api.wait(self.id, timeout=60)
 
         try:
-            await self._provider._run(kill)
+            await self._provider._run("restart", kill, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "stopping the container") from exc
 
@@ -454,7 +469,7 @@ class DockerSandbox(Sandbox):
             self._api.start(self.id)
 
         try:
-            await self._provider._run(restart)
+            await self._provider._run("restart", restart, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "restarting after a failed sweep") from exc
 
@@ -471,7 +486,12 @@ class DockerSandbox(Sandbox):
         """Why the container stopped, when the agent did it (the daemon's evidence; the
         harness's own kills are not evidence of anything)."""
         return await self._provider._run(
-            docker_sweep.death_cause, self._api, self.id, list(self._own_kills)
+            "inspect",
+            docker_sweep.death_cause,
+            self._api,
+            self.id,
+            list(self._own_kills),
+            container=self.id,
         )
 
     # ------------------------------------------------------------------ teardown

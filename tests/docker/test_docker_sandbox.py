@@ -171,7 +171,7 @@ async def test_fork_bomb_and_memory_hog_fail_only_their_command(provider, root_e
         assert results["bystander"].ok and results["bystander"].stdout == "fine\n"
         assert not results["bomb"].ok and results["bomb"].exit_code != 0
         # The limit held: the bomb never got more PIDs than allowed.
-        inspect = await provider._run(provider._client.api.inspect_container, victim.id)
+        inspect = await provider._run("inspect", provider._client.api.inspect_container, victim.id)
         assert inspect["HostConfig"]["PidsLimit"] == 64
 
         r = await victim.exec("python3 -c \"x = b'x' * (512 << 20); print(len(x))\"", timeout=60)
@@ -233,7 +233,7 @@ async def test_hardening_caps_nonewprivs_user_and_no_mounts(
             await s.exec("id -u", user="root")
         r = await s.exec("cat /proc/1/cmdline | tr '\\0' ' '")
         assert "init" in r.stdout and "sleep infinity" in r.stdout
-        info = await provider._run(provider._client.api.inspect_container, s.id)
+        info = await provider._run("inspect", provider._client.api.inspect_container, s.id)
         host = info["HostConfig"]
         assert host["NetworkMode"] == "none"
         assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"]
