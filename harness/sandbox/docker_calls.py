@@ -36,7 +36,8 @@ LIMITS: dict[str, float | None] = {
     "create": 120.0,  # create and start one container
     "exec": 30.0,  # create or inspect an exec (running it is bounded by its command's timeout)
     "files": 120.0,  # copy files in or out (tar archives)
-    "restart": 90.0,  # kill, wait for and start a container again (after a failed sweep)
+    "stop": 30.0,  # kill a container and wait for it to stop
+    "restart": 60.0,  # kill, wait for and start a container again (after a failed sweep)
     "remove": 30.0,  # force-remove a container
     "network": 60.0,  # create or remove a task's allowlist network
     "build": None,  # build, pull, load or tag an image

@@ -442,7 +442,7 @@ class DockerSandbox(Sandbox):
             self._api.wait(self.id, timeout=60)
 
         try:
-            await self._provider._run("restart", kill, container=self.id)
+            await self._provider._run("stop", kill, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "stopping the container") from exc
 

@@ -160,6 +160,11 @@ def test_daemon_silent_for_a_container_costs_its_trial_a_bounded_wait(tmp_path, 
     # the container unresponsive, one removal limit abandons it; the retry then runs clean.
     bound = BUDGET_S + LIMITS["exec"] + LIMITS["remove"] + BUDGET_S + 60
     print(f"daemon silent for one container -> run exit: {took:.1f} s (bound {bound:g} s)")
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        for row in conn.execute(
+            "SELECT attempt, outcome, started_at, finished_at, error FROM attempts"
+        ):
+            print("attempt", row[:4], (row[4] or "")[:200])
     try:
         assert proc.returncode in (0, 3), err
         assert "Traceback" not in err
