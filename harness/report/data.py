@@ -116,6 +116,7 @@ def build_report(
             data.arms.get(name) or empty_arm(),
             attempts=data.attempts.get(name, {}),
             attempt_cost=data.attempt_cost.get(name, {}),
+            retried=data.retried.get(name, 0),
             variants=data.variants.get(name),
             trials_per_task=int(run.get("trials_per_task") or 1),
             scheduled=scheduled,
@@ -228,8 +229,10 @@ def _arm_counts(
     scheduled: tuple[int, int],
     denominator: str,
     confidence: float,
+    retried: int = 0,
 ) -> ArmReport:
-    """Trial accounting of one arm: scheduled, completed, unresolved, by status, crashes."""
+    """Trial accounting of one arm: scheduled, completed, unresolved, by status, crashes,
+    retries."""
     codes, counts = np.unique(arm.status, return_counts=True)
     by_status = {errors.STATUSES[int(c)]: int(n) for c, n in zip(codes, counts, strict=True)}
     completed = int(arm.status.size)
@@ -245,7 +248,9 @@ def _arm_counts(
         "by_status": by_status,
         "denominator": denominator,
         "infra": {
-            **use.infra_section(by_status, attempts, confidence),
+            **use.infra_section(
+                by_status, attempts, confidence, retried, trials=int(arm.status.size)
+            ),
             "unresolved_by_class": use.unresolved_by_class(
                 arm.classes[arm.task_index],
                 np.isin(arm.status, (PASSED_CODE, FAILED_CODE)),
@@ -302,6 +307,7 @@ def arm_report(
     variants,
     trials_per_task: int,
     attempt_cost: dict[str, tuple[float, int]] | None = None,
+    retried: int = 0,
     scheduled: tuple[int, int],
     settings: ReportSettings,
     n_resamples: int,
@@ -312,7 +318,7 @@ def arm_report(
     confidence = settings["confidence"]
     denominator = settings["denominator"]
     rng = np.random.default_rng(seed)
-    out = _arm_counts(arm, attempts, scheduled, denominator, confidence)
+    out = _arm_counts(arm, attempts, scheduled, denominator, confidence, retried)
     outcomes = sec.task_outcomes(arm, denominator)
     inc = outcomes.include
     out["tasks_without_resolved_trials"] = int(arm.tasks.size - inc.sum())

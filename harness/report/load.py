@@ -84,6 +84,8 @@ class RunData:
     timings: dict[str, float] = field(default_factory=dict)
     attempt_cost: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
     """arm → attempt outcome → (summed known cost in US dollars, attempts with a known cost)."""
+    retried: dict[str, int] = field(default_factory=dict)
+    """arm → trials that took more than one attempt (infrastructure retries)."""
 
 
 def _empty_arm() -> ArmTrials:
@@ -196,9 +198,11 @@ def load_run_data(
 
     attempts: dict[str, dict[str, int]] = {}
     attempt_cost: dict[str, dict[str, tuple[float, int]]] = {}
-    for arm, outcome, count, usd, known in rows.attempts:
+    retried: dict[str, int] = {}
+    for arm, outcome, count, usd, known, second in rows.attempts:
         attempts.setdefault(arm, {})[outcome] = count
         attempt_cost.setdefault(arm, {})[outcome] = (usd, known)
+        retried[arm] = retried.get(arm, 0) + second
     variants: dict[str, VariantPairs] = {}
     by_arm: dict[str, list[tuple[Any, ...]]] = {}
     for r in rows.variants:
@@ -219,6 +223,7 @@ def load_run_data(
         variants=variants,
         timings=timings,
         attempt_cost=attempt_cost,
+        retried=retried,
     )
 
 

@@ -111,6 +111,11 @@ class InfraSection(TypedDict, total=False):
     attempts_by_outcome: dict[str, int]
     infra_error_attempts: int
     crash_rate: Interval | None
+    retried_trials: int
+    """Trials that took more than one attempt (retried after an infrastructure error)."""
+    retry_rate: Interval | None
+    """Retried trials ÷ trials completed, with a Wilson interval: the retry rate per arm (the
+    gate compares it between arms: ``harness.release.evidence.balance_check``)."""
     unresolved_by_class: list[ClassUnresolved]
 
 

@@ -210,9 +210,14 @@ def attempt_spend(
 
 
 def infra_section(
-    by_status: dict[str, int], attempts: dict[str, int], confidence: float
+    by_status: dict[str, int],
+    attempts: dict[str, int],
+    confidence: float,
+    retried: int = 0,
+    trials: int = 0,
 ) -> InfraSection:
-    """Crash accounting: unresolved trials by kind and the per-attempt crash rate."""
+    """Crash accounting: unresolved trials by kind, the per-attempt crash rate and the
+    share of the ``trials`` completed that were ``retried``."""
     total = int(sum(attempts.values()))
     crashed = int(attempts.get("infra_error", 0))
     out: InfraSection = {
@@ -223,20 +228,29 @@ def infra_section(
         "attempts_by_outcome": dict(sorted(attempts.items())),
         "infra_error_attempts": crashed,
         "crash_rate": None,
+        "retried_trials": retried,
+        "retry_rate": None,
     }
+    if trials:
+        out["retry_rate"] = _wilson_rate(retried, trials, "trial", confidence, "trials of one task")
     if total:
-        lo, hi = wilson_interval(crashed, total, confidence)
-        out["crash_rate"] = {
-            "estimate": crashed / total,
-            "lo": float(lo),
-            "hi": float(hi),
-            "n": total,
-            "unit": "attempt",
-            "confidence": confidence,
-            "method": "Wilson score interval over attempts (attempts of one trial may be "
-            "correlated)",
-        }
+        out["crash_rate"] = _wilson_rate(
+            crashed, total, "attempt", confidence, "attempts of one trial"
+        )
     return out
+
+
+def _wilson_rate(k: int, n: int, unit: str, confidence: float, correlated: str) -> Interval:
+    lo, hi = wilson_interval(k, n, confidence)
+    return {
+        "estimate": k / n,
+        "lo": float(lo),
+        "hi": float(hi),
+        "n": n,
+        "unit": unit,
+        "confidence": confidence,
+        "method": f"Wilson score interval over {unit}s ({correlated} may be correlated)",
+    }
 
 
 def unresolved_by_class(

@@ -111,7 +111,8 @@ GROUP BY {_ARM}, {_TASK} ORDER BY {_TASK}
 _ARMS_SQL = f"SELECT {_c(Run.arms)} FROM {Run.__tablename__} WHERE {_c(Run.id)} = {{p}}"
 _ATTEMPT_SQL = f"""
 SELECT {_c(Attempt.arm)}, {_c(Attempt.outcome)}, COUNT(*), SUM({_c(Attempt.cost_usd)}),
-       COUNT({_c(Attempt.cost_usd)}) FROM {_ATTEMPTS}
+       COUNT({_c(Attempt.cost_usd)}),
+       SUM(CASE WHEN {_c(Attempt.attempt)} = 2 THEN 1 ELSE 0 END) FROM {_ATTEMPTS}
 WHERE {_c(Attempt.run_id)} = {{p}} GROUP BY {_c(Attempt.arm)}, {_c(Attempt.outcome)}
 """
 _HAS_VARIANTS_SQL = f"SELECT 1 FROM {_TRIALS} WHERE {_RUN} = {{p}} AND {_VARIANT} <> '' LIMIT 1"
@@ -132,8 +133,9 @@ class ReportRows:
     task_rows: list[tuple[Any, ...]]
     """Per (arm, task): ``TASK_FIELDS`` then one packed text per entry of ``packed``."""
     packed: list[Packed]
-    attempts: list[tuple[str, str, int, float, int]]
-    """(arm, outcome, count, summed known cost in US dollars, attempts with a known cost)."""
+    attempts: list[tuple[str, str, int, float, int, int]]
+    """(arm, outcome, count, summed known cost in US dollars, attempts with a known cost,
+    second attempts: one per trial that was retried)."""
     variants: list[tuple[Any, ...]]
     """(arm, task, variant, trial index, status, original trial's status)."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -196,8 +198,8 @@ def report_rows(
             pool.submit(query, "variant", _VARIANT_SQL, all_rows, run_id) if with_variants else None
         )
         attempts = [
-            (str(a), str(o), int(n), float(usd or 0.0), int(known))
-            for a, o, n, usd, known in attempt_rows.result()
+            (str(a), str(o), int(n), float(usd or 0.0), int(known), int(second or 0))
+            for a, o, n, usd, known, second in attempt_rows.result()
         ]
         # Trials of arms the run row lacks still count.
         for arm in sorted({a[0] for a in attempts} - set(per_arm)):

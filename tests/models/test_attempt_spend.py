@@ -84,11 +84,16 @@ def test_a_discarded_attempts_spend_is_stored_and_counted(tmp_path) -> None:
     assert trial == [("passed", 220, 18, pytest.approx(second))]  # the verdict's attempt
     report = run_cli("report", "--json", "--store", f"sqlite:///{db}")
     assert report.returncode == 0, report.stderr
-    spent = json.loads(report.stdout)["arms"]["prog"]["usage"]["cost"]
+    arm = json.loads(report.stdout)["arms"]["prog"]
+    assert arm["infra"]["retried_trials"] == 1  # the retry rate per arm
+    assert arm["infra"]["retry_rate"]["estimate"] == 1.0 and arm["infra"]["retry_rate"]["n"] == 1
+    spent = arm["usage"]["cost"]
     assert spent["total_usd"] == pytest.approx(second)  # resolved trials, as before
     assert spent["spent_usd"] == pytest.approx(first + second)  # what the arm cost
     assert spent["discarded_attempts"] == 1
     assert spent["discarded_usd"] == pytest.approx(first)
     assert spent["unknown_cost_attempts"] == 0
     text = run_cli("report", "--store", f"sqlite:///{db}")
-    assert "of which $0.0004 on 1 discarded attempt(s)" in " ".join(text.stdout.split())
+    flat = " ".join(text.stdout.split())
+    assert "of which $0.0004 on 1 discarded attempt(s)" in flat
+    assert "1 trial(s) retried, 100.0%" in flat

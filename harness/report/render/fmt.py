@@ -34,6 +34,13 @@ def noise_floor_text(report: Report) -> str | None:
     return text
 
 
+def retry_text(infra: InfraSection) -> str:
+    """Trials retried after an infrastructure error, with the retry rate's interval."""
+    n = infra.get("retried_trials", 0)
+    rate = infra.get("retry_rate")
+    return f"{n} trial(s) retried" + (f", {rate_text(rate, 'trial')}" if rate else "")
+
+
 def spend_text(cost: CostSummary) -> str | None:
     """What every attempt spent, when some attempts were discarded (retried after an
     infrastructure error, or of unresolved trials); None when there were none."""

@@ -11,6 +11,7 @@ from harness.report.render.fmt import (
     interval_text,
     latency_text,
     noise_floor_text,
+    retry_text,
     select_ks,
     spend_text,
     tokens_text,
@@ -94,7 +95,8 @@ def _arm(a: ArmReport) -> list[str]:
         f"Unresolved trials: {infra.get('infra_error_trials', 0)} infra, "
         f"{infra.get('grader_error_trials', 0)} grader, "
         f"{infra.get('harness_error_trials', 0)} harness errors; attempts "
-        f"{infra.get('attempts', 0)} ({infra.get('infra_error_attempts', 0)} crashed). "
+        f"{infra.get('attempts', 0)} ({infra.get('infra_error_attempts', 0)} crashed); "
+        f"{retry_text(infra)}. "
         f"Unit: {a['unit']['kind']} ({a['unit']['reason']}; effective clusters "
         f"{a['unit']['effective_clusters']:.1f}).",
         unresolved_by_class_text(infra).capitalize() + ".",

@@ -24,6 +24,7 @@ from harness.report.render.fmt import (
     interval_text,
     latency_text,
     noise_floor_text,
+    retry_text,
     select_ks,
     spend_text,
     tokens_text,
@@ -114,6 +115,7 @@ def _arm(console: Console, name: str, a: ArmReport) -> None:
         f"{infra.get('grader_error_trials', 0)} grader, "
         f"{infra.get('harness_error_trials', 0)} harness errors; "
         f"attempts {infra.get('attempts', 0)} ({infra.get('infra_error_attempts', 0)} crashed); "
+        f"{retry_text(infra)}; "
         f"unit: {a['unit']['kind']} ({a['unit']['reason']}, "
         f"effective clusters {a['unit']['effective_clusters']:.1f})"
     )
