@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.config.loader import ResolvedSuite
 from harness.errors import EnvironmentBuildError
 from harness.sandbox.base import AgentBuild, Environment, SandboxProvider
+
+if TYPE_CHECKING:
+    from harness.resolve import Resolved
 
 
 class LockMismatch(EnvironmentBuildError):
@@ -30,7 +33,7 @@ def lock_path(resolved: ResolvedSuite) -> Path:
 
 
 async def current_entries(
-    resolved: ResolvedSuite, provider: SandboxProvider | None
+    resolved: Resolved, provider: SandboxProvider | None
 ) -> dict[str, dict[str, Any]]:
     if provider is None:
         return {}
@@ -66,9 +69,7 @@ def changed_sources(locked: dict[str, dict], resolved: ResolvedSuite) -> dict[st
     return problems
 
 
-async def write_lock(
-    resolved: ResolvedSuite, provider: SandboxProvider | None, sandbox: str
-) -> Path:
+async def write_lock(resolved: Resolved, provider: SandboxProvider | None, sandbox: str) -> Path:
     entries = await current_entries(resolved, provider)
     for name, env in resolved.environments.items():
         entries.setdefault(name, {})["sources"] = source_files(env)
@@ -112,23 +113,23 @@ def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
     return pins
 
 
-def agent_builds(resolved: ResolvedSuite) -> list[tuple[Environment, AgentBuild]]:
-    """Every (environment, CLI build) the suite's arms need built into an image: each
-    ready-made agent arm runs every task, so each of its builds on every environment."""
+def agent_builds(resolved: Resolved) -> list[tuple[Environment, AgentBuild]]:
+    """Every (environment, program build) the suite's arms need built into an image (a
+    ready-made agent's CLI, a command agent's ``program``): each arm runs every task, so
+    each of its builds on every environment."""
     from harness.agent_process import runs_in_child
-    from harness.agents import agent_class
 
     builds: dict[str, AgentBuild] = {}
     for arm in resolved.suite.arms:
         if runs_in_child(arm.agent):  # builds nothing into images, and is never imported
             continue
-        build = agent_class(arm.agent).build(arm)
+        build = resolved.agents[arm.name].build(arm)
         if build is not None:
             builds.setdefault(build.key, build)
     return [(env, b) for env in resolved.environments.values() for b in builds.values()]
 
 
-def _cli_mismatches(doc: dict[str, Any], resolved: ResolvedSuite) -> list[str]:
+def _cli_mismatches(doc: dict[str, Any], resolved: Resolved) -> list[str]:
     """The ready-made agents' CLI builds against the lock: each environment's package specs
     (when the lock was made with images) and each arm's pin."""
     from harness.sandbox.lock_compare import agent_mismatches
@@ -146,7 +147,7 @@ def _cli_mismatches(doc: dict[str, Any], resolved: ResolvedSuite) -> list[str]:
     return problems
 
 
-async def check_lock_for(resolved: ResolvedSuite, provider: SandboxProvider | None) -> None:
+async def check_lock_for(resolved: Resolved, provider: SandboxProvider | None) -> None:
     path = lock_path(resolved)
     if not path.is_file():
         raise LockMismatch(

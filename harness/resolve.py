@@ -34,6 +34,7 @@ from harness.errors import ConfigError
 from harness.executors import EXECUTORS, Executor
 from harness.registry import RegistryError
 from harness.sandbox import SandboxProvider, backend_class, open_backend
+from harness.sandbox.base import AgentBuild
 from harness.suitepath import import_beside
 
 if TYPE_CHECKING:
@@ -53,8 +54,12 @@ class AgentBinding:
         """A fresh agent for one trial attempt."""
         return self.cls(self.params)
 
-    def wants_socket_dir(self, arm: Arm) -> bool:
-        return self.cls.wants_socket_dir(self.params, arm)
+    def wants_socket_dir(self, arm: Arm, environment: bool = True) -> bool:
+        return self.cls.wants_socket_dir(self.params, arm, environment)
+
+    def build(self, arm: Arm) -> AgentBuild | None:
+        """The program the arm installs into images (``Agent.build``)."""
+        return self.cls.build(arm, self.params)
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,7 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
     agents = {arm.name: _agent(config, i, arm) for i, arm in enumerate(suite.arms)}
     chosen = _sandbox(config, _choose(config, sandbox or suite.sandbox))
     _check_agent_programs(config, agents, chosen)
+    _check_host_programs(config, agents, chosen)
     graders = {lt.task.id: _graders(lt) for lt in config.tasks}
     _check_observed_rules(config, agents, graders)
     return Resolved(
@@ -175,7 +181,12 @@ def _agent(config: ResolvedSuite, i: int, arm: Arm) -> AgentBinding:
         cls = AGENTS.load(arm.agent)
     except RegistryError as exc:
         raise _error(config, ("arms", i, "agent"), str(exc)) from None
-    params = _options(config, ("arms", i, "params"), cls.Params.model_validate, arm.params)
+    context = {"suite_dir": str(config.path.parent)}  # paths in params are beside the suite
+
+    def check(raw: dict[str, object]) -> Options:
+        return cls.Params.model_validate(raw, context=context)
+
+    params = _options(config, ("arms", i, "params"), check, arm.params)
     return AgentBinding(cls, params, inspect.iscoroutinefunction(cls.run))
 
 
@@ -257,6 +268,26 @@ def _sandbox(config: ResolvedSuite, name: str) -> SandboxBinding:
     return SandboxBinding(name, cls, checked)
 
 
+def _check_host_programs(
+    config: ResolvedSuite, agents: dict[str, AgentBinding], sandbox: SandboxBinding
+) -> None:
+    """Refuse an arm that runs its program on the host (``where: host``) beside an isolating
+    sandbox: it would run in an empty directory that holds none of the task's files. Tasks
+    without an environment have no sandbox to be beside: host is fine there."""
+    if not sandbox.cls.isolated or not any(t.task.environment for t in config.tasks):
+        return
+    for i, arm in enumerate(config.suite.arms):
+        if agents[arm.name].cls.runs_on_host_beside_sandbox(agents[arm.name].params, arm):
+            raise _error(
+                config,
+                ("arms", i, "params", "where"),
+                f"where: host runs the program on this machine (in a jail), outside sandbox "
+                f"'{sandbox.name}', in an empty directory: it would see none of the task's "
+                "files; use where: sandbox (params.program installs your program into the "
+                "image), or --sandbox unsafe-local to run it on the host on purpose",
+            )
+
+
 def _check_agent_programs(
     config: ResolvedSuite, agents: dict[str, AgentBinding], sandbox: SandboxBinding
 ) -> None:
@@ -267,7 +298,7 @@ def _check_agent_programs(
     if sandbox.cls.runs_agent_programs(sandbox.options):
         return
     for i, arm in enumerate(config.suite.arms):
-        if agents[arm.name].wants_socket_dir(arm):
+        if agents[arm.name].wants_socket_dir(arm, any(t.task.environment for t in config.tasks)):
             raise _error(
                 config,
                 ("arms", i, "agent"),

@@ -171,10 +171,12 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
     }
 
     socket_dir = (
-        tempfile.mkdtemp(prefix="harness-sock-") if agent_binding.wants_socket_dir(arm) else None
+        tempfile.mkdtemp(prefix="harness-sock-")
+        if agent_binding.wants_socket_dir(arm, env is not None)
+        else None
     )
     sandbox = await trial_steps.provision(
-        rc, env, task, labels, socket_dir, agent_binding.cls.build(arm), how
+        rc, env, task, labels, socket_dir, agent_binding.build(arm), how
     )
     server: ToolServer | None = None
     grader: grading.GraderSandbox | None = None

@@ -433,8 +433,9 @@ class Agent(abc.ABC):
             raise ConfigError("suite", f"arms.{ctx.arm.name}.params{where}", first["msg"]) from None
 
     @classmethod
-    def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
-        """Whether a sandbox for this arm must mount the proxy's socket directory."""
+    def wants_socket_dir(cls, params: Options, arm: Arm, environment: bool = True) -> bool:
+        """Whether a sandbox for this arm must mount the proxy's socket directory
+        (``environment``: the task has one, so there is a sandbox to run a program in)."""
         return False
 
     @classmethod
@@ -450,11 +451,19 @@ class Agent(abc.ABC):
         return None
 
     @classmethod
-    def build(cls, arm: Arm) -> AgentBuild | None:
-        """The CLI build a ready-made agent installs into the task's image at image-build
-        time (one image per environment and build, pinned beside the task image). Default:
-        None (the agent needs nothing in the image)."""
+    def build(cls, arm: Arm, params: Options) -> AgentBuild | None:
+        """The program this arm installs into the task's image at image-build time (a
+        ready-made agent's CLI, the command agent's ``program``): one image per environment
+        and build, pinned beside the task image. ``params``: the arm's validated params.
+        Default: None (the agent needs nothing in the image)."""
         return None
+
+    @classmethod
+    def runs_on_host_beside_sandbox(cls, params: Options, arm: Arm) -> bool:
+        """Whether the arm runs its program on the host even for a task that has a sandbox
+        (refused with an isolating backend: the program would see none of the task's files).
+        Default: no."""
+        return False
 
     @abc.abstractmethod
     async def run(self, ctx: AgentContext) -> AgentResult:

@@ -64,7 +64,7 @@ class _CliAgent(Agent):
     VERSION: ClassVar[str]
 
     @classmethod
-    def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
+    def wants_socket_dir(cls, params: Options, arm: Arm, environment: bool = True) -> bool:
         return True  # the metering proxy's socket (the executable is in the image)
 
     @classmethod
@@ -73,7 +73,7 @@ class _CliAgent(Agent):
         return f"{cls.label}@{cls._version(arm.params)}"
 
     @classmethod
-    def build(cls, arm: Arm) -> AgentBuild:
+    def build(cls, arm: Arm, params: Options) -> AgentBuild:
         """The CLI build this arm installs into the task's image (fetched on this host)."""
         package = cls().package(cls._version(arm.params))
         return AgentBuild(

@@ -17,6 +17,7 @@ Environment of the program (nothing else is inherited from the harness process):
   HARNESS_TOOLS         a JSON file: the environment's tools (name, description, parameters,
                         command: run it in the sandbox with the arguments as JSON on stdin)
   HARNESS_SEED, HARNESS_TASK_ID, HARNESS_WORKDIR, HARNESS_SANDBOX_ID
+  HARNESS_PROGRAM       where ``params.program`` is (only when the arm names one)
   OPENAI_BASE_URL, OPENAI_API_BASE, OPENAI_API_KEY, OPENAI_MODEL, ANTHROPIC_BASE_URL,
   ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_MODEL, HARNESS_MODEL, HARNESS_MODEL_API
                         (only when the arm has a model; all keys are the per-trial token)
@@ -34,14 +35,19 @@ so trajectory rules skip them unless the task's grader sets ``reported_events: t
 
 Params:
   command     the shell command to run (required)
-  where       "host" (default) or "sandbox". ``host``: a host subprocess in its own session
-              and in a jail of its own (``harness.agents.host_jail``: no view of the
-              harness's processes or keys, the host read-only), working in the sandbox
-              directory when the sandbox is a local one, else in a temporary directory. ``sandbox``: ``sandbox.exec``. On ``local`` the program
+  where       "sandbox" or "host"; default: "sandbox" for a task with an environment in an
+              isolating sandbox (docker, bwrap), else "host". ``host``: a host subprocess in
+              its own session and in a jail of its own (``harness.agents.host_jail``: no
+              view of the harness's processes or keys, the host read-only), working in the
+              sandbox directory (unsafe-local; beside docker and bwrap the suite is refused:
+              the program would see none of the task's files). ``sandbox``: ``sandbox.exec``. On ``local`` the program
               reaches the proxy on 127.0.0.1; in a network-less Docker container the proxy
               listens on a unix socket mounted read-only at /run/harness, and
               ``harness.sandbox.relay`` (python3 in the image) serves it on the container's
               own loopback and sets the base URL variables before starting the program.
+  program     your program (a file or folder beside the suite), pinned by content and
+              installed at image-build time as its own layer (``program_stage``);
+              ``HARNESS_PROGRAM`` holds its path inside the sandbox
   stdin       send the instruction on stdin (default true)
   env         extra environment variables for the program (literal values)
   pass_env    names of host environment variables to pass through (never the model key)
@@ -64,7 +70,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import anyio
 from anyio.abc import ByteReceiveStream
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from harness import text
 from harness.agents import host_jail
@@ -73,7 +79,7 @@ from harness.agents.command_files import ExchangeFiles, exchange_files
 from harness.agents.llm import split_confidence
 from harness.config.models import Arm, ModelSettings, Options
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
-from harness.sandbox.base import SOCKET_MOUNT
+from harness.sandbox.base import SOCKET_MOUNT, AgentBuild
 from harness.sandbox.output import Capture
 
 if TYPE_CHECKING:
@@ -89,7 +95,18 @@ class CommandParams(Options):
     """``params`` of the command agent."""
 
     command: str = Field(min_length=1, description="the shell command to run")
-    where: Literal["host", "sandbox"] = Field("host", description="where the program runs")
+    where: Literal["host", "sandbox"] | None = Field(
+        None,
+        description="where the program runs: sandbox (inside the trial's sandbox) or host (a "
+        "host process; only with unsafe-local, or for tasks without an environment); "
+        "default: sandbox when the task has an environment in an isolating sandbox, else host",
+    )
+    program: str | None = Field(
+        None,
+        description="your agent program, a file or a folder (relative to the suite file), "
+        "pinned by content and installed into the sandbox at image-build time as a layer of its "
+        "own (bound read-only on bwrap); $HARNESS_PROGRAM holds its path there",
+    )
     stdin: bool = Field(True, description="send the instruction on stdin")
     env: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="extra environment variables (literal values)"
@@ -102,6 +119,27 @@ class CommandParams(Options):
         None, gt=0, description="wall-clock limit; default: the trial's budgets.timeout_s"
     )
 
+    @field_validator("program")
+    @classmethod
+    def _beside_the_suite(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Relative to the suite file's folder (given as ``suite_dir`` in the validation
+        context when the suite loads); it must exist now, not at the first trial."""
+        base = (info.context or {}).get("suite_dir")
+        if value is None or base is None:
+            return value
+        path = (Path(base) / value).resolve()
+        if not path.exists():
+            raise ValueError(f"no such file or folder: {path}")
+        return str(path)
+
+
+def _where(params: CommandParams, ctx: AgentContext) -> str:
+    """``where`` when the suite left it out: inside the sandbox when there is an isolating
+    one, else on the host (unsafe-local, or a task without an environment)."""
+    if params.where is not None:
+        return params.where
+    return "sandbox" if ctx.environment is not None and ctx.sandbox.isolated else "host"
+
 
 class CommandAgent(Agent):
     name = "command"
@@ -110,16 +148,30 @@ class CommandAgent(Agent):
 
     @classmethod
     def runs_on_host(cls, params: Options, arm: Arm) -> bool:
+        """``where: host``, or left out (the host for unsafe-local and for tasks without an
+        environment): the host jail must be buildable."""
+        return isinstance(params, CommandParams) and params.where != "sandbox"
+
+    @classmethod
+    def runs_on_host_beside_sandbox(cls, params: Options, arm: Arm) -> bool:
         return isinstance(params, CommandParams) and params.where == "host"
 
     @classmethod
-    def wants_socket_dir(cls, params: Options, arm: Arm) -> bool:
-        """A program inside the sandbox that talks to a model needs the proxy's socket."""
-        return (
-            isinstance(params, CommandParams)
-            and params.where == "sandbox"
-            and (arm.model is not None)
-        )
+    def wants_socket_dir(cls, params: Options, arm: Arm, environment: bool = True) -> bool:
+        """A program inside the sandbox that talks to a model needs the proxy's socket
+        (left to the default, ``where`` is the sandbox only for a task with an environment)."""
+        if not isinstance(params, CommandParams) or arm.model is None:
+            return False
+        return params.where == "sandbox" or (params.where is None and environment)
+
+    @classmethod
+    def build(cls, arm: Arm, params: Options) -> AgentBuild | None:
+        """Your ``program``, installed into each environment's image as a layer of its own."""
+        if not isinstance(params, CommandParams) or params.program is None:
+            return None
+        from harness.agents.program_stage import program_build
+
+        return program_build(params.program)
 
     # long: the program's whole life (metering proxy, exchanged files, the run, its answer and
     #   trajectory) runs inside one exit stack, released on any exit.
@@ -129,7 +181,7 @@ class CommandAgent(Agent):
         command = params.command
         if not command.strip():
             raise ConfigError("suite", f"arms.{ctx.arm.name}.params.command", "required")
-        where = params.where
+        where = _where(params, ctx)
         timeout = ctx.budgets.timeout_s if params.timeout_s is None else params.timeout_s
 
         async with AsyncExitStack() as stack:
@@ -195,7 +247,7 @@ class CommandAgent(Agent):
         ctx.trajectory.record(
             "command",
             tool="agent",
-            args={"command": command, "where": where},
+            args={"command": params.command, "where": where},  # the user's, not the relay's
             content=_tail(stdout + ("\n" + stderr if stderr else ""), 4000),
             ok=code == 0,
             latency_s=elapsed,
@@ -266,9 +318,31 @@ class CommandAgent(Agent):
         )
         if proxy is not None:
             env.update(model_env(proxy.origin, proxy.token, proxy.settings))
+        program = self._program(ctx, params)
+        if program is not None:
+            env["HARNESS_PROGRAM"] = program
         if any(v in secret_values for v in env.values()):  # belt and braces
             raise ConfigError("suite", f"arms.{ctx.arm.name}.params.env", "holds the API key")
         return env
+
+    def _program(self, ctx: AgentContext, params: CommandParams) -> str | None:
+        """Where the suite's ``program`` is for this trial: installed in the sandbox by its
+        backend, or (unsafe-local, no environment) the pinned copy on the host."""
+        if params.program is None:
+            return None
+        if ctx.sandbox.agent_path:
+            return ctx.sandbox.agent_path
+        if ctx.environment is not None and ctx.sandbox.isolated:
+            raise ConfigError(
+                "suite",
+                f"arms.{ctx.arm.name}.params.program",
+                f"sandbox {ctx.sandbox.id} has no place for the program (a backend that "
+                "cannot install it)",
+            )
+        from harness.agents.program_stage import program_build
+
+        build = program_build(params.program)
+        return str(build.fetch() / build.executable) if build.executable else str(build.fetch())
 
     # -- running ----------------------------------------------------------------------------
     async def _execute(

@@ -76,24 +76,36 @@ AGENT_DIR = "/opt/harness/agents"
 
 @dataclass(frozen=True)
 class AgentBuild:
-    """One pinned build of a ready-made agent's CLI, to install into images at build time.
+    """One pinned agent program to install into images at build time: a ready-made agent's
+    CLI, or your own program (the command agent's ``program``).
 
-    ``fetch`` is blocking and returns the executable on this host (installed once from the
-    package registry into a cache); Docker copies it into an image, bwrap binds it read-only,
-    ``unsafe-local`` runs it as a host program."""
+    ``fetch`` is blocking and returns it on this host (a CLI installed once from the package
+    registry into a cache; your program copied once into a cache, by content); Docker adds it
+    to the task's pinned image as one layer of its own, bwrap binds it read-only at the same
+    path, ``unsafe-local`` runs it from the host cache."""
 
     key: str
     """Directory name below ``AGENT_DIR`` and lock-file key, e.g. ``codex-0.171.0``."""
     spec: str
-    """The package registry spec the bytes come from, e.g. ``@openai/codex@0.171.0-linux-x64``."""
+    """Where the bytes come from, e.g. ``@openai/codex@0.171.0-linux-x64`` (a registry spec) or
+    ``file:agent/@sha256:0123456789ab`` (your program)."""
     executable: str
-    """The executable's file name, e.g. ``codex``."""
+    """The executable's file name, e.g. ``codex``; for a ``tree``, the entry inside the
+    folder ('' for the folder itself)."""
     fetch: Callable[[], Path] = field(compare=False, repr=False)
+    tree: bool = False
+    """``fetch`` returns a folder, installed whole at ``install_path`` (your program); else a
+    single executable file."""
+
+    @property
+    def install_path(self) -> str:
+        """Where the fetched file or folder goes inside the sandbox."""
+        return f"{AGENT_DIR}/{self.key}" if self.tree else self.path
 
     @property
     def path(self) -> str:
-        """The executable's path inside an image built for it."""
-        return f"{AGENT_DIR}/{self.key}/{self.executable}"
+        """The executable's (or the program folder's) path inside an image built for it."""
+        return f"{AGENT_DIR}/{self.key}/{self.executable}".rstrip("/")
 
 
 def network_hosts(environment: Environment, task_hosts: list[str] | None = None) -> list[str]:

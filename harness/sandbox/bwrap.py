@@ -86,13 +86,14 @@ class BwrapSandbox(Sandbox):
         limits: Limits,
         cgroup: bwrap_limits.TrialCgroup | None,
         socket_dir: str | None = None,
-        agent: tuple[Path, str] | None = None,
+        agent: tuple[Path, AgentBuild] | None = None,
     ):
         self.id = f"bwrap-{root.name[-8:]}"
         self.socket_dir = socket_dir
         self._agent = agent
-        """(host executable, its path inside) of the arm's agent CLI, bound read-only."""
-        self.agent_path = agent[1] if agent else None
+        """(staged host file or folder, its build) of the arm's agent program, bound
+        read-only at ``build.install_path``."""
+        self.agent_path = agent[1].path if agent else None
         self.image_id = image_id
         self.root = root
         self.workdir = workdir
@@ -192,7 +193,7 @@ class BwrapSandbox(Sandbox):
         if self.socket_dir is not None:
             args += ["--ro-bind", self.socket_dir, SOCKET_MOUNT]
         if self._agent is not None:
-            args += ["--ro-bind", str(self._agent[0]), self._agent[1]]
+            args += ["--ro-bind", str(self._agent[0]), self._agent[1].install_path]
         return args + self._grading_binds
 
     async def open_process(self, cmd: str, *, stderr: Any) -> Any:
@@ -410,7 +411,7 @@ class BwrapProvider(SandboxProvider):
             async with self._agent_lock:
                 if build.key not in self._agents:
                     exe = await anyio.to_thread.run_sync(build.fetch)
-                    digest = await anyio.to_thread.run_sync(_sha256, exe)
+                    digest = await anyio.to_thread.run_sync(_digest, exe)
                     self._agents[build.key] = (build, exe, digest)
             out.setdefault(env.name, {})[build.key] = f"sha256:{self._agents[build.key][2]}"
         return out
@@ -444,7 +445,7 @@ class BwrapProvider(SandboxProvider):
         if request.agent is not None:  # the arm's CLI, staged on this host
             await self.prepare_agents([(request.environment, request.agent)])
             _build, exe, digest = self._agents[request.agent.key]
-            agent = (exe, request.agent.path)
+            agent = (exe, request.agent)
             # What the trial ran: the task's files plus this CLI (as Docker's derived image).
             image_id = f"{image_id}+{request.agent.key}@sha256:{digest[:12]}"
 
@@ -488,7 +489,13 @@ class BwrapProvider(SandboxProvider):
         return [str(p) for p in trial_dirs.gc(self.base_dir)]
 
 
-def _sha256(path: Path) -> str:
+def _digest(path: Path) -> str:
+    """The SHA-256 of a staged executable, or of a program folder's files (names, modes and
+    contents: ``docker_images.files_digest``)."""
+    if path.is_dir():
+        from harness.sandbox.docker_images import files_digest
+
+        return files_digest(path)
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):

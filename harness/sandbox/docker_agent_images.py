@@ -1,8 +1,9 @@
-"""Images for ready-made agents: an environment's pinned image plus one agent CLI.
+"""Images for agent programs: an environment's pinned image plus one agent program.
 
-For each (environment, CLI build) a run needs, ``bake_agent`` builds ``FROM`` the
-environment's pinned image id an image that adds exactly one layer: the CLI's executable at
-``AgentBuild.path`` (below ``/opt/harness/agents``, root-owned, mode 0755). The build
+For each (environment, program build) a run needs (a ready-made agent's CLI, or your own
+program), ``bake_agent`` builds ``FROM`` the environment's pinned image id an image that adds
+exactly one layer: the CLI's executable at ``AgentBuild.path``, or your program's folder at
+``AgentBuild.install_path`` (below ``/opt/harness/agents``, root-owned). The build
 context is a tar of a Dockerfile and that one file, made here; the build has no network
 and pulls nothing (the registry download happened on the host, ``AgentBuild.fetch``).
 
@@ -59,21 +60,23 @@ def find_agent_image(client, environment: str, base_id: str, build: AgentBuild) 
 
 def write_context(out, base_id: str, build: AgentBuild, exe_path, labelled: dict[str, str]):
     """Write the build context to the file ``out``: a tar of the Dockerfile and the
-    executable (root-owned, mode 0755), nothing else."""
+    executable (root-owned, mode 0755) or, for a program folder, the folder (root-owned,
+    folders and executables 0755, other files 0644), nothing else."""
     label_line = " ".join(f"{json.dumps(k)}={json.dumps(v)}" for k, v in labelled.items())
-    dockerfile = f"FROM {base_id}\nCOPY agent {build.path}\nLABEL {label_line}\n".encode()
+    dockerfile = f"FROM {base_id}\nCOPY agent {build.install_path}\nLABEL {label_line}\n".encode()
     with tarfile.open(fileobj=out, mode="w") as tar:
         info = tarfile.TarInfo("Dockerfile")
         info.size, info.mode = len(dockerfile), 0o644
         tar.addfile(info, io.BytesIO(dockerfile))
 
-        def root_exec(ti: tarfile.TarInfo) -> tarfile.TarInfo:
+        def root_owned(ti: tarfile.TarInfo) -> tarfile.TarInfo:
             ti.uid = ti.gid = 0
             ti.uname = ti.gname = ""
-            ti.mode = 0o755
+            runnable = ti.isdir() or not build.tree or ti.mode & 0o100
+            ti.mode = 0o755 if runnable else 0o644
             return ti
 
-        tar.add(str(exe_path), arcname="agent", recursive=False, filter=root_exec)
+        tar.add(str(exe_path), arcname="agent", recursive=build.tree, filter=root_owned)
 
 
 def bake_agent(client, environment: str, base_id: str, build: AgentBuild) -> str:

@@ -36,7 +36,9 @@ def _kv_environment(root: Path) -> None:
         "workdir": "/work",
         "files": "files",
         "user": "agent",
-        "state": {"kind": "command", "command": "python3 tools/state.py"},
+        # what the dump reads, copied into the fresh grading sandbox (its tools come from
+        # the environment's own files, never from the agent's copy)
+        "state": {"kind": "command", "command": "python3 tools/state.py", "paths": ["data.json"]},
         "tools": [
             {
                 "name": "kv_get",
@@ -59,18 +61,20 @@ def _kv_environment(root: Path) -> None:
     (env / "environment.yaml").write_text(yaml.safe_dump(spec))
 
 
+KV_TASK = {
+    "id": "kv-color",
+    "instruction": "Set the color to blue and tell me what it was before.",
+    "environment": "kv",
+    "graders": [
+        {"type": "state_diff", "expected_patch": {"color": "blue"}},
+        {"type": "answer_match", "expected": "It was red.", "mode": "normalized"},
+    ],
+}
+
+
 def _suite(tmp: Path, base_url: str) -> Path:
     _kv_environment(tmp / "environments")
-    task = {
-        "id": "kv-color",
-        "instruction": "Set the color to blue and tell me what it was before.",
-        "environment": "kv",
-        "graders": [
-            {"type": "state_diff", "expected_patch": {"color": "blue"}},
-            {"type": "answer_match", "expected": "It was red.", "mode": "normalized"},
-        ],
-    }
-    (tmp / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [task]}))
+    (tmp / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [KV_TASK]}))
     suite = {
         "name": "docker-proxy",
         "seed": 3,
