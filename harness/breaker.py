@@ -34,18 +34,24 @@ class UpstreamDown(HarnessError):
     """The run stopped because one model endpoint kept failing the same way (or refused the
     harness's key). The trials it did not finish stay unfinished: ``--resume`` runs them."""
 
-    def __init__(self, arm: str, endpoint: str, cause: str, failures: int, config: bool, last: str):
+    def __init__(
+        self, arm: str, endpoint: str, cause: str, failures: int, config: str | None, last: str
+    ):
         self.arm, self.endpoint, self.cause = arm, endpoint, cause
-        self.failures, self.config, self.last = failures, config, last
-        if config:
-            what = f"refused the harness's key ({cause})"
-        else:
-            what = f"failed {failures} attempt(s) in a row ({cause})"
+        self.failures, self.config_what, self.last = failures, config, last
+        what = (
+            f"{config} ({cause})" if config else f"failed {failures} attempt(s) in a row ({cause})"
+        )
         super().__init__(f"arm '{arm}': model endpoint {endpoint} {what}; last: {last[:300]}")
 
-    def __reduce__(self) -> tuple[type[UpstreamDown], tuple[str, str, str, int, bool, str]]:
+    @property
+    def config(self) -> bool:
+        """The suite's configuration is at fault (exit 5), not an outage (exit 3)."""
+        return self.config_what is not None
+
+    def __reduce__(self) -> tuple[type[UpstreamDown], tuple[str, str, str, int, str | None, str]]:
         """Picklable (a Ray worker's breaker hands it to the driver)."""
-        args = (self.arm, self.endpoint, self.cause, self.failures, self.config, self.last)
+        args = (self.arm, self.endpoint, self.cause, self.failures, self.config_what, self.last)
         return type(self), args
 
 
@@ -133,5 +139,6 @@ class CircuitBreaker:
         if self.tripped is None and (exc.config or count >= self.stop_after):
             from harness.models.upstreams import mark_down
 
-            self.tripped = UpstreamDown(arm or "?", endpoint, cause, count, exc.config, str(exc))
+            config = exc.what if exc.config else None
+            self.tripped = UpstreamDown(arm or "?", endpoint, cause, count, config, str(exc))
             mark_down(endpoint, f"{cause}, {count} attempt(s) in a row")

@@ -56,6 +56,8 @@ class ModelUnavailable(InfraError):
 
     config = False
     """True when the run cannot succeed until its configuration changes (see below)."""
+    what = "is unavailable"
+    """How the run's breaker words this failure of the endpoint ("... model endpoint URL ...")."""
 
     def __init__(self, message: str, *, endpoint: str | None = None, cause: str | None = None):
         super().__init__(message)
@@ -68,6 +70,17 @@ class ModelKeyRejected(ModelUnavailable):
     (exit 5) instead of retrying trial after trial."""
 
     config = True
+    what = "refused the harness's key"
+
+
+class ModelNotFound(ModelUnavailable):
+    """The upstream answered 404 to a request the harness built itself (the ``llm`` agent, a
+    simulated user): the suite's model name or base URL is wrong, for every trial alike, so
+    the run stops at once as a configuration error (exit 5). A 404 to an agent program's own
+    request is that program's to handle (the metering proxy passes it on)."""
+
+    config = True
+    what = "has no such model or path"
 
 
 class StoreConflict(InfraError):

@@ -12,8 +12,9 @@ logged once per endpoint (``harness.models.upstreams``). When the retries run ou
 endpoint and the cause for the run's circuit breaker. A request the endpoint rejects as
 invalid (400, 409, 413, 422: usually a transcript that outgrew the context window) raises
 ``ModelRequestRejected``, an agent failure. 401 and 403 (the harness's key refused) raise
-``ModelKeyRejected``, which stops the run; another 4xx (404: a wrong URL or model name in
-the suite, since the harness built the request) raises ``ModelUnavailable`` without retrying.
+``ModelKeyRejected`` and 404 (a wrong URL or model name in the suite, since the harness built
+the request) ``ModelNotFound``: either stops the run. Another 4xx raises ``ModelUnavailable``
+without retrying.
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ import anyio
 import httpx
 
 from harness.config.models import ModelSettings
-from harness.errors import AgentFailure, ConfigError, ModelKeyRejected, ModelUnavailable
+from harness.errors import (
+    AgentFailure,
+    ConfigError,
+    ModelKeyRejected,
+    ModelNotFound,
+    ModelUnavailable,
+)
 from harness.jsontypes import JSONObject
 from harness.models.api_types import ChatCompletion, ChatCompletionChunk, ChatRequest
 from harness.models.chat import ChatMessage, ToolCall, ToolSchema
@@ -221,8 +228,13 @@ class ChatClient:
 
     def refused(self, status: int, detail: str) -> ModelUnavailable:
         """The error for a final 4xx the request itself did not cause: the key refused
-        (401, 403: the run stops) or the suite's URL or model name wrong."""
-        kind = ModelKeyRejected if status in _KEY_STATUSES else ModelUnavailable
+        (401, 403) or, for a request the harness built, the suite's model name or URL wrong
+        (404); either stops the run. Another status: the endpoint unavailable."""
+        kind: type[ModelUnavailable] = ModelUnavailable
+        if status in _KEY_STATUSES:
+            kind = ModelKeyRejected
+        elif status == 404:
+            kind = ModelNotFound
         return kind(self.redact(detail), endpoint=self.base_url, cause=f"HTTP {status}")
 
     # -- low level ----------------------------------------------------------------------

@@ -146,15 +146,22 @@ def test_an_upstream_that_goes_down_mid_run_trips_the_breaker_and_the_run_resume
     assert rows(db, "SELECT status FROM runs") == [("finished",)]
 
 
-@pytest.mark.parametrize("status", [401, 403])
-def test_a_key_refused_mid_run_stops_it_once_as_a_configuration_error(tmp_path, status) -> None:
+@pytest.mark.parametrize(
+    ("status", "what"),
+    [
+        (401, "refused the harness's key"),
+        (403, "refused the harness's key"),
+        (404, "has no such model or path"),  # the harness's own llm request: the suite's name
+    ],
+)
+def test_a_key_or_model_refused_mid_run_stops_it_once(tmp_path, status, what) -> None:
     db = tmp_path / "s.db"
-    with FakeOpenAI(default=error(status, "key revoked")) as server:
+    with FakeOpenAI(default=error(status, "key revoked or model unknown")) as server:
         result, _ = run(write_suite(tmp_path, server.base_url, trials=4), db, "-q")
         assert len(server.model_requests()) == 1  # never retried, never another trial
     assert result.returncode == 5, result.stderr
     stop = [ln for ln in result.stderr.splitlines() if ln.startswith("stopped:")]
-    assert len(stop) == 1 and f"refused the harness's key (HTTP {status})" in stop[0]
+    assert len(stop) == 1 and f"{what} (HTTP {status})" in stop[0]
     assert rows(db, "SELECT count(*) FROM trials") == [(0,)]
     assert rows(db, "SELECT status FROM runs") == [("stopped",)]
 

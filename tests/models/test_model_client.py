@@ -123,9 +123,9 @@ async def test_connection_refused_raises_model_unavailable(api_key: str) -> None
 
 
 async def test_client_errors_are_not_retried(fake_openai: FakeOpenAI, settings) -> None:
-    """401/403: the harness's key (the run stops); 404: the suite's URL or model name (the
-    harness built the request); 400/409/413/422: the request the agent's transcript made."""
-    from harness.errors import ModelKeyRejected
+    """401/403: the harness's key; 404: the suite's URL or model name (the harness built the
+    request): both stop the run; 400/409/413/422: the request the agent's transcript made."""
+    from harness.errors import ModelKeyRejected, ModelNotFound
 
     fake_openai.push(error(401, f"bad key {API_KEY}"))
     with pytest.raises(ModelKeyRejected) as info:
@@ -134,9 +134,9 @@ async def test_client_errors_are_not_retried(fake_openai: FakeOpenAI, settings) 
     assert info.value.config and info.value.cause == "HTTP 401"
     assert info.value.endpoint == settings.base_url
     fake_openai.push(error(404, "no such model"))
-    with pytest.raises(ModelUnavailable) as other:
+    with pytest.raises(ModelNotFound) as other:
         await ChatClient(settings).chat([{"role": "user", "content": "x"}])
-    assert not other.value.config and other.value.cause == "HTTP 404"
+    assert other.value.config and other.value.cause == "HTTP 404"
     for status in (400, 409, 413, 422):
         fake_openai.push(error(status, "context length exceeded"))
         with pytest.raises(ModelRequestRejected):
