@@ -18,13 +18,20 @@ installed in its sandbox, and the verdict is marked "graded in place".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from harness import errors
 from harness.config.models import Environment, Task
 from harness.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxRequest
+from harness.sandbox.grading_material import (
+    AS_AGENT_PATH,
+    GRADER_HOME,
+    HIDDEN_PATH,
+    GradingPlace,
+    grader_env,
+)
 from harness.sandbox.output import OUTPUT_LIMIT, STATE_OUTPUT_LIMIT
 from harness.sandbox.workproduct import (
     AGENT_UID,
@@ -43,43 +50,6 @@ def grader_runs_code(grader: Grader) -> bool:
     """Does the grader execute code (so it needs a grading sandbox)? ``runs_code`` is part
     of the grader protocol; graders written before it (custom ones) run nothing."""
     return bool(getattr(grader, "runs_code", False))
-
-
-GRADING_ROOT = "/opt/harness"
-HIDDEN_PATH = f"{GRADING_ROOT}/hidden"
-AS_AGENT_PATH = f"{GRADING_ROOT}/bin/as-agent"
-GRADER_HOME = f"{GRADING_ROOT}/home"
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-def grader_env(
-    workdir: str, hidden: str | None, as_agent: str = AS_AGENT_PATH, home: str = GRADER_HOME
-) -> dict[str, str]:
-    """The grader's whole environment: system PATH only, a fresh HOME, Python isolated from
-    anything in the work dir or a user site (for interpreters the tests start by name)."""
-    env = {
-        "PATH": SYSTEM_PATH,
-        "HOME": home,
-        "LANG": "C.UTF-8",
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONSAFEPATH": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "HARNESS_WORKDIR": workdir,
-        "HARNESS_AS_AGENT": as_agent,
-    }
-    if hidden is not None:
-        env["HIDDEN_DIR"] = hidden
-    return env
-
-
-@dataclass
-class GradingPlace:
-    """Where and as whom grading runs in a sandbox, after ``Sandbox.install_grading``."""
-
-    hidden_dir: str | None
-    user: str | None
-    """The grader's user for ``exec`` (None: the sandbox's default)."""
-    env: dict[str, str] = field(default_factory=dict)
 
 
 class GraderSandbox(Sandbox):

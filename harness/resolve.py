@@ -274,7 +274,9 @@ def _check_host_programs(
     """Refuse an arm that runs its program on the host (``where: host``) beside an isolating
     sandbox: it would run in an empty directory that holds none of the task's files. Tasks
     without an environment have no sandbox to be beside: host is fine there."""
-    if not sandbox.cls.isolated or not any(t.task.environment for t in config.tasks):
+    if not sandbox.cls.isolates(sandbox.options) or not any(
+        t.task.environment for t in config.tasks
+    ):
         return
     for i, arm in enumerate(config.suite.arms):
         if agents[arm.name].cls.runs_on_host_beside_sandbox(agents[arm.name].params, arm):

@@ -61,18 +61,15 @@ import json
 import os
 import posixpath
 import shlex
-import signal
 import time
 import uuid
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import anyio
-from anyio.abc import ByteReceiveStream
 from pydantic import Field, ValidationInfo, field_validator
 
-from harness import text
 from harness.agents import host_jail
 from harness.agents.base import Agent, AgentContext, AgentResult
 from harness.agents.command_files import ExchangeFiles, exchange_files
@@ -80,7 +77,6 @@ from harness.agents.llm import split_confidence
 from harness.config.models import Arm, ModelSettings, Options
 from harness.errors import AgentFailure, BudgetExceeded, ConfigError
 from harness.sandbox.base import SOCKET_MOUNT, AgentBuild
-from harness.sandbox.output import Capture
 
 if TYPE_CHECKING:
     from harness.models.proxy import MeteringProxy
@@ -213,7 +209,7 @@ class CommandAgent(Agent):
             files = await stack.enter_async_context(exchange_files(ctx, where))
             env = self._env(ctx, params, proxy, files)
             start = time.monotonic()
-            outcome: _ProgramRun = {}
+            outcome: host_jail.ProgramRun = {}
             timed_out = False
             with anyio.move_on_after(timeout) as deadline:
                 async with anyio.create_task_group() as tg:
@@ -353,7 +349,7 @@ class CommandAgent(Agent):
         where: str,
         env: dict[str, str],
         files: ExchangeFiles,
-    ) -> _ProgramRun:
+    ) -> host_jail.ProgramRun:
         stdin = ctx.instruction if params.stdin else None
         if where == "sandbox":
             timeout = ctx.budgets.timeout_s if params.timeout_s is None else params.timeout_s
@@ -367,7 +363,7 @@ class CommandAgent(Agent):
         host_jail.require(f"arms.{ctx.arm.name}.params.where")
         assert files.host_cwd is not None  # a host program's files are on the host
         argv = host_jail.jailed(["bash", "-c", command], cwd=files.host_cwd, writable=[files.base])
-        return await _run_host(argv, stdin=stdin, cwd=files.host_cwd, env=env)
+        return await host_jail.run(argv, stdin=stdin, cwd=files.host_cwd, env=env)
 
     def _merge_trajectory(self, ctx: AgentContext, text: str | None) -> None:
         if not text or not text.strip():
@@ -413,17 +409,6 @@ class CommandAgent(Agent):
 
 
 # ------------------------------------------------------------------------------ helpers
-class _ProgramRun(TypedDict, total=False):
-    """How the agent program's process ended."""
-
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
-    error: Exception
-    """What running it raised (re-raised once the task group is left)."""
-
-
 class _EventFields(TypedDict, total=False):
     """The fields of one line of the program's trajectory file the harness keeps."""
 
@@ -456,62 +441,6 @@ def _relayed(command: str, socket_name: str) -> str:
     source = (Path(__file__).parents[1] / "sandbox" / "relay.py").read_text()
     socket_path = f"{SOCKET_MOUNT}/{socket_name}"
     return f"python3 -c {shlex.quote(source)} {shlex.quote(socket_path)} {shlex.quote(command)}"
-
-
-async def _run_host(
-    argv: list[str], *, stdin: str | None, cwd: str | None, env: dict[str, str]
-) -> _ProgramRun:
-    """Run ``argv`` (the program in its host jail) in its own session with exactly ``env``;
-    kill the whole session when done or cancelled, so no background process of the program
-    outlives its trial."""
-    from subprocess import PIPE
-
-    out, err = Capture(), Capture()
-
-    async def pump(stream: ByteReceiveStream | None, sink: Capture) -> None:
-        if stream is None:
-            return
-        with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            async for chunk in stream:
-                sink.add(chunk)
-
-    async def feed(proc: Any) -> None:
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            if stdin is not None:
-                await proc.stdin.send(stdin.encode())
-            await proc.stdin.aclose()
-
-    proc = await anyio.open_process(
-        argv,
-        stdin=PIPE,
-        stdout=PIPE,
-        stderr=PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump, proc.stdout, out)
-            tg.start_soon(pump, proc.stderr, err)
-            tg.start_soon(feed, proc)
-            await proc.wait()
-            _kill_session(proc.pid)  # stragglers holding the pipes open
-    finally:
-        if proc.returncode is None:
-            _kill_session(proc.pid)
-        with anyio.CancelScope(shield=True):
-            await proc.aclose()
-    return {
-        "exit_code": proc.returncode,
-        "stdout": text.decode(out.value()),
-        "stderr": text.decode(err.value()),
-    }
-
-
-def _kill_session(pid: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _answer(file_text: str | None, stdout: str) -> tuple[str | None, float | None]:

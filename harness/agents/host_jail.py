@@ -14,6 +14,9 @@ trace it, signal it, or rewrite its code. So it runs in a bubblewrap jail of its
 - exactly the environment the command agent gives it (bwrap itself starts with that, so even
   the jail's PID 1 holds nothing else); killed with the harness (``--die-with-parent``).
 
+``run`` starts the jailed program in a session of its own and kills the whole session when
+it ends, so no background process of the program outlives its trial.
+
 Without a working ``bwrap`` (not installed, or user namespaces disabled) host programs are
 refused: ``where: sandbox`` or installing bubblewrap are the ways on.
 """
@@ -23,8 +26,16 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
+from contextlib import suppress
+from typing import Any, TypedDict
 
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from harness import text
 from harness.errors import ConfigError
+from harness.sandbox.output import Capture
 
 
 @functools.cache
@@ -77,4 +88,71 @@ def jailed(argv: list[str], *, cwd: str, writable: list[str]) -> list[str]:
     return args
 
 
-__all__ = ["available", "jailed", "require"]
+class ProgramRun(TypedDict, total=False):
+    """How the agent program's process ended."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    error: Exception
+    """What running it raised (re-raised once the task group is left)."""
+
+
+async def run(
+    argv: list[str], *, stdin: str | None, cwd: str | None, env: dict[str, str]
+) -> ProgramRun:
+    """Run ``argv`` (the program in its host jail) in its own session with exactly ``env``;
+    kill the whole session when done or cancelled, so no background process of the program
+    outlives its trial."""
+    from subprocess import PIPE
+
+    out, err = Capture(), Capture()
+
+    async def pump(stream: ByteReceiveStream | None, sink: Capture) -> None:
+        if stream is None:
+            return
+        with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in stream:
+                sink.add(chunk)
+
+    async def feed(proc: Any) -> None:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            if stdin is not None:
+                await proc.stdin.send(stdin.encode())
+            await proc.stdin.aclose()
+
+    proc = await anyio.open_process(
+        argv,
+        stdin=PIPE,
+        stdout=PIPE,
+        stderr=PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump, proc.stdout, out)
+            tg.start_soon(pump, proc.stderr, err)
+            tg.start_soon(feed, proc)
+            await proc.wait()
+            kill_session(proc.pid)  # stragglers holding the pipes open
+    finally:
+        if proc.returncode is None:
+            kill_session(proc.pid)
+        with anyio.CancelScope(shield=True):
+            await proc.aclose()
+    return {
+        "exit_code": proc.returncode,
+        "stdout": text.decode(out.value()),
+        "stderr": text.decode(err.value()),
+    }
+
+
+def kill_session(pid: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+__all__ = ["ProgramRun", "available", "jailed", "kill_session", "require", "run"]

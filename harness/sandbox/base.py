@@ -22,7 +22,7 @@ from harness.sandbox.output import OUTPUT_LIMIT, STATE_OUTPUT_LIMIT
 from harness.sandbox.workproduct import WorkProduct
 
 if TYPE_CHECKING:
-    from harness.grading import GradingPlace
+    from harness.sandbox.grading_material import GradingPlace
 
 
 @dataclass
@@ -232,11 +232,17 @@ class SandboxProvider(abc.ABC):
     at ``Sandbox.agent_path``. An isolated backend without it cannot run such agents."""
 
     @classmethod
+    def isolates(cls, options: BackendOptions) -> bool:
+        """Do sandboxes built with these options keep commands off the host? (A wrapping
+        backend answers as the backend it wraps does.)"""
+        return cls.isolated
+
+    @classmethod
     def runs_agent_programs(cls, options: BackendOptions) -> bool:
         """Can an agent program that talks to the model run with this backend: inside its
         sandboxes, or on the host because nothing is isolated? False refuses the suite at
         load time (``harness.resolve``) rather than run the program unconfined."""
-        return cls.mounts_sockets or not cls.isolated
+        return cls.mounts_sockets or not cls.isolates(options)
 
     @classmethod
     def validate_options(cls, raw: dict[str, Any]) -> BackendOptions:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import time
@@ -57,12 +56,11 @@ from harness.sandbox.base import (
     network_hosts,
 )
 from harness.sandbox.bwrap_root import (
-    _GROUP,
-    _PASSWD,
     UID,
     _system_binds,
     bwrap_available,
     launch_env,
+    make_trial_root,
 )
 from harness.sandbox.local import _dir_digest
 from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
@@ -70,7 +68,7 @@ from harness.sandbox.process import collect, kill_group
 from harness.sandbox.workproduct import WorkProduct, replace_host_paths, tar_host_paths
 
 if TYPE_CHECKING:
-    from harness.grading import GradingPlace
+    from harness.sandbox.grading_material import GradingPlace
 
 log = logging.getLogger(__name__)
 
@@ -308,7 +306,7 @@ class BwrapSandbox(Sandbox):
         """The harness's own hidden dir bound read-only, the as-agent helper (a nested
         sandbox over the work dir, without /proc: the code under test sees none of the
         grader's processes) and a HOME of the grader's own."""
-        from harness.grading import (
+        from harness.sandbox.grading_material import (
             AS_AGENT_PATH,
             GRADER_HOME,
             HIDDEN_PATH,
@@ -450,16 +448,8 @@ class BwrapProvider(SandboxProvider):
             image_id = f"{image_id}+{request.agent.key}@sha256:{digest[:12]}"
 
         def make() -> BwrapSandbox:
-            root = trial_dirs.make_trial_dir("harness-bwrap", self.base_dir)
+            root = make_trial_root(self.base_dir, request.environment.files_dir)
             try:
-                os.chmod(root, 0o700)
-                (root / "work").mkdir()
-                (root / "tmp").mkdir()
-                (root / "passwd").write_text(_PASSWD)
-                (root / "group").write_text(_GROUP)
-                files = request.environment.files_dir
-                if files and files.is_dir():
-                    shutil.copytree(files, root / "work", dirs_exist_ok=True)
                 cgroup = bwrap_limits.create(
                     root.name, self.cgroups, request.limits.memory, request.limits.pids
                 )

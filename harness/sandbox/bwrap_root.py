@@ -1,6 +1,7 @@
 """The read-only root every bwrap sandbox runs on: the host's ``/usr`` (and the top-level
 links into it) and a few ``/etc`` files programs need, all read-only, plus the sandbox's own
-``passwd`` and ``group``; and the check that bubblewrap works on this host."""
+``passwd`` and ``group``; the per-trial directory they sit in; and the check that bubblewrap
+works on this host."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from harness.sandbox import trial_dirs
 
 UID = 1000
 _ETC = (
@@ -25,6 +28,24 @@ _ETC = (
 _TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _PASSWD = f"root:x:0:0::/root:/usr/sbin/nologin\nsandbox:x:{UID}:{UID}::/work:/bin/bash\n"
 _GROUP = f"root:x:0:\nsandbox:x:{UID}:\n"
+
+
+def make_trial_root(base_dir: str | None, files: Path | None) -> Path:
+    """A fresh trial directory only this user can enter: ``work`` (a copy of the
+    environment's ``files``), ``tmp``, and the sandbox's ``passwd`` and ``group``."""
+    root = trial_dirs.make_trial_dir("harness-bwrap", base_dir)
+    try:
+        os.chmod(root, 0o700)
+        (root / "work").mkdir()
+        (root / "tmp").mkdir()
+        (root / "passwd").write_text(_PASSWD)
+        (root / "group").write_text(_GROUP)
+        if files and files.is_dir():
+            shutil.copytree(files, root / "work", dirs_exist_ok=True)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return root
 
 
 def launch_env() -> dict[str, str]:

@@ -7,13 +7,11 @@ limiter); see that module for the hardening every container gets.
 
 from __future__ import annotations
 
-import base64
 import functools
 import io
 import posixpath
 import tarfile
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,19 +20,23 @@ import anyio.to_thread
 
 from harness import text
 from harness.errors import SandboxError
-from harness.sandbox import docker_archive, docker_images, docker_sweep, grading_material
+from harness.sandbox import (
+    docker_archive,
+    docker_exec,
+    docker_images,
+    docker_sweep,
+    grading_material,
+)
 from harness.sandbox.base import ExecResult, Sandbox
 from harness.sandbox.docker_calls import DaemonTimeout
 from harness.sandbox.docker_images import PinnedImage, tar_directory
-from harness.sandbox.output import OUTPUT_LIMIT, Capture, FileTooLarge
+from harness.sandbox.output import OUTPUT_LIMIT, FileTooLarge
 from harness.sandbox.workproduct import AGENT_UID, WorkProduct, absolute, new_archive, reowned
 
 if TYPE_CHECKING:
-    from harness.grading import GradingPlace
     from harness.sandbox.docker import DockerProvider
+    from harness.sandbox.grading_material import GradingPlace
 
-_STDIN_ENV = "HARNESS_STDIN_B64"
-_STDIN_ENV_MAX = 96 * 1024  # bytes of base64; one env string may hold 128 KiB on Linux
 _HOST_GUARD_S = 15.0  # extra seconds the host waits beyond the in-container timeout
 _TAR_SLACK = 64 * 1024  # bytes of tar headers and padding around one file's content
 
@@ -107,29 +109,14 @@ class DockerSandbox(Sandbox):
         )["Id"]
 
     def _exec_sync(self, exec_id: str, limit: int):
-        """Blocking: run the exec and read its output as it comes, keeping at most ``limit``
-        bytes of each stream (``Capture``): a command printing gigabytes costs the harness
-        no more memory than one printing ``limit``."""
-        api = self._api
-        out, err = Capture(limit), Capture(limit)
+        """Blocking: run the exec, its output capped (``docker_exec.read_output``)."""
         try:
-            stream = api.exec_start(exec_id, stream=True, demux=True)
-            try:
-                for chunk_out, chunk_err in stream:
-                    if chunk_out:
-                        out.add(chunk_out)
-                    if chunk_err:
-                        err.add(chunk_err)
-            finally:
-                stream.close()
+            return docker_exec.read_output(self._api, exec_id, limit)
         except ValueError as exc:
-            # docker-py read payload bytes as a frame header ("48 is not a valid stream",
-            # docker/docker-py#3160; seen under load). The command ran but its output is
-            # lost, and running it again could repeat its effects: the trial's
-            # infrastructure failed, so the whole trial is retried in a fresh container.
+            # The command ran but its output is lost, and running it again could repeat
+            # its effects: the trial's infrastructure failed, so the whole trial is retried
+            # in a fresh container.
             raise self._fail(exc, "reading exec output") from exc
-        code = api.exec_inspect(exec_id)["ExitCode"]
-        return code, out, err
 
     async def open_process(self, cmd: str, *, stderr: Any) -> Any:
         """A long-lived ``bash -c cmd`` in the container with stdin and stdout attached (a
@@ -178,24 +165,10 @@ class DockerSandbox(Sandbox):
             raise AgentFailure(
                 "agent_error", f"commands in this sandbox run as {only}, not as {user!r}"
             )
-        env = dict(env or {})
-        argv = ["bash", "-c", cmd]
-        if stdin is not None:
-            data = stdin.encode() if isinstance(stdin, str) else stdin
-            encoded = base64.b64encode(data).decode()
-            if len(encoded) <= _STDIN_ENV_MAX:
-                # No extra API call: stdin travels base64-encoded in an env var that is
-                # unset before the command runs.
-                env[_STDIN_ENV] = encoded
-                script = f'printf %s "${_STDIN_ENV}" | base64 -d | {{ unset {_STDIN_ENV}; exec bash -c "$1"; }}'
-                argv = ["bash", "-c", script, "harness-stdin", cmd]
-            else:
-                path = f"/tmp/.harness-stdin-{uuid.uuid4().hex}"
-                await self.write_file(path, data)
-                script = 'exec 0<"$2"; rm -f "$2" 2>/dev/null; exec bash -c "$1"'
-                argv = ["bash", "-c", script, "harness-stdin", cmd, path]
-        if timeout is not None:
-            argv = ["timeout", "-s", "KILL", f"{max(timeout, 0.001):g}", *argv]
+        argv, packed, upload = docker_exec.command_argv(cmd, stdin, timeout)
+        env = {**(env or {}), **packed}
+        if upload is not None:
+            await self.write_file(*upload)
 
         start = time.monotonic()
         code: int | None = None
@@ -402,7 +375,12 @@ class DockerSandbox(Sandbox):
         """The grading material under ``/opt/harness`` through the archive API, owned by
         root and (hidden files, HOME) readable by root only; commands of the grader run as
         root with only CAP_SETUID/CAP_SETGID (``as-agent`` drops to uid 1000)."""
-        from harness.grading import GRADING_ROOT, HIDDEN_PATH, GradingPlace, grader_env
+        from harness.sandbox.grading_material import (
+            GRADING_ROOT,
+            HIDDEN_PATH,
+            GradingPlace,
+            grader_env,
+        )
 
         tar = await anyio.to_thread.run_sync(
             grading_material.docker_tar, hidden, GRADING_ROOT, grading_material.DOCKER_AS_AGENT

@@ -31,7 +31,7 @@ from harness.sandbox.base import (
 from harness.sandbox.workproduct import WorkProduct
 
 if TYPE_CHECKING:
-    from harness.grading import GradingPlace
+    from harness.sandbox.grading_material import GradingPlace
 
 
 class FaultySandbox(Sandbox):
@@ -117,6 +117,14 @@ class FaultyProvider(SandboxProvider):
         rest = {k: v for k, v in raw.items() if k not in own}
         options._inner_options = inner.validate_options(rest)
         return options
+
+    @classmethod
+    def isolates(cls, options: BackendOptions) -> bool:
+        """As the inner backend does."""
+        from harness.sandbox import BACKENDS
+
+        assert isinstance(options, FaultyOptions)
+        return BACKENDS.load(options.inner).isolates(options._inner_options)
 
     @classmethod
     def runs_agent_programs(cls, options: BackendOptions) -> bool:

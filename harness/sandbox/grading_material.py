@@ -23,9 +23,47 @@ import os
 import shlex
 import tarfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox.workproduct import AGENT_UID
+
+GRADING_ROOT = "/opt/harness"
+HIDDEN_PATH = f"{GRADING_ROOT}/hidden"
+AS_AGENT_PATH = f"{GRADING_ROOT}/bin/as-agent"
+GRADER_HOME = f"{GRADING_ROOT}/home"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def grader_env(
+    workdir: str, hidden: str | None, as_agent: str = AS_AGENT_PATH, home: str = GRADER_HOME
+) -> dict[str, str]:
+    """The grader's whole environment: system PATH only, a fresh HOME, Python isolated from
+    anything in the work dir or a user site (for interpreters the tests start by name)."""
+    env = {
+        "PATH": SYSTEM_PATH,
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONSAFEPATH": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HARNESS_WORKDIR": workdir,
+        "HARNESS_AS_AGENT": as_agent,
+    }
+    if hidden is not None:
+        env["HIDDEN_DIR"] = hidden
+    return env
+
+
+@dataclass
+class GradingPlace:
+    """Where and as whom grading runs in a sandbox, after ``Sandbox.install_grading``."""
+
+    hidden_dir: str | None
+    user: str | None
+    """The grader's user for ``exec`` (None: the sandbox's default)."""
+    env: dict[str, str] = field(default_factory=dict)
+
 
 _CLOSE_FDS = (
     "for fd in /proc/$$/fd/*; do fd=${fd##*/}; case $fd in 0|1|2) ;; "

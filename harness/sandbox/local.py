@@ -31,7 +31,7 @@ from harness.sandbox.process import collect, kill_group
 from harness.sandbox.workproduct import WorkProduct, replace_host_paths, tar_host_paths
 
 if TYPE_CHECKING:
-    from harness.grading import GradingPlace
+    from harness.sandbox.grading_material import GradingPlace
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class LocalSandbox(Sandbox):
     async def install_grading(self, hidden: Path | None) -> GradingPlace:
         """Hidden files copied to a directory of their own beside the trial's (this backend
         isolates nothing: the helper only cleans the environment)."""
-        from harness.grading import GradingPlace, grader_env
+        from harness.sandbox.grading_material import GradingPlace, grader_env
 
         def make() -> Path:
             place = trial_dirs.make_trial_dir("harness-trial", str(self.root.parent))

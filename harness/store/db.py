@@ -21,13 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, func, insert, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import func, insert, text
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError, StatementError
 from sqlalchemy.sql import Executable
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, col, select
 
 from harness.errors import HarnessError, StoreConflict
+from harness.store.engine import make_engine, read_only_sqlite, sqlite_path
 from harness.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from harness.store.missing import refuse_missing
 from harness.store.queries import ReportRows, report_rows
@@ -60,7 +60,6 @@ def now() -> datetime:
 
 # pg_advisory_xact_lock key that serialises migrations across processes ("harness" in ASCII).
 _MIGRATION_LOCK = 0x68_61_72_6E_65_73_73
-POOL_PARAMS = ("pool_size", "max_overflow", "pool_timeout", "pool_recycle")
 
 
 class StoreUnavailable(HarnessError):
@@ -86,11 +85,11 @@ class Store:
         ``create=False`` is for commands that only read: a store that does not exist yet
         is ``missing.StoreMissing`` and nothing (file, directory or table) is created."""
         self.url = url or resolve_url()
-        self.read_only = _read_only_sqlite(self.url)
+        self.read_only = read_only_sqlite(self.url)
         if not create:
-            refuse_missing(_redact(self.url), ENV_VAR, _sqlite_path(self.url))
+            refuse_missing(_redact(self.url), ENV_VAR, sqlite_path(self.url))
         try:
-            self.engine = _make_engine(self.url, pool_size, max_overflow, self.read_only)
+            self.engine = make_engine(self.url, pool_size, max_overflow, self.read_only)
             if not create:
                 refuse_missing(_redact(self.url), ENV_VAR, None, self.engine)
             if self.read_only:
@@ -174,7 +173,7 @@ class Store:
     def reserve_space(self) -> None:
         """Hold back a little disk beside a SQLite store while a run writes it, so that when
         the disk fills up, freeing it lets the run row still be marked ``failed``."""
-        path = _sqlite_path(self.url)
+        path = sqlite_path(self.url)
         if path is None or self.read_only:
             return
         from harness.ownership import pid_alive
@@ -445,78 +444,3 @@ def is_store_full(exc: BaseException) -> bool:
     """A write failed for want of space (or a failing disk): retrying cannot help."""
     text = str(getattr(exc, "orig", exc)).lower()
     return any(marker in text for marker in _FULL)
-
-
-def _sqlite_path(url: str) -> str | None:
-    if not url.startswith("sqlite"):
-        return None
-    path = url.split("///", 1)[-1].split("?", 1)[0]
-    return None if not path or path == ":memory:" or path.startswith("file:") else path
-
-
-def _read_only_sqlite(url: str) -> bool:
-    """An existing SQLite file this process cannot write (read-only mount, permissions, an
-    immutable file), or one in a directory it cannot write (no journal can be made there).
-
-    Asked with ``access(2)``, never by opening the file: closing any descriptor of the
-    database drops every POSIX lock this process's SQLite connections hold on it, after which
-    another process's connection believes it is the last one, checkpoints and deletes the WAL
-    under the running writer, and the writer's later commits go to a deleted file. Nothing
-    but the SQLite driver may open the database or its ``-wal``/``-shm`` files.
-    """
-    path = _sqlite_path(url)
-    if path is None or not os.path.isfile(path):
-        return False
-    if not os.access(path, os.W_OK):
-        return True
-    return not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
-
-
-SQLITE_BUSY_TIMEOUT_S = 30.0
-"""How long one SQLite statement waits for another process's lock before it fails."""
-SQLITE_PRAGMAS = (
-    "PRAGMA journal_mode=WAL",  # readers never block the writer, nor the writer them
-    "PRAGMA synchronous=NORMAL",  # a commit survives a killed process (not a power cut)
-    "PRAGMA wal_autocheckpoint=1000",  # SQLite's default, stated: pages back every ~4 MB
-    "PRAGMA journal_size_limit=67108864",  # a WAL left over 64 MiB is cut back after that
-    "PRAGMA foreign_keys=ON",
-)
-"""Set on every connection of a writable SQLite store (README, "Where results are stored")."""
-
-
-def _make_engine(url: str, pool_size: int, max_overflow: int, read_only: bool = False) -> Engine:
-    sqlite_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
-    if url.startswith("sqlite") and read_only:
-        # immutable: no -wal/-shm files are created or read, so a store on a read-only
-        # mount (or a copy someone handed over) can still be reported.
-        path = os.path.abspath(_sqlite_path(url) or "")
-        # mode=ro still reads the WAL (recent writes) where its -shm file can be used; a
-        # read-only directory needs immutable (no -wal/-shm at all: a cleanly closed store).
-        mode = "ro" if os.access(os.path.dirname(path), os.W_OK) else "ro&immutable=1"
-        target = f"sqlite:///file:{path}?mode={mode}&uri=true"
-        return create_engine(target, connect_args=sqlite_args)
-    if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args=sqlite_args)
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn: Any, _record: Any) -> None:  # pragma: no cover - trivial
-            cur = dbapi_conn.cursor()
-            for pragma in SQLITE_PRAGMAS:
-                cur.execute(pragma)
-            cur.close()
-
-        return engine
-    for plain in ("postgresql://", "postgres://"):
-        if url.startswith(plain):
-            url = "postgresql+psycopg://" + url[len(plain) :]
-    parsed = make_url(url)
-    pool: dict[str, int] = {"pool_size": pool_size, "max_overflow": max_overflow}
-    for key in POOL_PARAMS:
-        if key in parsed.query:
-            value = parsed.query[key]
-            pool[key] = int(value if isinstance(value, str) else value[-1])
-    parsed = parsed.difference_update_query(POOL_PARAMS)
-    return create_engine(parsed, pool_pre_ping=True, **pool)

@@ -17,6 +17,7 @@ from harness.agents.base import AgentContext
 from harness.config.models import Arm, Budgets, EnvironmentSpec, Task, ToolSpec
 from harness.sandbox.base import Environment, SandboxRequest
 from harness.sandbox.local import LocalProvider
+from harness.sandbox.output import OUTPUT_LIMIT
 from harness.store import Run, Store, now
 from harness.trajectory import RESULT_PREVIEW_CHARS
 from tests.conftest import run_cli, write_suite
@@ -76,12 +77,14 @@ def test_tool_output_hostile_cases(tmp_path):
 
     ctx, huge, binary, hang, hang_s, unknown, bad_args = anyio.run(main)
     events = ctx.trajectory.events
-    # huge output: the trajectory keeps a preview, the full text is kept by reference
-    assert huge.ok and len(huge.output) > 4_000_000
+    # huge output: the sandbox keeps its first and last 512 KiB and says how much was cut;
+    # the trajectory keeps a preview and the kept text by reference
+    assert huge.ok and OUTPUT_LIMIT < len(huge.output) < OUTPUT_LIMIT + 300
+    assert "bytes of output not kept" in huge.output and huge.output.rstrip().endswith("x")
     assert len(events[0].content) < RESULT_PREVIEW_CHARS + 200 and events[0].blob_ref
-    assert len(ctx.trajectory.blobs[events[0].blob_ref]) > 4_000_000
-    # non-UTF-8 bytes are replaced, not fatal
-    assert binary.ok and "ok " in binary.output and "\ufffd" in binary.output
+    assert ctx.trajectory.blobs[events[0].blob_ref].decode() == huge.output
+    # non-UTF-8 bytes are kept as escapes (lossless), never fatal
+    assert binary.ok and binary.output == "ok \\xff\\xfe\\x80 end"
     # a hanging tool is killed at its own timeout and reported to the agent
     assert not hang.ok and "timed out" in hang.output and hang_s < 10
     # malformed calls are fed back and counted, never raised

@@ -20,7 +20,7 @@ import pytest
 
 from benchmarks.store_concurrency import iteration
 from harness.store import Store
-from harness.store.db import SQLITE_PRAGMAS
+from harness.store.engine import SQLITE_PRAGMAS
 from tests.conftest import REPO, run_cli, write_suite
 
 SEED = 29

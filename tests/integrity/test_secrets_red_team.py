@@ -25,26 +25,42 @@ LEAK_CHECK = f"{ENV_DUMP} | grep -E '^({NAMES})=' && echo {WORD} || echo clean"
 """Prints what it found and, when it found anything, the code word (a pass: a wrong verdict)."""
 
 
-def _run(tmp_path: Path, backend: str, canary: Canary) -> None:
-    arms = [{"name": "oracle", "agent": "oracle"}] + [
+HOST_TASK = {
+    "id": "ri-answer-host",
+    "instruction": "Say the code word.",
+    "graders": [{"type": "answer_match", "mode": "exact", "expected": WORD}],
+    "solution": {"answer": WORD},
+}
+"""The red team's answer task without an environment: ``where: host`` programs run only
+beside tasks that have no sandbox (beside one they are refused at load)."""
+
+
+def _run(tmp_path: Path, backend: str, canary: Canary, where: str) -> None:
+    arms = [
+        {"name": "oracle", "agent": "oracle"},
         {
             "name": f"{where}-environ",
             "agent": "command",
             "params": {"command": LEAK_CHECK, "where": where},
-        }
-        for where in ("host", "sandbox")
+        },
     ]
+    if where == "host":
+        tasks_file = tmp_path / "host-tasks.yaml"
+        tasks_file.write_text(yaml.safe_dump({"tasks": [HOST_TASK]}))
+        task_id = HOST_TASK["id"]
+    else:
+        tasks_file, task_id = HERE / "tasks.yaml", "ri-answer"
     suite = {
-        "name": f"secrets-{backend}",
-        "tasks": [str(HERE / "tasks.yaml")],
+        "name": f"secrets-{backend}-{where}",
+        "tasks": [str(tasks_file)],
         "environments_dir": str(HERE / "environments"),
         "sandbox": backend,
         "arms": arms,
         "budgets": {"timeout_s": 20},
     }
-    path = tmp_path / "suite.yaml"
+    path = tmp_path / f"suite-{where}.yaml"
     path.write_text(yaml.safe_dump(suite))
-    db = tmp_path / "s.db"
+    db = tmp_path / f"{where}.db"
     secrets = {"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x", **canary.env}
     result = run_cli(
         "run",
@@ -53,14 +69,14 @@ def _run(tmp_path: Path, backend: str, canary: Canary) -> None:
         f"sqlite:///{db}",
         "-q",
         "--task",
-        "ri-answer",
+        task_id,
         env=secrets,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     with sqlite3.connect(db) as conn:
         rows = dict(conn.execute("SELECT arm, status FROM trials").fetchall())
-    assert rows == {"oracle": "passed", "host-environ": "failed", "sandbox-environ": "failed"}
+    assert rows == {"oracle": "passed", f"{where}-environ": "failed"}
     canary.assert_absent(result.stdout, result.stderr, store=db)
     with sqlite3.connect(db) as conn:
         seen = " ".join(c or "" for (c,) in conn.execute("SELECT content FROM trajectory_events"))
@@ -74,4 +90,5 @@ def test_programs_never_see_the_harness_environment(tmp_path, canary, backend, r
         request.getfixturevalue("docker_ready")
     else:
         require_bwrap()
-    _run(tmp_path, backend, canary)
+    for where in ("host", "sandbox"):
+        _run(tmp_path, backend, canary, where)

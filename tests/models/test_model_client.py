@@ -145,7 +145,10 @@ async def test_client_errors_are_not_retried(fake_openai: FakeOpenAI, settings) 
 
 
 async def test_retry_logs_never_show_the_key(fake_openai: FakeOpenAI, settings, caplog) -> None:
+    # the retry logger's own level too: an in-process `harness ... -q` earlier in the session
+    # set it to ERROR
     caplog.set_level("DEBUG")
+    caplog.set_level("DEBUG", logger="harness.retries")
     fake_openai.push(server_error(), server_error(), completion("ok"))
     await ChatClient(settings).chat([{"role": "user", "content": "x"}])
     shown = [r for r in caplog.records if r.name == "harness.retries" and r.levelname == "WARNING"]
