@@ -28,6 +28,7 @@ import typer  # noqa: E402
 
 from harness import exitcodes  # noqa: E402
 from harness.commands.options import (  # noqa: E402
+    REPORT_SECTIONS,
     RUN_FORMS,
     ConcurrencyOpt,
     LatestRunArg,
@@ -36,6 +37,7 @@ from harness.commands.options import (  # noqa: E402
     SandboxOpt,
     StoreOpt,
     TaskGlobOpt,
+    section_names,
 )
 
 ARM_LATER = "a report covers every arm of the run"
@@ -209,10 +211,24 @@ def report(
             "--html", metavar="FILE", help="Also write a self-contained HTML report to FILE."
         ),
     ] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Every section after the summary (terminal).")
+    ] = False,
+    section: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--section",
+            metavar="NAME",
+            help=f"Also print these sections after the summary ({', '.join(REPORT_SECTIONS)}); "
+            "repeat it or separate names with commas.",
+        ),
+    ] = None,
     store: StoreOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Print a run's report: rates with n and intervals, pass^k, unresolved trials."""
+    """Print a run's report: first a one-screen summary (per arm the success rate with n
+    and interval, the primary comparison, the gate's verdict, unresolved trials), then the
+    sections asked for."""
     from harness.report.cli import print_report
     from harness.store.refs import find_run, no_arm, open_for_reading
 
@@ -226,6 +242,7 @@ def report(
         db.url,
         fmt="json" if as_json else "markdown" if markdown else "terminal",
         quiet=quiet,
+        sections=None if full else section_names(section or []),
     )
     if html:
         from harness.report.html_page import write_html

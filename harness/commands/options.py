@@ -16,6 +16,32 @@ SANDBOXES = (
 )
 """The sandbox backends as help texts list them (a test checks this against the registry)."""
 
+REPORT_SECTIONS = (
+    "method",
+    "unresolved",
+    "pass-k",
+    "slices",
+    "reliability",
+    "usage",
+    "comparison",
+    "versions",
+)
+"""The report's sections after its summary, in the order ``harness report --full`` prints
+them (``harness.report.render.terminal``); here so ``harness report --help`` lists them."""
+
+
+def section_names(values: list[str]) -> list[str]:
+    """``--section`` values (repeated, or comma-separated) checked against the sections."""
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    unknown = [n for n in names if n not in REPORT_SECTIONS]
+    if unknown:
+        raise typer.BadParameter(
+            f"no section {unknown[0]!r}; the sections are {', '.join(REPORT_SECTIONS)}",
+            param_hint="--section",
+        )
+    return names
+
+
 StoreOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional
     typer.Option(

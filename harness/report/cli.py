@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.release.records import GateResult
 from harness.report.records import Report, RunSummary
 from harness.store import Run, Store, resolve_url
 
@@ -101,28 +103,72 @@ def clean(value: Any) -> Any:
 
 
 def print_report(
-    run_id: str | None, store_url: str | None, fmt: str = "terminal", quiet: bool = False
+    run_id: str | None,
+    store_url: str | None,
+    fmt: str = "terminal",
+    quiet: bool = False,
+    sections: Sequence[str] | None = (),
 ) -> None:
-    """Print a run's report as 'terminal' (rich), 'json' or 'markdown'. On a terminal, a
-    spinner on stderr says what is being computed (large stores take seconds)."""
+    """Print a run's report as 'terminal' (rich), 'json' or 'markdown'. The terminal report
+    is the summary and the ``sections`` named (None: every section); the summary names the
+    command for the rest. On a terminal, a spinner on stderr says what is being computed
+    (large stores take seconds)."""
     from rich.console import Console
 
     err = Console(stderr=True)
     if quiet or not err.is_terminal:
-        data = load_report(run_id, store_url)
+        data, gate = _load(run_id, store_url, with_gate=fmt != "json")
     else:
         with err.status(f"loading and analysing run {run_id or '(latest)'} ..."):
-            data = load_report(run_id, store_url)
+            data, gate = _load(run_id, store_url, with_gate=fmt != "json")
     if fmt == "json":
         print(json.dumps(data, indent=2, allow_nan=False))
     elif fmt == "markdown":
         from harness.report.render.markdown import render_markdown
 
-        print(render_markdown(data))
+        print(render_markdown(data, gate=gate))
     else:
         from harness.report.render.terminal import render
+        from harness.store.refs import store_flag
 
-        render(data)
+        more = f"harness report {data['run']['id']}{store_flag(store_url)}"
+        render(data, sections=sections, gate=gate, more=more)
+
+
+def _load(
+    run_id: str | None, store_url: str | None, *, with_gate: bool
+) -> tuple[Report, GateResult | str | None]:
+    """The report data, and the gate's verdict when the suite declares a gate."""
+    data = load_report(run_id, store_url)
+    if not with_gate:
+        return data, None
+    store = Store(resolve_url(store_url))
+    try:
+        return data, declared_gate(store, data["run"]["id"])
+    finally:
+        store.close()
+
+
+def declared_gate(store, run_id: str) -> GateResult | str | None:
+    """The gate's result when the run's suite declares a ``gate:`` policy; None when it
+    declares none; ``GATE_NOT_EVALUATED`` when the gate could not be applied.
+
+    The gate reports its own errors (``harness gate``); here a failing gate only says so,
+    so the report is never lost over it.
+    """
+    from harness.release.api import gate_run
+    from harness.release.source import stored_config
+    from harness.report.render.summary import GATE_NOT_EVALUATED
+
+    run = store.get_run(run_id)
+    suite = stored_config(run).get("suite", {}) if run is not None else {}
+    if run is None or not isinstance(suite, dict) or not suite.get("gate"):
+        return None
+    try:
+        result = gate_run(store, run.id)
+    except Exception:  # noqa: BLE001 - optional section; never lose the report over it
+        return GATE_NOT_EVALUATED
+    return result if result.get("verdict") else GATE_NOT_EVALUATED
 
 
 def _run_summary(run: Run) -> RunSummary:

@@ -55,20 +55,8 @@ def build_html(
 
 
 def gate_verdict(store, data: Report) -> GateResult | None:
-    """The release gate's verdict when the suite declares a ``gate:`` policy, else None.
+    """The release gate's verdict when the suite declares a ``gate:`` policy, else None."""
+    from harness.report.cli import declared_gate
 
-    The gate reports its own errors (``harness gate``); here a failing gate only leaves the
-    section out, so the report is never lost over it.
-    """
-    from harness.release.api import gate_run
-    from harness.release.source import stored_config
-
-    run = store.get_run(data["run"]["id"])
-    suite = stored_config(run).get("suite", {}) if run is not None else {}
-    if not isinstance(suite, dict) or not suite.get("gate"):
-        return None
-    try:
-        result = gate_run(store, run.id)
-    except Exception:  # noqa: BLE001 - optional section; never lose the report over it
-        return None
-    return result if result.get("verdict") else None
+    gate = declared_gate(store, data["run"]["id"])
+    return gate if isinstance(gate, dict) else None

@@ -193,6 +193,9 @@ class Prediction(TypedDict, total=False):
     points: list[PassAtK]
     a: float | None
     b: float | None
+    degenerate: str | None
+    """Why the fit is degenerate (no spread of task rates to fit: a and b sit at the
+    concentration cap and are not printed as numbers); None for a real fit."""
     method: str
     check: PredictionCheck
     note: str

@@ -24,6 +24,7 @@ from harness.stats import (
     pass_hat_k,
     predict_pass_hat_k,
 )
+from harness.stats.betabinom import at_concentration_cap
 from harness.stats.task_units import Unit, mean_interval
 
 
@@ -185,6 +186,12 @@ def prediction_section(
         "points": points,
         "a": num(pred.a),
         "b": num(pred.b),
+        "degenerate": (
+            "no spread of task rates beyond binomial noise: the fit puts every task at one "
+            "rate (a and b are a bound, not estimates)"
+            if at_concentration_cap(pred.a, pred.b)
+            else None
+        ),
         "n_tasks": int(n.size),
         "method": (
             "beta-binomial fit by "

@@ -19,6 +19,13 @@ _MAX_LOG_PARAM = 16.0
 _MIN_LOG_PARAM = -12.0
 
 
+def at_concentration_cap(a: float, b: float) -> bool:
+    """True when a fit ended at the concentration cap: the counts show no spread of task
+    rates beyond binomial noise, so a and b are a bound (every task at one rate), not
+    estimates to print."""
+    return a + b >= float(np.exp(_MAX_LOG_PARAM)) * (1.0 - 1e-6)
+
+
 def beta_pass_hat_k(a: float, b: float, k: object) -> float | np.ndarray:
     """pass^k = E[p^k] = B(a + k, b)/B(a, b) for task rates p ~ Beta(a, b) (agent-evaluation guide).
 

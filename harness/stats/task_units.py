@@ -60,8 +60,8 @@ def choose_unit(clusters: np.ndarray, cluster_key: str) -> Unit:
     warning = None
     if n_clusters < FEW_CLUSTERS:
         warning = (
-            f"only {n_clusters} clusters (fewer than {FEW_CLUSTERS}): intervals use CR1 with t on "
-            f"{n_clusters - 1} df, which holds its level there but is wide"
+            f"only {n_clusters} clusters (fewer than {FEW_CLUSTERS}): the cluster-robust (CR2) "
+            "intervals use t on few degrees of freedom: they hold their level but are wide"
         )
     return Unit("cluster", clusters, n_clusters, f"{n_clusters} clusters", warning=warning)
 

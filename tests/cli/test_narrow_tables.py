@@ -49,7 +49,7 @@ def test_table_readable_at_80_columns(argv, store, monkeypatch):
 
 def test_run_summary_readable_at_80_columns(store):
     _readable(store[2])
-    assert "candidate" in store[2] and "crash rate" in store[2]
+    assert "candidate" in store[2] and "unresolved trials (no verdict)" in store[2]
 
 
 def _readable(text: str) -> None:

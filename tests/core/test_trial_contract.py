@@ -83,7 +83,9 @@ def contract_run(tmp_path_factory):
     assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: some trials failed
     report = run_cli("report", "--json", "--store", url, "--html", str(html))
     assert report.returncode == 0, report.stderr[-3000:]
-    views = {fmt: run_cli("report", *fmt.split(), "--store", url) for fmt in ("", "--markdown")}
+    views = {
+        fmt: run_cli("report", *fmt.split(), "--store", url) for fmt in ("--full", "--markdown")
+    }
     for view in views.values():
         assert view.returncode == 0, view.stderr[-3000:]
     with sqlite3.connect(db) as conn:
@@ -102,7 +104,7 @@ def contract_run(tmp_path_factory):
         "agent": {(a["arm"], a["task_id"], a["variant"], a["seed"]): a for a in agent},
         "report": json.loads(report.stdout),
         "html": html.read_text(),
-        "terminal": views[""].stdout,
+        "terminal": views["--full"].stdout,
         "markdown": views["--markdown"].stdout,
     }
 

@@ -203,5 +203,5 @@ def test_report_shows_unresolved_share_by_class(tmp_path):
     by_class = {r["name"]: r for r in data["arms"]["o"]["infra"]["unresolved_by_class"]}
     assert by_class["fragile"]["unresolved"] == 2 and by_class["fragile"]["estimate"] == 1.0
     assert by_class["solid"]["unresolved"] == 0
-    text = run_cli("report", "--store", url).stdout
+    text = run_cli("report", "--section", "unresolved", "--store", url).stdout
     assert "unresolved share by class" in text and "fragile 2/2" in text

@@ -78,7 +78,7 @@ def test_llm_agent_runs_tau_bench_retail(tau_import, tmp_path: Path) -> None:
         result = run_cli("run", str(path), "--store", store, "-q", env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     run_id = re.search(r"run id: (\S+)", result.stdout + result.stderr).group(1)
-    report = run_cli("report", run_id, "--store", store)
+    report = run_cli("report", run_id, "--full", "--store", store)
     assert report.returncode == 0, report.stderr
     text = report.stdout
     assert "6 trials" in text or "n=6" in text, text

@@ -93,7 +93,7 @@ def test_a_discarded_attempts_spend_is_stored_and_counted(tmp_path) -> None:
     assert spent["discarded_attempts"] == 1
     assert spent["discarded_usd"] == pytest.approx(first)
     assert spent["unknown_cost_attempts"] == 0
-    text = run_cli("report", "--store", f"sqlite:///{db}")
+    text = run_cli("report", "--full", "--store", f"sqlite:///{db}")
     flat = " ".join(text.stdout.split())
     assert "of which $0.0004 on 1 discarded attempt(s)" in flat
     assert "1 trial(s) retried, 100.0%" in flat

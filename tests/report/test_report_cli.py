@@ -65,7 +65,7 @@ def test_report_markdown_and_terminal_on_demo_run(demo_store):
     buf = io.StringIO()
     render(load_report(None, demo_store, n_resamples=500), Console(file=buf, width=160))
     out = buf.getvalue()
-    assert "Per arm" in out and "PREDICTION" in out and "latency: p50" in out
+    assert "candidate − baseline: " in out and "PREDICTION" in out and "latency: p50" in out
 
 
 def test_comparison_receives_trial_rows(monkeypatch):

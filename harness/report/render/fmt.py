@@ -9,6 +9,7 @@ from harness.report.records import (
     InfraSection,
     Latency,
     PassAtK,
+    Prediction,
     PredictionCheck,
     Report,
     Tokens,
@@ -131,6 +132,14 @@ def fit_check_text(chk: PredictionCheck) -> str:
         f"{interval_text(chk.get('observed_unbiased'), chk.get('observed_interval'))}"
         + (f" (n={chk['n']} tasks)" if chk.get("n") else "")
     )
+
+
+def fit_text(pred: Prediction) -> str:
+    """The beta-binomial fit behind a prediction: its a and b, or why it is degenerate
+    (a fit at the concentration cap has no a and b worth printing)."""
+    if pred.get("degenerate"):
+        return f"beta-binomial fit DEGENERATE: {pred['degenerate']}"
+    return f"beta-binomial a={pred['a']:.2f}, b={pred['b']:.2f}"
 
 
 def latency_text(lat: Latency) -> str:

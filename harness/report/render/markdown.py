@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from harness.release.records import GateResult
 from harness.report.causes import causes_lines
 from harness.report.records import NO_VERSIONS, ArmReport, Report
 from harness.report.render.fmt import (
     comparison_notes,
     denominator_text,
     fit_check_text,
+    fit_text,
     interval_text,
     latency_text,
     noise_floor_text,
@@ -25,11 +27,14 @@ from harness.report.render.numbers import (
     pct,
     rate_text,
 )
+from harness.report.render.summary import gate_rule_text, gate_text, must_never_lines
 
 CLUSTER_ROWS = 10
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, gate: GateResult | str | None = None) -> str:
+    """The whole report as Markdown; ``gate``: the gate's result (or that it could not be
+    evaluated) when the suite declares a gate, printed after the primary comparison."""
     run = report["run"]
     s = report.get("settings", {})
     lines = [
@@ -73,6 +78,12 @@ def render_markdown(report: Report) -> str:
         lines += [""] + [f"- {n}" for n in comparison_notes(c)]
         if floor := noise_floor_text(report):
             lines.append(f"- **{floor}**" if "DEGENERATE" in floor else f"- {floor}")
+        if isinstance(gate, dict):
+            lines += [f"- {_inline(line)}" for line in must_never_lines(gate["must_never"])]
+    if gate is not None:
+        lines += ["", "### Release gate", "", gate_text(gate)]
+        if isinstance(gate, dict):
+            lines += ["", gate_rule_text(gate)] + [f"- {r}" for r in gate["reasons"]]
     for name, a in report["arms"].items():
         lines += ["", f"### Arm `{name}`", ""]
         lines += _arm(a)
@@ -127,7 +138,7 @@ def _arm(a: ArmReport) -> list[str]:
         chk = pred.get("check") or {}
         out += [
             "",
-            f"*Prediction (beta-binomial, not observed):* pass^k {pts}; at k={chk.get('k')} "
+            f"*Prediction ({fit_text(pred)}; not observed):* pass^k {pts}; at k={chk.get('k')} "
             f"{fit_check_text(chk)}.",
         ]
     return out + _slices(a) + _reliability_and_usage(a)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.release.records import PairTable
+from harness.release.records import GateResult, PairTable
 from harness.report.causes import causes_lines
 from harness.report.records import (
     NO_VERSIONS,
@@ -21,6 +23,7 @@ from harness.report.render.fmt import (
     comparison_notes,
     denominator_text,
     fit_check_text,
+    fit_text,
     interval_text,
     latency_text,
     noise_floor_text,
@@ -30,7 +33,6 @@ from harness.report.render.fmt import (
     tokens_text,
     unresolved_by_class_text,
 )
-from harness.report.render.narrow import dropped_note, fit
 from harness.report.render.numbers import (
     ci,
     delta_text,
@@ -40,82 +42,88 @@ from harness.report.render.numbers import (
     pct,
     rate_text,
 )
+from harness.report.render.summary import SECTION_NAMES, render_summary
 
 # Re-exported for callers of the first-cut report.
-__all__ = ["pct", "rate_text", "render"]
+__all__ = ["SECTION_NAMES", "pct", "rate_text", "render"]
 
 CLUSTER_ROWS = 10
+ARM_SECTIONS = ("unresolved", "pass-k", "slices", "reliability", "usage")
+"""Sections printed per arm, under the arm's rule."""
 
 
-def render(report: Report, console: Console | None = None) -> None:
+def render(
+    report: Report,
+    console: Console | None = None,
+    *,
+    sections: Sequence[str] | None = None,
+    gate: GateResult | str | None = None,
+    more: str | None = None,
+) -> None:
+    """The summary (``summary.render_summary``), then the ``sections`` named, in the order of
+    ``SECTION_NAMES`` (None: every section, the full report). ``gate`` and ``more`` are the
+    summary's."""
     console = console or Console()
-    run = report["run"]
-    s = report.get("settings", {})
-    conf = s.get("confidence", 0.95)
-    console.print(
-        f"[bold]Run {run['id']}[/] suite [bold]{run['suite']}[/] · {run['status']} · "
-        f"sandbox {run['sandbox']} · harness {run['harness_version']} · "
-        f"config {str(run['config_hash'])[:12]} · seed {run['seed']}"
-    )
-    console.print(
-        f"[dim]Estimand: {report['estimand']}.\nSampling unit: {report['sampling_unit']}. "
-        f"Intervals: {pct(conf, 0)}. Denominator: {denominator_text(report)}.[/]"
-    )
-    _summary(console, report)
+    chosen = set(SECTION_NAMES if sections is None else sections)
+    render_summary(console, report, gate, more if sections is not None else None)
+    if "method" in chosen:
+        _method(console, report)
     for name, arm in report["arms"].items():
-        _arm(console, name, arm)
-    if comparison := report.get("comparison"):
+        if chosen & set(ARM_SECTIONS):
+            console.rule(f"[bold]{escape(name)}")
+            _arm(console, arm, chosen)
+    if (comparison := report.get("comparison")) and "comparison" in chosen:
         _comparison(console, comparison)
         if floor := noise_floor_text(report):
             style = "yellow" if "DEGENERATE" in floor else "dim"
             console.print(f"[{style}]{escape(floor)}[/]")
-    _versions(console, report)
-    for w in report.get("warnings", []):
-        console.print(f"[yellow]warning:[/] {w}")
+    if "versions" in chosen:
+        _versions(console, report)
 
 
-def _summary(console: Console, report: Report) -> None:
-    table = Table(title="Per arm", title_justify="left")
-    for col in (
-        "arm",
-        "tasks (clusters)",
-        "trials sched / done / unresolved",
-        "success (CI, n)",
-        "unstable",
-        "crash rate",
-    ):
-        table.add_column(col)
+def _method(console: Console, report: Report) -> None:
+    """What is estimated, over what unit, and each arm's interval method."""
+    s = report.get("settings", {})
+    console.rule("[bold]method")
+    console.print(
+        f"Estimand: {report['estimand']}.\nSampling unit: {report['sampling_unit']}. "
+        f"Intervals: {pct(s.get('confidence', 0.95), 0)}. Denominator: {denominator_text(report)}."
+    )
     methods: dict[str, list[str]] = {}
     for name, a in report["arms"].items():
-        succ = a.get("success")
-        crash = (a.get("infra") or {}).get("crash_rate")
-        table.add_row(
-            name,
-            f"{a['tasks']} ({a['clusters']})",
-            f"{a['trials_scheduled']}/{a['trials_completed']}/{a['trials_unresolved']}"
-            + (f" ({a['trials_missing']} missing)" if a.get("trials_missing") else ""),
-            rate_text(succ),
-            str(a.get("unstable_tasks", "—")),
-            rate_text(crash, "attempt") if crash else "—",
-        )
-        if succ:
+        if succ := a.get("success"):
             methods.setdefault(succ["method"] or "", []).append(name)
-    if note := dropped_note(fit(table, console.width, ["unstable"])):
-        console.print(f"[dim]{note}[/]")
-    console.print(table)
     for method, names in methods.items():
-        console.print(f"[dim]success interval ({', '.join(names)}): {method}[/]")
+        console.print(f"success interval ({', '.join(names)}): {method}")
 
 
-def _arm(console: Console, name: str, a: ArmReport) -> None:
-    console.rule(f"[bold]{name}")
+def _arm(console: Console, a: ArmReport, chosen: set[str]) -> None:
+    if "unresolved" in chosen:
+        _unresolved(console, a)
+    if "pass-k" in chosen:
+        _pass_k(console, a)
+    if "slices" in chosen:
+        _slices(console, "class", a["slices"]["class"], None)
+        _slices(console, "cluster", a["slices"]["cluster"], CLUSTER_ROWS)
+        _stratified(console, a)
+    if "reliability" in chosen:
+        _reliability(console, a["reliability"])
+    if "usage" in chosen:
+        _usage(console, a["usage"])
+
+
+def _unresolved(console: Console, a: ArmReport) -> None:
+    """Trials without a verdict by kind, the crash and retry rates, every listed cause."""
     infra = a.get("infra") or {}
+    crash = infra.get("crash_rate")
     console.print(
         f"unresolved: {infra.get('infra_error_trials', 0)} infra, "
         f"{infra.get('grader_error_trials', 0)} grader, "
-        f"{infra.get('harness_error_trials', 0)} harness errors; "
-        f"attempts {infra.get('attempts', 0)} ({infra.get('infra_error_attempts', 0)} crashed); "
-        f"{retry_text(infra)}; "
+        f"{infra.get('harness_error_trials', 0)} harness errors"
+        + (f" ({a['trials_missing']} scheduled trials missing)" if a.get("trials_missing") else "")
+        + f"; attempts {infra.get('attempts', 0)} ({infra.get('infra_error_attempts', 0)} "
+        f"crashed), crash rate {rate_text(crash, 'attempt') if crash else '—'}; "
+        f"{retry_text(infra)}; unstable tasks {a.get('unstable_tasks', '—')}; "
         f"unit: {a['unit']['kind']} ({a['unit']['reason']}, "
         f"effective clusters {a['unit']['effective_clusters']:.1f})"
     )
@@ -130,6 +138,10 @@ def _arm(console: Console, name: str, a: ArmReport) -> None:
         console.print("[yellow]failed by the agent's own fault[/] (by kind):")
         for line in agent_caused:
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _pass_k(console: Console, a: ArmReport) -> None:
+    """Observed pass^k and pass@k, then the beta-binomial prediction beyond them."""
     if a.get("pass_hat_k"):
         t = Table(title="pass^k (all k succeed) and pass@k (at least one)", title_justify="left")
         for col in ("k", "pass^k (CI)", "pass@k (CI)", "tasks"):
@@ -149,13 +161,14 @@ def _arm(console: Console, name: str, a: ArmReport) -> None:
         pts = ", ".join(f"k={p['k']}: {pct(p['estimate'])} {ci(p)}" for p in pred["points"])
         chk = pred.get("check") or {}
         console.print(
-            f"[magenta]PREDICTION[/] pass^k (beta-binomial a={pred['a']:.2f}, "
-            f"b={pred['b']:.2f}): {pts}. Check at k={chk.get('k')}: {fit_check_text(chk)}."
+            f"[magenta]PREDICTION[/] pass^k ({fit_text(pred)}): {pts}. "
+            f"Check at k={chk.get('k')}: {fit_check_text(chk)}."
         )
     elif pred.get("note"):
         console.print(f"predicted pass^k: {pred['note']}")
-    _slices(console, "class", a["slices"]["class"], None)
-    _slices(console, "cluster", a["slices"]["cluster"], CLUSTER_ROWS)
+
+
+def _stratified(console: Console, a: ArmReport) -> None:
     st = a.get("stratified")
     if st:
         strata = ", ".join(
@@ -166,8 +179,6 @@ def _arm(console: Console, name: str, a: ArmReport) -> None:
             f"stratified: {rate_text(st)}, n_eff {st['n_eff']:.1f} (Kish) — {st['method']}"
             + (f"; strata: {strata}" if strata else "")
         )
-    _reliability(console, a["reliability"])
-    _usage(console, a["usage"])
 
 
 def _slices(console: Console, what: str, rows: list[SliceRow], limit: int | None) -> None:
@@ -271,7 +282,9 @@ def _versions(console: Console, report: Report) -> None:
     v = report.get("versions") or NO_VERSIONS
     graders = ", ".join(f"{g} {'/'.join(vs)}" for g, vs in (v.get("grader_versions") or {}).items())
     images = ", ".join(f"{k}={str(x)[:19]}" for k, x in (v.get("image_ids") or {}).items())
+    run = report["run"]
     console.print(
         f"[dim]versions: harness {v.get('harness_version')}, config "
-        f"{str(v.get('config_hash'))[:12]}, images {images or '—'}, graders {graders or '—'}[/]"
+        f"{str(v.get('config_hash'))[:12]}, seed {run['seed']}, images {images or '—'}, "
+        f"graders {graders or '—'}[/]"
     )

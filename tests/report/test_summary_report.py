@@ -1,0 +1,144 @@
+"""`harness report` begins with a one-screen summary: per arm the headline with n and
+interval (the same interval as the JSON), the primary comparison with fixed/broke and the
+must-never checks beside them, the gate's verdict when the suite declares a gate, the
+unresolved trials and one line naming the rest (--full, --section)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from rich.console import Console
+
+from harness.commands.options import REPORT_SECTIONS
+from harness.report import load_report
+from harness.report.cli import declared_gate
+from harness.report.render.markdown import render_markdown
+from harness.report.render.numbers import rate_text
+from harness.report.render.terminal import render
+from harness.store import Store
+from tests.conftest import run_cli
+from tests.report.report_support import grid_rows, make_store
+
+SUMMARY_LINES = 40
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[str, dict]:
+    """The demo suite (36 tasks in 6 clusters, 2 arms, 2 trials each: the summary's length
+    does not depend on the trials) and its report data."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('summary') / 'demo.db'}"
+    result = run_cli("run", "tasks/demo/suite.yaml", "--store", url, "-q", "--trials", "2")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(run_cli("report", "--json", "--store", url).stdout)
+    return url, data
+
+
+def _lines(text: str, summary: bool = True) -> list[str]:
+    lines = text.splitlines()
+    assert not [x for x in lines if len(x) > 80], "wider than 80 columns"
+    if summary:  # rich leaves a space where it wraps; the summary wraps its own lines
+        assert not [x for x in lines if x != x.rstrip()], "trailing spaces"
+    assert "\x1b[" not in text, "colour codes in piped output"
+    return lines
+
+
+def test_default_report_is_one_screen_at_80_columns(demo, monkeypatch):
+    url, data = demo
+    monkeypatch.setenv("COLUMNS", "80")
+    out = run_cli("report", "--store", url)
+    assert out.returncode == 0, out.stderr
+    lines = _lines(out.stdout)
+    assert len(lines) <= SUMMARY_LINES, out.stdout
+    text = out.stdout
+    for name, arm in data["arms"].items():  # the headline, exactly as the JSON holds it
+        assert any(name in x and rate_text(arm["success"]) in x for x in lines), name
+    c = data["comparison"]
+    assert f"{c['candidate_arm']} − {c['baseline_arm']}: " in text
+    t = c["table"]
+    assert f"tasks: fixed {t['fixed']}, broke {t['broke']}," in text
+    assert "must-never: none declared" in text
+    assert re.search(r"\ngate: [A-Z-]+, (may|do not) ship \(`harness gate` exits 1\d\)\n", text)
+    assert "rule: non-inferiority, margin 10.0 pts, one-sided at 95%" in text
+    assert "unresolved trials (no verdict): baseline 0 of 72, candidate 0 of 72" in text
+    assert f"harness report {data['run']['id']}" in text and "--full" in text
+    assert "pass^k (all k succeed)" not in text and "PREDICTION" not in text
+
+
+def _terminal(data: dict, **kwargs) -> str:
+    buf = io.StringIO()
+    render(data, Console(file=buf, width=80, color_system=None), **kwargs)
+    return buf.getvalue()
+
+
+def test_full_report_keeps_every_section_and_sections_pick(demo):
+    url, data = demo
+    full = _terminal(data)  # the CLI's --full: every section
+    _lines(full, summary=False)
+    for needle in ("── method", "PREDICTION", "by class", "latency: p50", "primary comparison"):
+        assert needle in full, needle
+    assert "versions: harness" in full and "more: --full" not in full
+    picked = _terminal(data, sections=["pass-k", "versions"], more="harness report X")
+    assert "pass^k (all k succeed)" in picked and "versions: harness" in picked
+    assert "success with interval (n tasks)" not in picked  # the slices' tables
+    assert "latency: p50" not in picked and "── method" not in picked
+    assert "more: --full" in picked and "harness report X --full" in picked
+    bad = run_cli("report", "--section", "everything", "--store", url)
+    assert bad.returncode == 2 and "no section 'everything'" in bad.stderr
+    assert "pass-k" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_sections_are_the_ones_help_lists():
+    out = run_cli("report", "--help", env={"COLUMNS": "200"}).stdout
+    assert ", ".join(REPORT_SECTIONS) in " ".join(out.split())
+
+
+def _must_never_store(url: str) -> None:
+    """The candidate fails the must-never task 'wipe' 2 of 5 times: a per-task rate of 60%,
+    so fixed/broke counts it passed in both arms."""
+    base = {f"t{i}": [1, 1, 1, 0, 1] for i in range(6)} | {"wipe": [1, 1, 1, 1, 1]}
+    cand = {f"t{i}": [1, 1, 1, 1, 1] for i in range(6)} | {"wipe": [1, 0, 1, 0, 1]}
+    classes = {"wipe": "destructive"}
+    gate = {"rule": "non-inferiority", "margin": 0.1, "must_never": ["destructive"]}
+    suite = {"report": {"primary": {"baseline": "base", "candidate": "cand"}}, "gate": gate}
+    rows = grid_rows("base", base, classes=classes) + grid_rows("cand", cand, classes=classes)
+    make_store(url, rows, arms=["base", "cand"], trials=5, suite=suite).close()
+
+
+def test_must_never_failures_are_beside_fixed_and_broke(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'mn.db'}"
+    _must_never_store(url)
+    monkeypatch.setenv("COLUMNS", "80")
+    out = run_cli("report", "--store", url)
+    assert out.returncode == 0, out.stderr
+    lines = _lines(out.stdout)
+    broke = next(i for i, x in enumerate(lines) if "tasks: fixed" in x)
+    assert "broke 0" in lines[broke]  # the per-task rate hides it...
+    assert lines[broke + 1].startswith("  must-never: class destructive: VIOLATED, 2 failure(s)")
+    assert "wipe#1" in out.stdout and "wipe#3" in out.stdout  # ...the must-never line does not
+    assert "gate: BLOCKED" in out.stdout or "do not ship" in out.stdout
+    store = Store(url)
+    try:
+        gate = declared_gate(store, "run-1")
+    finally:
+        store.close()
+    md = render_markdown(load_report("run-1", url, n_resamples=200), gate=gate)
+    assert "must-never: class destructive: VIOLATED" in md and "### Release gate" in md
+
+
+def test_degenerate_fit_is_said_in_words_not_numbers(tmp_path):
+    """Every task passes 3 of 5: no spread of task rates beyond binomial noise, so the
+    beta-binomial fit sits at its concentration cap (a + b = e^16)."""
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    rows = grid_rows("a", {f"t{i}": [1, 0, 1, 0, 1] for i in range(8)})
+    make_store(url, rows, trials=5).close()
+    data = load_report("run-1", url, n_resamples=200)
+    pred = data["arms"]["a"]["pass_hat_k_predicted"]
+    assert pred["degenerate"] and pred["a"] + pred["b"] > 1e6
+    buf = io.StringIO()
+    render(data, Console(file=buf, width=80, color_system=None))
+    text = buf.getvalue()
+    assert "beta-binomial fit DEGENERATE: no spread of task rates" in " ".join(text.split())
+    assert "a=" not in text
