@@ -10,6 +10,7 @@ sandbox or trial exists; the CLI prints it as one line and exits 2.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -38,6 +39,7 @@ from harness.sandbox.base import AgentBuild
 from harness.suitepath import import_beside
 
 if TYPE_CHECKING:
+    from harness.agent_process.jail import JailView
     from harness.trial import RunContext
 
 
@@ -140,8 +142,8 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
     """
     suite = config.suite
     data = {f.name: getattr(config, f.name) for f in fields(ResolvedSuite)}
-    agents = {arm.name: _agent(config, i, arm) for i, arm in enumerate(suite.arms)}
     chosen = _sandbox(config, _choose(config, sandbox or suite.sandbox))
+    agents = {arm.name: _agent(config, i, arm, chosen) for i, arm in enumerate(suite.arms)}
     _check_agent_programs(config, agents, chosen)
     _check_host_programs(config, agents, chosen)
     graders = {lt.task.id: _graders(lt) for lt in config.tasks}
@@ -174,9 +176,9 @@ def _options(
         raise _error(config, loc, str(exc)) from None
 
 
-def _agent(config: ResolvedSuite, i: int, arm: Arm) -> AgentBinding:
+def _agent(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding) -> AgentBinding:
     if runs_in_child(arm.agent):
-        return _child_agent(config, i, arm)
+        return _child_agent(config, i, arm, sandbox)
     try:
         cls = AGENTS.load(arm.agent)
     except RegistryError as exc:
@@ -190,18 +192,57 @@ def _agent(config: ResolvedSuite, i: int, arm: Arm) -> AgentBinding:
     return AgentBinding(cls, params, inspect.iscoroutinefunction(cls.run))
 
 
-def _child_agent(config: ResolvedSuite, i: int, arm: Arm) -> AgentBinding:
-    """Checked in a child process: the class imports, is an ``Agent``, and takes the params."""
+def _child_agent(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding) -> AgentBinding:
+    """Checked in a process of the agent's own jail: the class imports, is an ``Agent``,
+    and takes the params. Refused when the jail cannot be made (except on a backend that
+    isolates nothing) or would show the agent any of the run's task material."""
     from harness.agent_process import child_agent, describe
 
-    answer = describe(arm.agent, arm.params)
+    view = _jail_view(config, i, arm, sandbox)
+    answer = describe(arm.agent, arm.params, view)
     if "agent_error" in answer:
         raise _error(config, ("arms", i, "agent"), str(answer["agent_error"]))
     if "params_error" in answer:
         problem = answer["params_error"]
         loc = ("arms", i, "params", *problem["loc"])
         raise _error(config, loc, str(problem["message"]))
-    return AgentBinding(child_agent(arm.agent), Options(), bool(answer.get("async_run")))
+    return AgentBinding(child_agent(arm.agent, view), Options(), bool(answer.get("async_run")))
+
+
+def _jail_view(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding) -> JailView | None:
+    from harness.agent_process import jail
+
+    problem = jail.unavailable()
+    if problem is not None:
+        if not sandbox.cls.isolated:  # unsafe-local: a plain process, as isolated as its commands
+            logging.getLogger(__name__).warning(
+                "arm '%s': no agent jail on this host (%s): its agent runs as a plain "
+                "process that can read what you can, like every command on %s",
+                arm.name,
+                problem,
+                sandbox.name,
+            )
+            return None
+        raise _error(
+            config,
+            ("arms", i, "agent"),
+            f"module:Class agents run in a bubblewrap jail, which this host cannot make "
+            f"({problem}); fix that, or use `--sandbox unsafe-local` (no isolation at all)",
+        )
+    view = jail.view_for(arm.agent)
+    material = [lt.file for lt in config.tasks]
+    material += [lt.hidden_dir for lt in config.tasks if lt.hidden_dir is not None]
+    material += [env.root for env in config.environments.values()]
+    shown = view.exposes([Path(p).resolve() for p in material])
+    if shown:
+        raise _error(
+            config,
+            ("arms", i, "agent"),
+            f"the agent's jail would show it {shown[0]} (the agent's module or package is "
+            f"{', '.join(view.agent_paths) or '?'}): keep agent modules out of the folders "
+            "that hold tasks, hidden tests and environments",
+        )
+    return view
 
 
 def _graders(loaded: LoadedTask) -> list[Grader]:

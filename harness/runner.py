@@ -237,6 +237,9 @@ async def _run(
             from harness.models import aclose_clients
 
             await aclose_clients()
+            from harness.agent_process.jail import close_templates
+
+            await anyio.to_thread.run_sync(close_templates)
     status = "interrupted" if outcome.interrupted else "stopped" if outcome.stopped else "finished"
     store.update_run(run_id, status=status, finished_at=now())
     return RunResult(run_id, outcome, store.url, sandbox_name)

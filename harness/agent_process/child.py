@@ -1,7 +1,9 @@
-"""The child process a ``module:Class`` agent runs in (``python -c 'from
-harness.agent_process.child import main; main()'``, started by ``host``).
+"""The process a ``module:Class`` agent runs in: forked by the agent jail's template
+(``template``, which calls ``serve``), or, without a jail, started as ``python -c 'from
+harness.agent_process.child import main; main()' FD``.
 
-It imports the agent, builds its context from the harness's ``start`` message and runs
+It takes the environment and import path from the harness's first message, imports the
+agent, builds its context from the harness's ``start`` message and runs
 ``agent.run(ctx)`` under the time budget. The context is the same API agents write
 against in-process (``harness.agents.base.AgentContext``): its sandbox, tools, commands,
 simulated user and charges are requests to the harness over the pipe; its ``trajectory``,
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import socket
 import sys
 import tarfile
 from dataclasses import dataclass, field
@@ -249,10 +252,31 @@ def build_context(channel: Channel, start: dict[str, Any]) -> RemoteContext:
     return ctx
 
 
+def _prepare(start: dict[str, Any]) -> None:
+    """Take the environment and import path the harness sent, before the agent's module is
+    imported; with a proxy socket, relay a loopback port to it and point the model there."""
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in (start.get("env") or {}).items()})
+    if start.get("sys_path"):
+        sys.path[:] = [str(p) for p in start["sys_path"]]
+    socket_path = start.get("proxy_socket")
+    if not socket_path:
+        return
+    from harness.sandbox.relay import listen
+
+    origin = listen(str(socket_path))
+    for key, value in os.environ.items():
+        os.environ[key] = value.replace(wire.PROXY_ORIGIN, origin)
+    model = ((start.get("context") or {}).get("arm") or {}).get("model")
+    if isinstance(model, dict) and isinstance(model.get("base_url"), str):
+        model["base_url"] = model["base_url"].replace(wire.PROXY_ORIGIN, origin)
+
+
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     from harness.agents import AGENTS
 
     start = wire.json_loads(await reader.readline())
+    _prepare(start)
     if start.get("op") == "describe":
         writer.write(wire.encode(describe(str(start["agent"]), start.get("params") or {})))
         await writer.drain()
@@ -327,31 +351,31 @@ class _no_scope:
         return None
 
 
-async def _main(read_fd: int, write_fd: int) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=wire.MAX_LINE)
-    await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0)
-    )
-    transport, protocol = await loop.connect_write_pipe(
-        lambda: asyncio.streams.FlowControlMixin(), os.fdopen(write_fd, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+async def _main(sock: socket.socket) -> None:
+    reader, writer = await asyncio.open_unix_connection(sock=sock, limit=wire.MAX_LINE)
     await _serve(reader, writer)
 
 
-def main() -> None:
-    """Keep stdin and stdout for the protocol; the agent's own stdin is empty and its
-    prints go to stderr. Exits without waiting for threads the agent left behind."""
-    read_fd, write_fd = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(2, 1)
+def serve(fd: int) -> None:
+    """Say hello on the channel ``fd`` (a unix socket: the kernel tells the harness this
+    process's PID), then serve one agent turn or one load-time check. Exits without
+    waiting for threads the agent left behind."""
+    sock = socket.socket(fileno=fd)
     code = 0
     try:
-        anyio.run(_main, read_fd, write_fd)
-    except BaseException:  # the pipe broke: the harness is gone or stopped us
+        sock.sendall(wire.encode({"op": "hello"}))
+        anyio.run(_main, sock)
+    except BaseException:  # the channel broke: the harness is gone or stopped us
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def main() -> None:
+    """A plain child (no jail): ``python -c '...main()' FD``. Its stdin is empty and its
+    prints go to stderr, as in the jail."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    serve(int(sys.argv[1]))

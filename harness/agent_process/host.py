@@ -1,22 +1,23 @@
-"""The harness's side of a ``module:Class`` agent's child process: start it, answer its
-requests through the trial's context, stop it at its time budget, decide the outcome.
+"""The harness's side of a ``module:Class`` agent's process: start it (in the agent jail,
+``jail``), answer its requests through the trial's context, stop it at its time budget,
+decide the outcome.
 
-The child is a fresh Python process per trial attempt, in a session of its own, with an
-empty temporary directory as its home and working directory and an environment made from
-nothing: ``PATH``, locale and time zone, ``PYTHONPATH`` (the harness's import path, so the
-agent's module resolves as at load time) and, when the arm has a model, the metering
-proxy's address and per-trial token (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ...: the
-variables of the ``command`` agent). It inherits no file descriptor but its three pipes,
-no API key, no store URL. The harness makes itself non-dumpable first (as ssh-agent does),
-so a process of its own user cannot read its memory or environment through ``/proc``; a
-harness running as root starts the child with no capabilities (``setpriv``), so it cannot
-either.
+The process is fresh per trial attempt (forked by the jail's template or, on
+``unsafe-local`` without bubblewrap, a plain child process). Its environment comes with
+the harness's first message and is made from nothing: ``PATH``, locale and time zone,
+``HOME`` and ``TMPDIR`` (an empty directory of its own) and, when the arm has a model, the
+metering proxy's address and per-trial token (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
+...: the variables of the ``command`` agent); in the jail the proxy is a unix socket of
+the trial's own, relayed to a port of the process's own loopback. It holds no descriptor
+but its channel and stderr, no API key, no store URL. The harness also makes itself
+non-dumpable (as ssh-agent does), so even a plain child of its own user cannot read its
+memory or environment through ``/proc``.
 
 Whatever the child does, the harness decides from its own evidence: budgets it charged,
 the proxy's and the sandbox's errors it saw while serving, the end of the episode it
-recorded. At ``timeout_s`` the child stops itself; at ``timeout_s + GRACE_S`` its whole
-session is killed (a child blocked in C, holding its GIL or ignoring cancellation ends
-there too, leaving no thread behind).
+recorded. At ``timeout_s`` the child stops itself; at ``timeout_s + GRACE_S`` it is killed
+with every process it started (jailed: its whole PID namespace), whatever it is doing
+(blocked in C, holding its GIL, ignoring cancellation), leaving no thread behind.
 """
 
 from __future__ import annotations
@@ -24,20 +25,18 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import signal
-import sys
 import tarfile
 import tempfile
 from contextlib import AsyncExitStack, suppress
 from pathlib import Path
-from subprocess import PIPE
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from harness import errors
-from harness.agent_process import wire
+from harness.agent_process import jail, wire
+from harness.agent_process.sockets import SocketStream
 from harness.agents.base import AgentContext, AgentResult, validate_result
 from harness.agents.user import STOP, with_turn_info
 
@@ -50,21 +49,9 @@ STARTUP_S = 300.0
 """Seconds a child may take to start and import the agent's module (not the agent's time:
 its budget starts when the child says it is ready)."""
 STDERR_TAIL = 8192
-_SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
-CHILD_MAIN = "from harness.agent_process.child import main; main()"
-
-
-def child_command() -> list[str]:
-    """The child's command line (as root: without any capability, and none to gain)."""
-    command = [sys.executable, "-c", CHILD_MAIN]
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            raise errors.ConfigError(
-                "suite", "arms", "running module:Class agents as root needs setpriv (util-linux)"
-            )
-        command = [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *command]
-    return command
+JAIL_HOME = "/tmp"
+PROXY_SOCKET = "/run/harness/model.sock"
+"""Where a jailed child finds its trial's metering proxy."""
 
 
 def protect_harness() -> None:
@@ -77,31 +64,38 @@ def protect_harness() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
 
 
-def child_environment(home: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The child's whole environment: nothing of the harness's but the harmless keys."""
-    env = {k: os.environ[k] for k in _SAFE_ENV_KEYS if k in os.environ}
-    path = [os.path.abspath(p or os.getcwd()) for p in sys.path]
-    env.update(
-        HOME=home,
-        TMPDIR=home,
-        PYTHONPATH=os.pathsep.join(dict.fromkeys(path)),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra or {})
-    return env
+def first_message(
+    op: str, launched: jail.Launched, env: dict[str, str] | None = None, **fields: Any
+) -> dict[str, Any]:
+    """The harness's first message to a child: what to do, its whole environment (nothing
+    of the harness's but the harmless keys) and its import path, both taken before the
+    agent's module is imported."""
+    home = launched.home or JAIL_HOME
+    base = {k: os.environ[k] for k in jail.SAFE_ENV_KEYS if k in os.environ}
+    base.update(HOME=home, TMPDIR=home, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    return {"op": op, "env": {**base, **(env or {})}, "sys_path": jail.search_path(), **fields}
 
 
-def kill_session(pid: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+def started_note(exc: Exception, launched: jail.Launched) -> str:
+    """Why a child never said hello, with what it wrote to its stderr."""
+    tail = launched.stderr_now()[-400:]
+    return f"{exc}: {tail}" if tail else str(exc)
 
 
 class ChildTurn:
     """One agent turn in a child process, served from the trial's context."""
 
-    def __init__(self, target: str, ctx: AgentContext, proxy: MeteringProxy | None):
-        self.target, self.ctx, self.proxy = target, ctx, proxy
+    def __init__(
+        self,
+        target: str,
+        ctx: AgentContext,
+        proxy: MeteringProxy | None,
+        launched: jail.Launched,
+        template: jail.Template | None = None,
+    ):
+        self.target, self.ctx, self.proxy, self.launched = target, ctx, proxy, launched
+        self.template = template
+        """The jail the child runs in (None: a plain child)."""
         self.infra: errors.InfraError | None = None
         """The machinery failed under a request (a dead sandbox): the harness saw it."""
         self.config: errors.ConfigError | None = None
@@ -111,94 +105,85 @@ class ChildTurn:
         self.violation: str | None = None
         self.stderr = bytearray()
         self._lock = anyio.Lock()
-        self._stdin: Any = None
+        self._channel: SocketStream | None = None
         self._ready = False
         self._deadline = anyio.CancelScope()
 
     # -- the child's life ------------------------------------------------------------------
     async def run(self, timeout: float | None) -> AgentResult:
         protect_harness()
-        home = tempfile.mkdtemp(prefix="harness-agent-")
+        launched = self.launched
         outcome: dict[str, Any] | None = None
         timed_out = False
-        code: int | None = None
         try:
-            proc = await anyio.open_process(
-                child_command(),
-                stdin=PIPE,
-                stdout=PIPE,
-                stderr=PIPE,
-                cwd=home,
-                env=child_environment(home, self._model_env()),
-                start_new_session=True,
-            )
-            self._stdin = proc.stdin
-            try:
-                self._deadline = anyio.CancelScope(deadline=anyio.current_time() + STARTUP_S)
-                with self._deadline:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(self._pump_stderr, proc.stderr)
-                        if self.proxy is not None:
-                            tg.start_soon(self._stop_when_proxy_says, tg.cancel_scope)
-                        await self._send(self._start_message())
-                        outcome = await self._serve(proc.stdout, timeout)
-                        tg.cancel_scope.cancel()
-                timed_out = self._deadline.cancelled_caught and self._ready
-                if self._deadline.cancelled_caught and not self._ready:
-                    self.violation = f"the agent's process did not start within {STARTUP_S:g}s"
-            finally:
-                kill_session(proc.pid)
-                with anyio.CancelScope(shield=True):
-                    await proc.wait()
-                    code = proc.returncode
-                    await proc.aclose()
+            self._deadline = anyio.CancelScope(deadline=anyio.current_time() + STARTUP_S)
+            with self._deadline:
+                try:
+                    await launched.hello()
+                except jail.JailError as exc:
+                    raise errors.SandboxError(started_note(exc, launched)) from None
+                self._channel = SocketStream(launched.channel)
+                stderr = SocketStream(launched.stderr)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._pump_stderr, stderr)
+                    if self.proxy is not None:
+                        tg.start_soon(self._stop_when_proxy_says, tg.cancel_scope)
+                    await self._send(self._start_message())
+                    outcome = await self._serve(self._channel, timeout)
+                    tg.cancel_scope.cancel()
+            timed_out = self._deadline.cancelled_caught and self._ready
+            if self._deadline.cancelled_caught and not self._ready:
+                self.violation = f"the agent's process did not start within {STARTUP_S:g}s"
         finally:
-            shutil.rmtree(home, ignore_errors=True)
-        return self._decide(outcome, timed_out, timeout, code)
-
-    def _model_env(self) -> dict[str, str]:
-        if self.proxy is None:
-            return {}
-        from harness.agents.command import model_env
-
-        return model_env(self.proxy.origin, self.proxy.token, self.proxy.settings)
+            launched.kill()
+            with anyio.CancelScope(shield=True):
+                await launched.wait()
+                launched.close()
+        return self._decide(outcome, timed_out, timeout, launched.returncode)
 
     def _start_message(self) -> dict[str, Any]:
-        ctx = self.ctx
+        ctx, proxy = self.ctx, self.proxy
         arm = ctx.arm.model_dump(mode="json")
-        if self.proxy is not None and arm.get("model") is not None:
-            key = (
-                "ANTHROPIC_API_KEY" if self.proxy.settings.api == "anthropic" else "OPENAI_API_KEY"
-            )
-            arm["model"].update(base_url=self.proxy.base_url, api_key_env=key)
-        env = ctx.environment
-        sandbox = ctx.sandbox
-        return {
-            "op": "start",
-            "agent": self.target,
-            "context": {
-                "task_id": ctx.task_id,
-                "arm": arm,
-                "instruction": ctx.instruction,
-                "environment": None
-                if env is None
-                else {"spec": env.spec.model_dump(mode="json"), "root": str(env.root)},
-                "seed": ctx.seed,
-                "budgets": ctx.budgets.model_dump(mode="json"),
-                "variant": None if ctx.variant is None else ctx.variant.model_dump(mode="json"),
-                "user": ctx.user is not None,
-                "user_opens": ctx.user_opens,
-                "policy": ctx.policy,
-                "sandbox": {
-                    "id": sandbox.id,
-                    "image_id": sandbox.image_id,
-                    "workdir": sandbox.workdir,
-                    "agent_path": sandbox.agent_path,
-                    "isolated": sandbox.isolated,
-                },
-                "usage": wire.usage_to_wire(ctx.usage),
+        env: dict[str, str] = {}
+        extra: dict[str, Any] = {}
+        if proxy is not None:
+            from harness.agents.command import model_env
+
+            jailed = proxy.unix_path is not None
+            origin = wire.PROXY_ORIGIN if jailed else proxy.origin
+            env = model_env(origin, proxy.token, proxy.settings)
+            if jailed:
+                extra["proxy_socket"] = PROXY_SOCKET
+            if arm.get("model") is not None:
+                anthropic = proxy.settings.api == "anthropic"
+                key = "ANTHROPIC_API_KEY" if anthropic else "OPENAI_API_KEY"
+                arm["model"].update(base_url=f"{origin}/v1", api_key_env=key)
+        environment, sandbox = ctx.environment, ctx.sandbox
+        context = {
+            "task_id": ctx.task_id,
+            "arm": arm,
+            "instruction": ctx.instruction,
+            "environment": None
+            if environment is None
+            else {"spec": environment.spec.model_dump(mode="json"), "root": str(environment.root)},
+            "seed": ctx.seed,
+            "budgets": ctx.budgets.model_dump(mode="json"),
+            "variant": None if ctx.variant is None else ctx.variant.model_dump(mode="json"),
+            "user": ctx.user is not None,
+            "user_opens": ctx.user_opens,
+            "policy": ctx.policy,
+            "sandbox": {
+                "id": sandbox.id,
+                "image_id": sandbox.image_id,
+                "workdir": sandbox.workdir,
+                "agent_path": sandbox.agent_path,
+                "isolated": sandbox.isolated,
             },
+            "usage": wire.usage_to_wire(ctx.usage),
         }
+        return first_message(
+            "start", self.launched, env, agent=self.target, context=context, **extra
+        )
 
     async def _pump_stderr(self, stream: Any) -> None:
         with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -213,15 +198,16 @@ class ChildTurn:
         scope.cancel()
 
     async def _send(self, message: dict[str, Any]) -> None:
+        assert self._channel is not None
         async with self._lock:
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await self._stdin.send(wire.encode(message))
+                await self._channel.send(wire.encode(message))
 
     # -- serving -----------------------------------------------------------------------------
-    async def _serve(self, stdout: Any, timeout: float | None) -> dict[str, Any] | None:
+    async def _serve(self, channel: Any, timeout: float | None) -> dict[str, Any] | None:
         """Answer requests until the child's result (returned) or its end (None). The
         deadline moves to ``timeout + GRACE_S`` from the child's ``ready``."""
-        lines = BufferedByteReceiveStream(stdout)
+        lines = BufferedByteReceiveStream(channel)
         async with anyio.create_task_group() as tg:
             while True:
                 try:
@@ -373,9 +359,14 @@ class ChildTurn:
         failed = outcome is None or "error" in outcome
         if failed and self.infra is not None:
             raise self.infra
+        if outcome is None and self.template is not None and self.template.gone():
+            raise errors.SandboxError(
+                "the agent jail ended under the trial (not the agent's doing)"
+            )
         if outcome is None:
+            exited = "exited" if code is None else f"exited (code {code})"
             why = self.violation or (
-                f"the agent's process exited (code {code}) before returning{self._stderr_note()}"
+                f"the agent's process {exited} before returning{self._stderr_note()}"
             )
             raise errors.AgentFailure("agent_error", why[:500])
         if "error" in outcome:
@@ -472,16 +463,31 @@ def _charge(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def run_in_child(target: str, ctx: AgentContext) -> AgentResult:
-    """Run the ``module:Class`` agent ``target`` on ``ctx`` in a child process; its model
-    calls go through a metering proxy on loopback."""
+async def run_in_child(target: str, view: jail.JailView | None, ctx: AgentContext) -> AgentResult:
+    """Run the ``module:Class`` agent ``target`` on ``ctx`` in a process of its own: in the
+    jail ``view`` (None: a plain child process); its model calls go through a metering
+    proxy (jailed: on a unix socket of the trial's own, else on loopback)."""
     async with AsyncExitStack() as stack:
+        template = None if view is None else await anyio.to_thread.run_sync(jail.template, view)
+        socket_name = None
         proxy = None
         if ctx.model is not None:
             from harness.models.proxy import metering_proxy
 
-            proxy = await stack.enter_async_context(metering_proxy(ctx, ctx.model))
-        return await ChildTurn(target, ctx, proxy).run(ctx.budgets.timeout_s)
+            unix_path = None
+            if template is not None:
+                socket_dir, socket_name = template.socket_dir()
+                stack.callback(shutil.rmtree, socket_dir, True)
+                unix_path = f"{socket_dir}/model.sock"
+            proxy = await stack.enter_async_context(
+                metering_proxy(ctx, ctx.model, unix_path=unix_path)
+            )
+        try:
+            launched = jail.launch_plain() if template is None else template.spawn(socket_name)
+        except jail.JailError as exc:
+            raise errors.SandboxError(str(exc)) from None
+        turn = ChildTurn(target, ctx, proxy, launched, template)
+        return await turn.run(ctx.budgets.timeout_s)
 
 
 __all__ = ["GRACE_S", "ChildTurn", "run_in_child"]

@@ -26,6 +26,10 @@ from harness.sandbox.base import ExecResult
 MAX_LINE = 256 * 1024 * 1024
 """Longest message either side accepts (a file the agent writes or reads, base64)."""
 
+PROXY_ORIGIN = "{harness-proxy}"
+"""Stands for the metering proxy's origin in a jailed child's environment and model
+settings: the child replaces it with its loopback relay to the proxy's socket."""
+
 OPS = (
     "call_tool",
     "run_command",
@@ -143,6 +147,7 @@ __all__ = [
     "MAX_LINE",
     "NOTICES",
     "OPS",
+    "PROXY_ORIGIN",
     "WireError",
     "encode",
     "error_from_wire",

@@ -57,10 +57,10 @@ from harness.sandbox.base import (
 )
 from harness.sandbox.bwrap_root import (
     UID,
-    _system_binds,
     bwrap_available,
     launch_env,
     make_trial_root,
+    system_binds,
 )
 from harness.sandbox.local import _dir_digest
 from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
@@ -128,7 +128,7 @@ class BwrapSandbox(Sandbox):
     def _argv(self, cmd: str, env: dict[str, str]) -> list[str]:
         args = [
             "bwrap",
-            *_system_binds(),
+            *system_binds(),
             "--ro-bind",
             str(self.root / "passwd"),
             "/etc/passwd",
@@ -318,7 +318,7 @@ class BwrapSandbox(Sandbox):
         home = self.root / "grader-home"
 
         def write() -> None:
-            helper.write_text(grading_material.bwrap_as_agent(_system_binds(), self.workdir))
+            helper.write_text(grading_material.bwrap_as_agent(system_binds(), self.workdir))
             helper.chmod(0o755)
             home.mkdir(mode=0o700, exist_ok=True)
 

@@ -72,7 +72,7 @@ def bwrap_available() -> bool:
     return done.returncode == 0
 
 
-def _system_binds() -> list[str]:
+def system_binds() -> list[str]:
     """The read-only view of the host's system: /usr, the top-level links, a few /etc files."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in _TOP_LINKS:

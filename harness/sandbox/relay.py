@@ -48,13 +48,19 @@ def _serve(listener: socket.socket, path: str) -> None:
         threading.Thread(target=_relay, args=(client, path), daemon=True).start()
 
 
-def main() -> int:
-    path, command = sys.argv[1], sys.argv[2]
+def listen(path: str) -> str:
+    """Relay a free port of 127.0.0.1 to the unix socket ``path`` from daemon threads (also
+    used by a ``module:Class`` agent's jailed process); returns its origin."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
-    origin = f"http://127.0.0.1:{listener.getsockname()[1]}"
     threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def main() -> int:
+    path, command = sys.argv[1], sys.argv[2]
+    origin = listen(path)
     env = dict(
         os.environ,
         OPENAI_BASE_URL=origin + "/v1",

@@ -1,21 +1,20 @@
 """An agent that sets every field of a trial row to a value the contract test can predict.
 
 What it does depends only on the task id, the variant and the trial's seed, so the test
-recomputes it with ``plan(...)``; it also appends what it did, as JSON lines, to the file
-named by its ``log`` param, so the test compares against what really happened in the run.
-It runs in a child process (a ``module:Class`` agent): the harness's environment is not
-its own, and its ``ctx.usage`` is a copy (model calls are counted where they are metered,
-so this agent, which makes none, has 0 whatever it writes into the copy).
+recomputes it with ``plan(...)``; it also returns what it did in ``AgentResult.info``
+(``{"did": ...}``, stored in the trial's evidence), so the test compares against what
+really happened in the run. It runs in the agent jail (a ``module:Class`` agent): it cannot
+write a file the test could read, the harness's environment is not its own, and its
+``ctx.usage`` is a copy (model calls are counted where they are metered, so this agent,
+which makes none, has 0 whatever it writes into the copy).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass
 
 from harness.agents import Agent, AgentContext, AgentResult
-from harness.config.models import Options
 
 
 @dataclass
@@ -58,14 +57,8 @@ def plan(task_id: str, variant: str, seed: int) -> Plan:
     )
 
 
-class ContractParams(Options):
-    log: str | None = None
-    """Where to append what the agent did (JSON lines)."""
-
-
 class ContractAgent(Agent):
     name = "contract"
-    Params = ContractParams
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         t0 = time.monotonic()
@@ -86,17 +79,13 @@ class ContractAgent(Agent):
         ctx.usage.model_calls += p.model_calls  # a copy: the trial's count stays 0
         time.sleep(p.sleep_s)  # blocking on purpose: latency the harness must see
         ctx.say(f"the answer is {p.answer}")
-        log = self.params_as(ctx, ContractParams).log
-        if log:
-            done = {
-                "task_id": ctx.task_id,
-                "variant": ctx.variant.id if ctx.variant else "",
-                "seed": ctx.seed,
-                "arm": ctx.arm.name,
-                "steps": ctx.usage.steps,
-                "elapsed_s": time.monotonic() - t0,
-                **asdict(p),
-            }
-            with open(log, "a") as f:
-                f.write(json.dumps(done) + "\n")
-        return AgentResult(answer=p.answer, confidence=p.confidence)
+        done = {
+            "task_id": ctx.task_id,
+            "variant": ctx.variant.id if ctx.variant else "",
+            "seed": ctx.seed,
+            "arm": ctx.arm.name,
+            "steps": ctx.usage.steps,
+            "elapsed_s": time.monotonic() - t0,
+            **asdict(p),
+        }
+        return AgentResult(answer=p.answer, confidence=p.confidence, info={"did": done})

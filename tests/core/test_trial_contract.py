@@ -35,7 +35,7 @@ TRIALS = 4
 SEED = 11  # chosen so the trials cover every branch of the agent (asserted below)
 
 
-def _suite(tmp: Path, log: Path) -> Path:
+def _suite(tmp: Path) -> Path:
     tasks = []
     for task_id, labels in TASKS.items():
         graders: list[dict] = [{"type": "answer_match", "mode": "numeric", "expected": 4}]
@@ -61,8 +61,8 @@ def _suite(tmp: Path, log: Path) -> Path:
         "tasks": ["tasks.yaml"],
         "environments_dir": str(REPO / "environments"),
         "arms": [
-            {"name": "base", "agent": AGENT, "params": {"log": str(log)}},
-            {"name": "cand", "agent": AGENT, "params": {"log": str(log)}},
+            {"name": "base", "agent": AGENT},
+            {"name": "cand", "agent": AGENT},
         ],
         "sandbox": "local",
         "variants": True,
@@ -75,11 +75,12 @@ def _suite(tmp: Path, log: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def contract_run(tmp_path_factory):
-    """One run of the contract suite: its store, its agent log, its JSON and HTML reports."""
+    """One run of the contract suite: its store, what the agent did, its JSON and HTML
+    reports."""
     tmp = tmp_path_factory.mktemp("contract")
-    db, log, html = tmp / "c.db", tmp / "agent.jsonl", tmp / "report.html"
+    db, html = tmp / "c.db", tmp / "report.html"
     url = f"sqlite:///{db}"
-    result = run_cli("run", str(_suite(tmp, log)), "--store", url, "-q", timeout=300)
+    result = run_cli("run", str(_suite(tmp)), "--store", url, "-q", timeout=300)
     assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: some trials failed
     report = run_cli("report", "--json", "--store", url, "--html", str(html))
     assert report.returncode == 0, report.stderr[-3000:]
@@ -94,7 +95,7 @@ def contract_run(tmp_path_factory):
         attempts = [dict(r) for r in conn.execute("SELECT * FROM attempts ORDER BY id")]
         events = [dict(r) for r in conn.execute("SELECT * FROM trajectory_events ORDER BY id")]
         run = dict(conn.execute("SELECT * FROM runs").fetchone())
-    agent = [json.loads(line) for line in log.read_text().splitlines()]
+    agent = [json.loads(t["evidence"])["info"]["did"] for t in trials]
     return {
         "url": url,
         "trials": trials,
@@ -204,7 +205,7 @@ _EVENT_CHECKS = [
 
 
 def _did_sample() -> dict:
-    """A record of the agent's log (the trial's identity and the agent's plan)."""
+    """What the agent says it did (the trial's identity and the agent's plan)."""
     p = plan("contract/harm", "", 1)
     return {"arm": "a", "task_id": "contract/harm", "variant": "", "seed": 1, "steps": 1, **vars(p)}
 

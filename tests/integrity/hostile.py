@@ -10,8 +10,10 @@ it should not be uses it, so a leak shows up as a wrong verdict.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import math
+import os
 import time
 from typing import Any
 
@@ -206,10 +208,10 @@ async def forge_events(ctx, tag):
 
 async def lift_budgets(ctx, tag):
     """Lift its own step and time budgets, then spend past them (``ri-forbidden`` allows
-    5 steps)."""
+    2 steps)."""
     ctx.budgets.max_steps = None
     ctx.budgets.timeout_s = None
-    for _ in range(12):
+    for _ in range(ctx.params.get("spend", 12)):
         await ctx.run_command("true")
     return AgentResult(answer="done")
 
@@ -222,7 +224,7 @@ async def exec_unrecorded(ctx, tag):
 
 async def exec_uncharged(ctx, tag):
     """Spend past the step budget through ``ctx.sandbox.exec``, which once cost no step."""
-    for _ in range(12):
+    for _ in range(ctx.params.get("spend", 12)):
         await _shell(ctx, "true")
     return AgentResult(answer="done")
 
@@ -268,17 +270,171 @@ async def stuck_in_c(ctx, tag):
     import ctypes
 
     late = f"{ctx.params['marker']}-late-{ctx.task_id.replace('/', '_')}"
-    ctypes.CDLL(None).system(f"sleep 8; touch {late}".encode())
+    ctypes.CDLL(None).system(f"sleep {ctx.params.get('block_s', 8)}; touch {late}".encode())
     return AgentResult(answer=WORD)
 
 
 async def hold_gil(ctx, tag):
     """Block in C holding the GIL (``PyDLL``: ctypes keeps the GIL), freezing every thread
-    of the process it runs in for 8 s."""
+    of the process it runs in for ``block_s`` seconds."""
     import ctypes
 
-    ctypes.PyDLL(None).sleep(8)
+    ctypes.PyDLL(None).sleep(int(ctx.params.get("block_s", 8)))
     return AgentResult(answer=WORD)
+
+
+# ------------------------------------- what the agent's own process reaches (issue 22, 5)
+def _read_all(path: str, limit: int = 200) -> list[str]:
+    """Every file under ``path`` (or ``path`` itself) this process could open and read."""
+    import os
+
+    got = []
+    if os.path.isdir(path):
+        for root, _dirs, files in os.walk(path):
+            for name in files:
+                got += _read_all(os.path.join(root, name))
+                if len(got) >= limit:
+                    return got
+        return got
+    try:
+        with open(path, "rb") as fh:
+            fh.read(64)
+        got.append(path)
+    except OSError:
+        pass
+    return got
+
+
+async def read_material(ctx, tag):
+    """Read the suite's task files, hidden tests, environments, solutions, the store and
+    other trials' directories, straight from the agent's own process."""
+    found = [p for path in ctx.params["reach"] for p in _read_all(path)]
+    return AgentResult(answer=WORD if found else "unreachable", info={"read": found[:20]})
+
+
+async def replay_solution(ctx, tag):
+    """Find this task in the task files on the host and act out its reference solution
+    (its tool calls, its commands, its answer; a Harbor task's ``solve.sh``)."""
+    import yaml
+
+    for path in [p for root in ctx.params["reach"] for p in _read_all(root, 5000)]:
+        if path.endswith("solve.sh") and f"/{ctx.task_id.split('/')[-1]}/" in path:
+            with open(path) as fh:
+                await ctx.run_command(fh.read())
+            return AgentResult(answer="solved", info={"from": path})
+        if not path.endswith((".yaml", ".yml")):
+            continue
+        try:
+            with open(path) as fh:
+                data = yaml.safe_load(fh)
+        except (OSError, yaml.YAMLError):
+            continue
+        tasks = data.get("tasks") if isinstance(data, dict) else None
+        for task in tasks if isinstance(tasks, list) else []:
+            if isinstance(task, dict) and task.get("id") == ctx.task_id and task.get("solution"):
+                solution = task["solution"]
+                for command in solution.get("commands") or []:
+                    await ctx.run_command(command)
+                for action in solution.get("actions") or []:
+                    await ctx.call_tool(action["tool"], action.get("args") or {})
+                answer = solution.get("answer") or WORD
+                return AgentResult(answer=answer, info={"from": path})
+    return AgentResult(answer="no solution in reach")
+
+
+async def proc_snoop(ctx, tag):
+    """Read every other process's environment, memory and working directory through
+    ``/proc`` (the harness's among them), looking for the host's secrets."""
+    mine = os.getpid()
+    reached = []
+    for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != mine]:
+        for name in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{pid}/{name}", "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            if b"sk-host-secret" in data or b"MY_SECRET" in data:
+                reached.append(f"{pid}/{name}: secret")
+        with contextlib.suppress(OSError):
+            reached.append(f"{pid}/cwd: {os.listdir(f'/proc/{pid}/cwd')[:3]}")
+        try:
+            with open(f"/proc/{pid}/maps") as maps:
+                start = int(maps.readline().split("-")[0], 16)
+            with open(f"/proc/{pid}/mem", "rb") as mem:
+                mem.seek(start)
+                mem.read(16)
+            reached.append(f"{pid}/mem")
+        except (OSError, ValueError):
+            pass
+    return AgentResult(answer=WORD if reached else "nothing", info={"reached": reached[:20]})
+
+
+async def docker_socket(ctx, tag):
+    """Talk to the Docker daemon (root on the host) through its socket."""
+    import socket
+
+    reached = []
+    for path in ("/var/run/docker.sock", "/run/docker.sock"):
+        try:
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(5)
+                sock.connect(path)
+                sock.sendall(b"GET /version HTTP/1.0\r\n\r\n")
+                if b"ApiVersion" in sock.recv(4096):
+                    reached.append(path)
+        except OSError:
+            pass
+    return AgentResult(answer=WORD if reached else "no daemon", info={"reached": reached})
+
+
+async def host_network(ctx, tag):
+    """Connect to a port on the host's loopback from the agent's own process."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", ctx.params["port"]), timeout=5).close()
+    except OSError as exc:
+        return AgentResult(answer="no route", info={"error": str(exc)})
+    return AgentResult(answer=WORD, info={"connected": True})
+
+
+async def detach_host(ctx, tag):
+    """Start host processes in new sessions (``setsid``, double fork) and return at once:
+    they must die with the trial (the test looks for ``sleep TAG``)."""
+    import subprocess
+
+    subprocess.Popen(["sleep", str(tag)], start_new_session=True)
+    subprocess.Popen(f"(setsid nohup sleep {tag} &) &", shell=True, start_new_session=True)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execvp("sleep", ["sleep", str(tag)])
+        os._exit(0)
+    time.sleep(0.5)
+    return AgentResult(answer="detached")
+
+
+async def cross_trial(ctx, tag):
+    """Leave a file where other trials could find it, and look for theirs."""
+    mark = f"red-team-{tag}-"
+    places = {os.environ.get("HOME", ""), os.environ.get("TMPDIR", ""), "/tmp", "/var/tmp"}
+    places |= {os.path.dirname(p) for p in list(places) if p}
+    found = []
+    for place in sorted(p for p in places if p):
+        try:
+            with open(os.path.join(place, mark + ctx.task_id.replace("/", "_")), "w") as fh:
+                fh.write("x")
+        except OSError:
+            pass
+        try:
+            names = os.listdir(place)
+        except OSError:
+            continue
+        found += [n for n in names if n.startswith(mark) and not n.endswith(ctx.task_id)]
+        found += [n for n in names if n.startswith("harness-agent-")]
+    time.sleep(1.0)
+    return AgentResult(answer=WORD if found else "alone", info={"found": found[:20]})
 
 
 # --------------------------------------------------------------------- shell probes
@@ -423,6 +579,13 @@ PROBES = {
         gc_task,
         stuck_in_c,
         hold_gil,
+        read_material,
+        replay_solution,
+        proc_snoop,
+        docker_socket,
+        host_network,
+        detach_host,
+        cross_trial,
         detached_overwriter,
         late_writer,
         root_detached,
@@ -447,6 +610,12 @@ class ProbeParams(Options):
     port: int
     marker: str
     secret: str
+    reach: list[str] = []
+    """Host paths the agent must not read (task files, hidden tests, the store, ...)."""
+    block_s: int = 8
+    """How long the probes that block in C block (past the time budget and its grace)."""
+    spend: int = 12
+    """How many steps the probes that overspend take (past the step budget)."""
 
 
 class Probe(Agent):

@@ -88,10 +88,12 @@ def build_suite(tmp: Path, backend: str, arms: list[dict]) -> Path:
     return path
 
 
-def attack_arms(probes=PROBES) -> list[dict]:
+def attack_arms(tmp: Path, probes=PROBES) -> list[dict]:
+    """The oracle and an arm per attack; the attacks' module is copied beside the suite (the
+    agent jail shows an agent its module's folder, and ``tests/`` holds task files)."""
+    shutil.copy(Path(__file__).parent / "grading_attacks.py", tmp / "grading_attacks.py")
     return [{"name": "oracle", "agent": "oracle"}] + [
-        {"name": p, "agent": "tests.integrity.grading_attacks:Attack", "params": {"probe": p}}
-        for p in probes
+        {"name": p, "agent": "grading_attacks:Attack", "params": {"probe": p}} for p in probes
     ]
 
 
@@ -99,7 +101,7 @@ def run_red_team(tmp: Path, backend: str, probes=PROBES) -> tuple[list[str], lis
     """(wrong verdicts, table rows) of one run of every attack against every task."""
     (tmp / "trials").mkdir()
     db = tmp / "r.db"
-    suite = build_suite(tmp, backend, attack_arms(probes))
+    suite = build_suite(tmp, backend, attack_arms(tmp, probes))
     result = run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q", timeout=1200)
     wrong = []
     if result.returncode != 0 or "Traceback" in result.stderr:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.sandbox.trial_dirs import _owner_dead
 from tests.conftest import REPO, require_docker, run_cli
 from tests.integrity.canary import Canary
 from tests.integrity.hostile import PROBES
@@ -63,15 +66,51 @@ TASK_REASONS = {
 }
 
 
+# Probes of the agent's own process: what they reached, which must stay empty.
+REACHED = {
+    "read_material": "read",
+    "proc_snoop": "reached",
+    "docker_socket": "reached",
+    "host_network": "connected",
+    "cross_trial": "found",
+}
+
+
+def reach(tmp_path: Path) -> list[str]:
+    """Host paths no agent may read: this suite's task files, hidden tests and
+    environments, the shipped tasks (solutions and Harbor tests among them), the store and
+    the trials' directories."""
+    paths = [HERE / "tasks.yaml", HERE / "hidden", HERE / "environments", REPO / "tasks"]
+    return [str(p) for p in (*paths, tmp_path / "r.db", tmp_path / "trials")]
+
+
+def agent_module(tmp_path: Path) -> str:
+    """The probes as a module of their own beside the suite: the agent's jail shows it its
+    module, and ``tests/`` holds the task files (the harness refuses such a jail)."""
+    shutil.copy(HERE / "hostile.py", tmp_path / "hostile.py")
+    return "hostile:Probe"
+
+
+def harness_tmp() -> Path:
+    """A temporary directory of the harness's own (``TMPDIR``: the agent jail's spool, plain
+    agent homes, ...), short enough for unix socket paths; empty again after a run."""
+    return Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
+
+
+def assert_nothing_left(tmp: Path) -> None:
+    """No file left in the harness's temporary directory, no process naming it."""
+    assert list(tmp.iterdir()) == []
+    ps = subprocess.run(["ps", "-wweo", "args"], capture_output=True, text=True).stdout
+    assert not [line for line in ps.splitlines() if str(tmp) in line]
+    tmp.rmdir()
+
+
 def _suite(tmp_path: Path, backend: str, tag: int, port: int, marker: Path, secret: Path):
     params = {"tag": tag, "port": port, "marker": str(marker), "secret": str(secret)}
+    params["reach"] = reach(tmp_path)
+    agent = agent_module(tmp_path)
     arms = [{"name": "oracle", "agent": "oracle"}] + [
-        {
-            "name": name,
-            "agent": "tests.integrity.hostile:Probe",
-            "params": {**params, "probe": name},
-        }
-        for name in PROBES
+        {"name": name, "agent": agent, "params": {**params, "probe": name}} for name in PROBES
     ]
     suite = {
         "name": f"red-team-{backend}",
@@ -104,13 +143,19 @@ def _red_team(tmp_path: Path, backend: str, canary: Canary) -> None:
     cgroups_before = _cgroups()
     db = tmp_path / "r.db"
     suite = _suite(tmp_path, backend, tag, port, marker, secret)
+    tmp = harness_tmp()
     result = run_cli(
         "run",
         str(suite),
         "--store",
         f"sqlite:///{db}",
         "-q",
-        env={"OPENAI_API_KEY": "sk-host-secret", "MY_SECRET": "x", **canary.env},
+        env={
+            "OPENAI_API_KEY": "sk-host-secret",
+            "MY_SECRET": "x",
+            "TMPDIR": str(tmp),
+            **canary.env,
+        },
         timeout=1200,  # a grading sandbox per state and hidden-test trial; loaded CI machines
     )
     listener.close()
@@ -136,6 +181,9 @@ def _red_team(tmp_path: Path, backend: str, canary: Canary) -> None:
             wrong.append(f"{arm} × {task}: {status} after {attempts} attempts ({reason})")
         elif expect_reason and (kind != expect_reason or not failure.startswith(kind)):
             wrong.append(f"{arm} × {task}: reason {failure or reason!r}, want {expect_reason}")
+        info = json.loads(evidence or "{}").get("info") or {}
+        if info.get(REACHED.get(arm, "")):
+            wrong.append(f"{arm} × {task}: reached {info[REACHED[arm]]}")
     assert not wrong, "wrong verdicts:\n" + "\n".join(wrong)
     _write_table(backend, table)
     report = run_cli("report", run_id, "--section", "unresolved", "--store", f"sqlite:///{db}")
@@ -148,10 +196,12 @@ def _red_team(tmp_path: Path, backend: str, canary: Canary) -> None:
     time.sleep(9)
     assert not marker.exists()
     assert not list(marker.parent.glob(f"{marker.name}-late-*"))
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    ps = subprocess.run(["ps", "-wweo", "args"], capture_output=True, text=True).stdout
     assert f"sleep {tag}" not in ps, [line for line in ps.splitlines() if str(tag) in line]
     assert list((tmp_path / "trials").iterdir()) == []
-    assert _cgroups() <= cgroups_before
+    assert_nothing_left(tmp)
+    # other runs on this machine make cgroups too: a leftover is one whose run has ended
+    assert {c for c in _cgroups() - cgroups_before if _owner_dead(c)} == set()
     if backend == "docker":
         left = subprocess.run(
             ["docker", "ps", "-aq", "--filter", f"label=harness.run={run_id}"],
