@@ -14,12 +14,36 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
 
 from harness import errors
+
+
+def progress_columns() -> list[ProgressColumn]:
+    """The bar's columns. On a narrow terminal the title and the bar share what is left
+    (the title is cut, then the bar shrinks); done/total, the counts, the elapsed time and
+    the ETA are never cut: rich's defaults cut those first ('8…', 'ETA 0:0…') at 80 columns."""
+
+    def whole() -> Column:
+        return Column(no_wrap=True)
+
+    return [
+        TextColumn(
+            "[bold]{task.description}",
+            table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis", min_width=4),
+        ),
+        BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=3)),
+        MofNCompleteColumn(table_column=whole()),
+        TextColumn("{task.fields[counts]}", table_column=whole()),
+        TimeElapsedColumn(table_column=whole()),
+        TextColumn("ETA", table_column=whole()),
+        TimeRemainingColumn(table_column=whole()),
+    ]
 
 
 class TrialProgress:
@@ -31,15 +55,7 @@ class TrialProgress:
         self.enabled = enabled
         self._next_line = 0.1
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=self.console,
-            disable=not self.live,
+            *progress_columns(), console=self.console, expand=True, disable=not self.live
         )
         self._task = self._progress.add_task(title, total=total, counts=self._counts_text())
 

@@ -170,7 +170,7 @@ def _export_inspect(db, run_id: str, log_dir: Path | None, arms: list[str] | Non
             "`inspect view --log-dir DIR`",
         )
     written = write_inspect(db, run_id, log_dir, arms)
-    files = "".join(f"\n  {w.path}  ({w.arm}: {w.trials} trials)" for w in written)
+    files = "".join(f"\n  {w.arm} ({w.trials} trials):\n    {w.path.name}" for w in written)
     typer.echo(
         f"wrote {len(written)} Inspect log(s) of run {run_id} to {log_dir}:{files}\n"
         f"open them with: inspect view --log-dir {log_dir}",

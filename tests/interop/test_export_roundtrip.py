@@ -109,7 +109,8 @@ def test_inspect_logs_are_listed_and_read_by_inspect(exported, tmp_path) -> None
     result = run_cli("export", run_id, "--format", "inspect", "-o", str(logs), "--store", url)
     assert result.returncode == 0, result.stderr
     listed = sorted(Path(info.name.removeprefix("file://")) for info in list_eval_logs(str(logs)))
-    named = sorted(Path(line.split()[0]) for line in result.stderr.splitlines()[1:-1])
+    lines = result.stderr.splitlines()[1:-1]  # per arm 'ARM (N trials):', then the file's name
+    named = sorted(logs / line.strip() for line in lines if line.startswith("    "))
     assert listed == named == sorted(logs.iterdir()), result.stderr
     assert f"inspect view --log-dir {logs}" in result.stderr
     infos = list_eval_logs(str(logs))

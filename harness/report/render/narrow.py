@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -58,7 +59,12 @@ def _longest_word(col) -> int:
     return max((len(w) for w in words), default=1)
 
 
-def dropped_note(dropped: list[str]) -> str | None:
+def dropped_note(dropped: list[str], console: Console) -> str | None:
+    """Which columns were left out, said as it is: a narrow terminal on a terminal; on a pipe
+    or a file (a log, a CI job) the width is not the reader's terminal, so it says the width."""
     if not dropped:
         return None
-    return f"(narrow terminal: {', '.join(dropped)} not shown; widen it or use --json)"
+    cols = ", ".join(dropped)
+    if console.is_terminal:
+        return f"(narrow terminal: {cols} not shown; widen it or use --json)"
+    return f"({cols} not shown at {console.width} columns; --json has every column)"

@@ -131,7 +131,7 @@ def print_history(h: History) -> None:
             )
     dropped = fit(t, con.width, ["graders", "images", "cost $", "trials", "tasks", "started"])
     con.print(t)
-    if note := dropped_note(dropped):
+    if note := dropped_note(dropped, con):
         con.print(f"[dim]{note}[/]")
     for n in notes:
         con.print(f"[yellow]{n}[/]")

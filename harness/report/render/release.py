@@ -172,7 +172,7 @@ def _print_screens(con, table_cls, screens: Screens | None) -> None:
         t.add_row(*row[:-1], f"[yellow]{row[-1]}[/]" if row[-1] else "")
     if isinstance(t, Table):
         dropped = fit(t, con.width, ["tasks ±", "p", "tasks", "new", "base"])
-        if note := dropped_note(dropped):
+        if note := dropped_note(dropped, con):
             con.print(f"[dim]{note}[/]")
     con.print(t)
     for line in screen_notes(screens):
