@@ -17,6 +17,7 @@ from harness.report import load_report
 from harness.report.cli import declared_gate
 from harness.report.render.markdown import render_markdown
 from harness.report.render.numbers import rate_text
+from harness.report.render.release import comparison_lines
 from harness.report.render.terminal import render
 from harness.store import Store
 from tests.conftest import run_cli
@@ -126,6 +127,10 @@ def test_must_never_failures_are_beside_fixed_and_broke(tmp_path, monkeypatch):
         store.close()
     md = render_markdown(load_report("run-1", url, n_resamples=200), gate=gate)
     assert "must-never: class destructive: VIOLATED" in md and "### Release gate" in md
+    # the gate's arm rates are at its own level (one-sided 95%: 90% two-sided): labelled so
+    assert isinstance(gate, dict) and gate["primary"] is not None
+    arms = comparison_lines(gate["primary"], gate["policy"])[:2]
+    assert all(line.endswith("(one-sided 95% bounds)") for line in arms), arms
 
 
 def test_degenerate_fit_is_said_in_words_not_numbers(tmp_path):

@@ -54,19 +54,22 @@ def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> l
         if policy and policy.get("sides") == "one-sided"
         else f"{level:.0%} interval"
     )
+    # Under a one-sided rule the arms' intervals are at the gate's level (90% two-sided for
+    # one-sided 95%), not the report's: say so, or one arm reads two ways in two views.
+    at = f" ({bounds})" if policy and policy.get("sides") == "one-sided" else ""
     lines = [
-        f"baseline  {rate_text(c['baseline']) if c['baseline'] else MISSING}",
-        f"candidate {rate_text(c['candidate']) if c['candidate'] else MISSING}",
+        f"baseline  {rate_text(c['baseline']) + at if c['baseline'] else MISSING}",
+        f"candidate {rate_text(c['candidate']) + at if c['candidate'] else MISSING}",
         f"delta (candidate − baseline) {pts(c['estimate'])} pts, {bounds} "
         f"[{pts(c['lo'])}, {pts(c['hi'])}] (n={c['n']} tasks, {c['n_clusters']} clusters)",
         f"method: {c['method']}; weights {c['weights']}, unresolved trials {c['denominator']}",
         f"estimator: {c['estimator']}",
     ]
-    at = c.get("all_trials")
-    if at and at.get("estimate") is not None:
+    every = c.get("all_trials")
+    if every and every.get("estimate") is not None:
         lines.append(
-            f"all trials (for reading, biased under adaptive repeats): {pts(at['estimate'])} "
-            f"[{pts(at['lo'])}, {pts(at['hi'])}]"
+            f"all trials (for reading, biased under adaptive repeats): {pts(every['estimate'])} "
+            f"[{pts(every['lo'])}, {pts(every['hi'])}]"
         )
     if c.get("interval_warning"):
         lines.append(f"warning: {c['interval_warning']}")
