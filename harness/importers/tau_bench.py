@@ -14,7 +14,8 @@ What is written (under ``--out``):
   instruction becomes the simulated user's private goal; the expected change is the data
   after replaying the gold actions exactly as tau-bench's reward does (every action but the
   terminating ones, failing ones included, on fresh data), written as a ``state_diff`` patch
-  with ``strict_types``; the outputs become ``required_outputs`` in ``substring`` mode; the
+  with ``strict_types``; the outputs become ``required_outputs`` in ``substring`` mode,
+  searched only in what the agent said to the user (never its final answer alone); the
   gold actions are the oracle's solution; the cluster is the user;
 - ``suite.yaml`` (an ``llm`` arm configured from environment variables) and
   ``check-suite.yaml`` (oracle and noop arms, a quick check of the import).
@@ -22,7 +23,6 @@ What is written (under ``--out``):
 
 from __future__ import annotations
 
-import ast
 import json
 import pickle
 import shutil
@@ -38,6 +38,13 @@ from pydantic import ValidationError
 from graders._paths import ABSENT, apply_patch, strict_same
 from harness.config.models import ToolSpec
 from harness.errors import ConfigError
+from harness.importers.tau_source import (
+    TauAction,
+    TauTask,
+    data_tables,
+    read_tasks,
+    terminate_tools,
+)
 from harness.jsontypes import JSONObject
 
 DOMAINS = ("retail", "airline")
@@ -45,24 +52,6 @@ SPLITS = ("test", "train", "dev")
 RUNNER = Path(__file__).with_name("tau_runner.py")
 SERVER = Path(__file__).parent.parent / "tools" / "server.py"
 RUN = "python3 -S tau_runner.py"
-
-
-class TauAction(TypedDict):
-    """One gold action of a tau-bench task: a tool's name and its arguments (free-form)."""
-
-    name: str
-    kwargs: dict[str, object]
-
-
-@dataclass
-class TauTask:
-    """The parts of a tau-bench ``Task(...)`` the import reads."""
-
-    index: int
-    user_id: str
-    instruction: str
-    actions: list[TauAction]
-    outputs: list[str]
 
 
 class _StateGrader(TypedDict):
@@ -75,6 +64,7 @@ class _StateGrader(TypedDict):
 class _OutputsGrader(TypedDict):
     type: Literal["required_outputs"]
     match: Literal["substring"]
+    include_answer: Literal[False]
     outputs: list[str]
 
 
@@ -111,102 +101,6 @@ class Imported:
     tasks: int
     with_outputs: int
     no_change: int
-
-
-# ----------------------------------------------------------------------------- reading
-def _value(node: ast.expr, file: Path) -> Any:
-    """A literal, or a call such as ``Task(...)`` / ``Action(...)`` read as its keywords."""
-    if isinstance(node, ast.Call):
-        if node.args:
-            raise ConfigError(str(file), "", f"line {node.lineno}: positional arguments")
-        return {k.arg: _value(k.value, file) for k in node.keywords if k.arg}
-    if isinstance(node, ast.List):
-        return [_value(e, file) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise ConfigError(str(file), "", f"line {node.lineno}: a ** spread in a dict")
-        return {
-            _value(k, file): _value(v, file)
-            for k, v in zip(node.keys, node.values, strict=True)
-            if k is not None
-        }
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        raise ConfigError(
-            str(file), "", f"line {node.lineno}: not a literal ({ast.unparse(node)[:60]})"
-        ) from None
-
-
-def read_tasks(file: Path) -> list[TauTask]:
-    """The task list of a ``tasks_<split>.py`` file: its top-level list of ``Task(...)``."""
-    try:
-        tree = ast.parse(file.read_text(), filename=str(file))
-    except (OSError, SyntaxError) as exc:
-        raise ConfigError(str(file), "", f"cannot read the task list: {exc}") from None
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.List):
-            raw = _value(stmt.value, file)
-            out = []
-            for i, t in enumerate(raw):
-                try:
-                    out.append(
-                        TauTask(
-                            index=i,
-                            user_id=str(t["user_id"]),
-                            instruction=str(t["instruction"]),
-                            actions=[
-                                {"name": a["name"], "kwargs": dict(a["kwargs"])}
-                                for a in t["actions"]
-                            ],
-                            outputs=[str(o) for o in t.get("outputs", [])],
-                        )
-                    )
-                except (KeyError, TypeError) as exc:
-                    raise ConfigError(str(file), f"task {i}", f"missing {exc}") from None
-            return out
-    raise ConfigError(str(file), "", "no top-level list of tasks")
-
-
-def terminate_tools(env_py: Path) -> list[str]:
-    """``self.terminate_tools = [...]`` in the domain's env.py (tau-bench's episode end)."""
-    tree = ast.parse(env_py.read_text(), filename=str(env_py))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Attribute) and target.attr == "terminate_tools":
-                    return [str(x) for x in ast.literal_eval(node.value)]
-    return []
-
-
-def data_tables(data_init: Path) -> list[tuple[str, str]]:
-    """(table, json file) pairs of the domain's ``load_data``: which file each key reads."""
-    tree = ast.parse(data_init.read_text(), filename=str(data_init))
-    var_file: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.With):
-            files = [
-                str(c.value)
-                for item in node.items
-                for c in ast.walk(item.context_expr)
-                if isinstance(c, ast.Constant) and str(c.value).endswith(".json")
-            ]
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and files:
-                    for target in stmt.targets:
-                        if isinstance(target, ast.Name):
-                            var_file[target.id] = files[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
-            pairs = []
-            for k, v in zip(node.value.keys, node.value.values, strict=True):
-                if not (isinstance(k, ast.Constant) and isinstance(v, ast.Name)):
-                    continue
-                if v.id in var_file:
-                    pairs.append((str(k.value), var_file[v.id]))
-            if pairs:
-                return pairs
-    raise ConfigError(str(data_init), "load_data", "cannot tell which JSON file each table reads")
 
 
 # ----------------------------------------------------------------------------- expected
@@ -426,7 +320,16 @@ def _task_entry(name: str, split: str, t: TauTask, patch: JSONObject) -> TaskEnt
         state["expect_no_change"] = True
     graders: list[_StateGrader | _OutputsGrader] = [state]
     if t.outputs:
-        graders.append({"type": "required_outputs", "match": "substring", "outputs": t.outputs})
+        # Counted only when said to the user, as tau-bench's reward reads them: the final
+        # answer alone is never part of what the user was told.
+        graders.append(
+            {
+                "type": "required_outputs",
+                "match": "substring",
+                "include_answer": False,
+                "outputs": t.outputs,
+            }
+        )
     return {
         "id": f"{name}/{split}-{t.index:03d}",
         "cluster": t.user_id,

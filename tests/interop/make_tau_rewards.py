@@ -5,7 +5,8 @@ tau-bench's reward hashes the whole database twice per trajectory (about half a 
 airline), too slow to recompute 1,300 times in CI; the agreement test recomputes a seeded
 sample of these with tau-bench's code and compares the harness's verdict with all of them.
 
-    python tests/importers/make_tau_rewards.py
+    python tests/interop/make_tau_rewards.py            # every kind
+    python tests/interop/make_tau_rewards.py KIND ...   # only these kinds, merged into the file
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ from tests.interop.tau_support import DOMAINS, KINDS, tau_env, tau_reward, traje
 OUT = Path(__file__).parent / "fixtures" / "tau_bench_rewards.json"
 
 
-def main() -> None:
-    rewards: dict[str, dict[str, list[float]]] = {}
+def main(kinds: list[str]) -> None:
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise SystemExit(f"unknown kind(s) {unknown}; kinds: {', '.join(KINDS)}")
+    rewards: dict[str, dict[str, list[float]]] = (
+        json.loads(OUT.read_text()) if kinds and OUT.is_file() else {}
+    )
     for domain in DOMAINS:
         env = tau_env(domain)
         ending = set(env.terminate_tools)
-        rewards[domain] = {}
-        for kind in KINDS:
+        rewards.setdefault(domain, {})
+        for kind in kinds or KINDS:
             out = []
             for i, task in enumerate(env.tasks):
                 actions = [a.model_dump() for a in task.actions]
@@ -39,4 +45,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

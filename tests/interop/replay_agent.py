@@ -1,5 +1,6 @@
 """A test agent that plays a fixed trajectory per task, given in ``params.steps``:
-``{task_id: [{"name": tool | "respond", "kwargs": {...}}, ...]}``."""
+``{task_id: [{"name": tool | "respond" | "final_answer", "kwargs": {...}}, ...]}``
+(``final_answer``: the answer the agent returns without saying it)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ class ReplayAgent(Agent):
         task_id = getattr(ctx, "task_id", None) or ctx.task.id
         said = None
         for step in ctx.params["steps"].get(task_id, []):
-            if step["name"] == "respond":
+            if step["name"] == "final_answer":  # returned, never said to the user
+                said = step["kwargs"]["content"]
+            elif step["name"] == "respond":
                 said = step["kwargs"]["content"]
                 ctx.say(said)
             else:

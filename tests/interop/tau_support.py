@@ -2,7 +2,9 @@
 is, the trajectories we construct per task, and tau-bench's own reward for one of them.
 
 A trajectory is a list of steps ``{"name": tool, "kwargs": {...}}`` where the tool
-``respond`` is a message to the user (tau-bench's ``RESPOND_ACTION_NAME``).
+``respond`` is a message to the user (tau-bench's ``RESPOND_ACTION_NAME``) and
+``final_answer`` the agent's final answer, returned but never said to the user: tau-bench's
+trajectory has no such thing, so its reward never sees it (``tau_reward`` skips it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ THIRD_PARTY = Path(os.environ.get("HARNESS_THIRD_PARTY", REPO.parent / "shared" 
 CHECKOUT = THIRD_PARTY / "tau-bench"
 DOMAINS = ("retail", "airline")
 RESPOND = "respond"
+FINAL_ANSWER = "final_answer"
 READ_ONLY = ("get_", "find_", "list_", "search_", "calculate", "think", "transfer_")
 
 KINDS = (
@@ -35,6 +38,7 @@ KINDS = (
     "no_outputs",  # gold actions, but the required outputs never said
     "outputs_with_commas",  # outputs said in upper case with thousands separators
     "act_after_transfer",  # gold, a hand-over, then a state change after it
+    "outputs_in_answer_only",  # gold actions; the outputs only in the final answer, never said
 )
 
 
@@ -47,7 +51,7 @@ def checkout_or_skip() -> Path:
 
 
 def _is_write(name: str) -> bool:
-    return not name.startswith(READ_ONLY) and name != RESPOND
+    return not name.startswith(READ_ONLY) and name not in (RESPOND, FINAL_ANSWER)
 
 
 def _alter(value: Any) -> Any:
@@ -108,6 +112,12 @@ def trajectory(kind: str, actions: list[dict], outputs: list[str], ending: set[s
     if kind == "outputs_with_commas":
         said = [{"name": RESPOND, "kwargs": {"content": _commas(say[0]["kwargs"]["content"])}}]
         return _say_before_end(acts, said, ending)
+    if kind == "outputs_in_answer_only":
+        answer = {"name": FINAL_ANSWER, "kwargs": {"content": say[0]["kwargs"]["content"]}}
+        return [
+            *_say_before_end(acts, [{"name": RESPOND, "kwargs": {"content": "All done."}}], ending),
+            answer,
+        ]
     if kind == "act_after_transfer":
         kept = [a for a in acts if a["name"] not in ending]
         late = [acts[i] for i in writes[-1:]]
@@ -185,6 +195,8 @@ def tau_reward(domain: str, index: int, steps: list[dict]) -> float:
     env.task_index, env.task = index, env.tasks[index]
     env.data, env.actions = env.data_load_func(), []
     for step in steps:
+        if step["name"] == FINAL_ANSWER:  # never said: not part of tau-bench's trajectory
+            continue
         response = env.step(Action(name=step["name"], kwargs=copy.deepcopy(step["kwargs"])))
         if response.done:
             return float(response.reward)

@@ -1,7 +1,7 @@
 """The harness's verdict on imported tau-bench tasks equals tau-bench's own reward.
 
 For every task of both domains' test splits and every constructed trajectory kind
-(tau_support.KINDS: noop, oracle and six kinds of wrong or tricky trajectory), the harness
+(tau_support.KINDS: noop, oracle and seven kinds of wrong or tricky trajectory), the harness
 verdict (the imported task's graders, the environment's tool specs, AgentContext's episode
 rules) must equal tau-bench's reward. tau-bench's reward for all of them is a checked-in
 fixture written by make_tau_rewards.py with tau-bench's own code; this test recomputes a
@@ -34,6 +34,7 @@ from harness.agents.base import AgentContext
 from harness.config.loader import load_environment, load_task_file
 from harness.config.models import Arm, Budgets
 from harness.errors import EpisodeEnded
+from tests.fakes.openai_server import FakeOpenAI
 from tests.interop.tau_support import (
     DOMAINS,
     KINDS,
@@ -135,9 +136,12 @@ class HarnessVerdicts:
                 budgets=Budgets(max_steps=1000, timeout_s=None),
                 tool_server=server,
             )
+            answer = None
             try:
                 for step in steps:
-                    if step["name"] == "respond":
+                    if step["name"] == "final_answer":
+                        answer = step["kwargs"]["content"]
+                    elif step["name"] == "respond":
                         ctx.say(step["kwargs"]["content"])
                     else:
                         await ctx.call_tool(step["name"], step["kwargs"])
@@ -146,6 +150,7 @@ class HarnessVerdicts:
             key, final = self._final(server.calls)
             evidence = Evidence(
                 task=task,
+                answer=answer,
                 messages=[e.content or "" for e in ctx.trajectory.events if e.kind == "message"],
                 trajectory=ctx.trajectory.events,
                 initial_state=self.initial,
@@ -217,8 +222,19 @@ def test_sample_of_fixture_matches_tau_bench_live() -> None:
 
 def test_sample_end_to_end_through_harness_run(imported, tmp_path) -> None:
     """A seeded sample of (task, kind) through the CLI: unsafe-local sandbox, the tool
-    server, state snapshots, graders, the store; each row's verdict equals the reward."""
+    server, state snapshots, graders, the store; each row's verdict equals the reward.
+
+    The imported tasks name a model-backed simulated user, whose endpoint the run probes
+    before it starts: it is a local scripted server here. The replay agent never asks the
+    user anything, so the server is asked for its model list and nothing else."""
     rng = random.Random(2024)
+    with FakeOpenAI() as user_server:
+        _end_to_end(imported, tmp_path, rng, user_server.base_url)
+    assert user_server.model_requests() == [], "the replay agent never talks to the user"
+    assert any(r.path.rstrip("/").endswith("/models") for r in user_server.requests)
+
+
+def _end_to_end(imported, tmp_path: Path, rng: random.Random, user_url: str) -> None:
     out: Path = imported["out"]
     store = tmp_path / "runs.db"
     expected: dict[tuple[str, str], float] = {}
@@ -257,6 +273,7 @@ def test_sample_end_to_end_through_harness_run(imported, tmp_path) -> None:
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent)]),
+            "TAU_USER_BASE_URL": user_url,
         }
         proc = subprocess.run(
             [sys.executable, "-m", "harness.cli", "run", str(path), "-q"]
