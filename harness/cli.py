@@ -132,6 +132,14 @@ def run(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar and no retry messages.")
     ] = False,
+    allow_internet: Annotated[
+        bool,
+        typer.Option(
+            "--allow-internet",
+            help="Let tasks that ask for open egress (internet: true) reach the internet "
+            "(the suite's allow_internet, for this run).",
+        ),
+    ] = False,
 ) -> None:
     """Run a suite (or resume a run) and print its report."""
     from harness.errors import Interrupted
@@ -152,6 +160,7 @@ def run(
         "task": task or None,
         "limit": limit,
         "arm": arm or None,
+        "allow_internet": allow_internet or None,
     }
     try:
         loaded = None

@@ -147,7 +147,18 @@ def plan(
         dump_roots = roots or [workdir]
     exports = list(dump_roots if kind == "command" else roots if kind == "files" else [])
     if runs_code:
-        exports = [workdir, *(r for r in exports if not _under(r, workdir))]
+        # What the code graders see of the agent's work: the work dir, or only the paths
+        # the task's grading block names (Harbor's artifacts for a separate verifier).
+        # Paths keep their place: under the work dir they follow it into the grading
+        # sandbox's own (the same environment), elsewhere (or into another environment's
+        # sandbox) they land where they were.
+        given = task.grading.files
+        own = task.grading.environment in (None, env.name)
+        if given is None:
+            wanted = [workdir]
+        else:
+            wanted = [_relative(p, env.spec.workdir) if own else p for p in given]
+        exports = [*wanted, *(r for r in exports if not any(_under(r, w) for w in wanted))]
     return GradingPlan(
         exports=_dedupe(exports),
         state_kind=kind,
@@ -233,16 +244,16 @@ async def final_files_state(product: WorkProduct, plan_: GradingPlan) -> dict | 
 async def open_grading(
     provider: SandboxProvider,
     request: SandboxRequest,
-    env: Environment,
-    task: Task,
+    setup: list[str],
     hidden: Path | None,
 ) -> GraderSandbox:
-    """A fresh grading sandbox from the same pinned image, after the environment's and the
-    task's setup (run as the unprivileged user: nothing of the agent is there yet), with
-    the grading material installed. The caller imports the agent's files."""
+    """A fresh grading sandbox from the request's pinned image, after ``setup`` (the
+    environment's and the task's setup commands, run as the unprivileged user: nothing of
+    the agent is there yet), with the grading material installed. The caller imports the
+    agent's files."""
     box = await provider.create(request)
     try:
-        for command in [*env.spec.setup, *task.setup]:
+        for command in setup:
             result = await box.exec(command, timeout=300, user=str(AGENT_UID))
             if not result.ok:
                 raise errors.SandboxError(

@@ -58,6 +58,7 @@ def sections() -> list[Section]:
         BudgetOverride,
         Budgets,
         EnvironmentSpec,
+        Grading,
         ImageRecipe,
         Limits,
         ModelSettings,
@@ -102,7 +103,16 @@ def sections() -> list[Section]:
                 Group(
                     None,
                     "",
-                    [TaskFile, Task, Solution, ToolCall, Variant, UserScript, BudgetOverride],
+                    [
+                        TaskFile,
+                        Task,
+                        Solution,
+                        Grading,
+                        ToolCall,
+                        Variant,
+                        UserScript,
+                        BudgetOverride,
+                    ],
                 )
             ],  # fmt: skip
         ),

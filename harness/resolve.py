@@ -146,6 +146,7 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
     agents = {arm.name: _agent(config, i, arm, chosen) for i, arm in enumerate(suite.arms)}
     _check_agent_programs(config, agents, chosen)
     _check_host_programs(config, agents, chosen)
+    _check_networks(config, chosen)
     graders = {lt.task.id: _graders(lt) for lt in config.tasks}
     _check_observed_rules(config, agents, graders)
     return Resolved(
@@ -349,6 +350,41 @@ def _check_agent_programs(
                 f"metering proxy, which sandbox '{sandbox.name}' cannot host (no socket "
                 "mount); use `--sandbox docker` or `--sandbox bwrap`",
             )
+
+
+def _check_networks(config: ResolvedSuite, sandbox: SandboxBinding) -> None:
+    """Refuse a task whose agent or grading sandbox needs a network policy the backend
+    cannot honour (``harness.network``), naming the task and the setting, before anything
+    is built: never a run whose sandboxes silently get another network."""
+    from harness.network import agent_policy, grading_policy
+
+    modes = sandbox.cls.network_modes(sandbox.options)
+    for loaded in config.tasks:
+        task = loaded.task
+        env = config.environments.get(task.environment or "")
+        if env is None:
+            continue
+        genv = config.environments.get(task.grading.environment or "", env)
+        phases = (
+            ("agent", agent_policy(env, task), "internet" if task.internet else "network"),
+            (
+                "grading",
+                grading_policy(genv, task),
+                "grading.internet" if task.grading.internet else "grading.network",
+            ),
+        )
+        for phase, policy, key in phases:
+            if policy.mode not in modes:
+                what = "open egress" if policy.mode == "open" else "an egress allowlist"
+                loc = (*loaded.prefix, *key.split("."))
+                raise ConfigError(
+                    str(loaded.file),
+                    field_path(loc),
+                    f"task '{task.id}': its {phase} sandbox needs {what} "
+                    f"({policy.describe()}), which sandbox '{sandbox.name}' cannot honour; "
+                    "use `--sandbox docker`",
+                    nearest_line(loaded.lines, loc) or loaded.line,
+                )
 
 
 def _check_observed_rules(

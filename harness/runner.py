@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
@@ -21,14 +22,17 @@ from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.executors import Executor
 from harness.lockfile import agent_builds, check_lock_for
 from harness.models.probe import probe_endpoints
+from harness.network import agent_policy, announcement, grading_policy
 from harness.orchestrator import RunOutcome, execute
 from harness.ownership import check_resumable
 from harness.plan import build_plan
 from harness.preflight import preflight
 from harness.resolve import Resolved, load
-from harness.sandbox.base import Environment, SandboxProvider, network_hosts
+from harness.sandbox.base import Environment, SandboxProvider
 from harness.store import Run, Store, now, resolve_url
 from harness.trial import RunContext
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -260,6 +264,9 @@ async def _prepare(
         await check_lock_for(resolved, provider)
     # Every model endpoint answers before anything is built or recorded (exit 5 if not).
     await probe_endpoints(resolved)
+    opened = announcement([loaded.task for loaded in resolved.tasks])
+    if opened is not None:
+        log.warning(opened)
     if provider is None:
         return {}
     image_ids = await provider.prepare(list(resolved.environments.values()))
@@ -270,14 +277,21 @@ async def _prepare(
 
 
 def _task_networks(resolved: ResolvedSuite) -> list[tuple[Environment, list[str]]]:
-    """(environment, hosts) for every task that lists network hosts of its own."""
+    """(environment, hosts) for every allowlist a task adds: its agent's sandbox with hosts
+    of its own, its grading sandbox with any (``harness.network``)."""
     wanted: dict[tuple[str, tuple[str, ...]], tuple[Environment, list[str]]] = {}
     for loaded in resolved.tasks:
         task = loaded.task
         env = resolved.environments.get(task.environment or "")
-        if task.network and env is not None:
-            hosts = network_hosts(env, task.network)
-            wanted[(env.name, tuple(hosts))] = (env, hosts)
+        if env is None:
+            continue
+        genv = resolved.environments.get(task.grading.environment or "", env)
+        policies = [(genv, grading_policy(genv, task))]
+        if task.network:
+            policies.append((env, agent_policy(env, task)))
+        for where, policy in policies:
+            if policy.mode == "allowlist":
+                wanted[(where.name, policy.hosts)] = (where, list(policy.hosts))
     return list(wanted.values())
 
 

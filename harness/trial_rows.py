@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 from graders.base import Harm, VerdictJson
 from harness.agents.base import Usage
 from harness.config.models import Task
+from harness.network import recorded
 from harness.plan import Job
 from harness.sandbox.base import Sandbox
 from harness.store import now
@@ -96,7 +97,10 @@ def trial_row(
         passed=passed,
         score=score,
         reason=reason,
-        evidence=dict(evidence) if evidence is not None else {},
+        evidence={
+            **(dict(evidence) if evidence is not None else {}),
+            "network": recorded(rc.resolved.environments, task),
+        },
         answer=answer,
         confidence=confidence,
         tokens_in=tokens_in,

@@ -15,7 +15,8 @@ import anyio
 
 from harness import errors, grading
 from harness.config.models import Environment, Task
-from harness.sandbox.base import ExecResult, Sandbox, SandboxRequest, network_hosts
+from harness.network import agent_policy, grading_policy
+from harness.sandbox.base import ExecResult, Sandbox, SandboxRequest
 from harness.sandbox.workproduct import BadWorkProduct, WorkProduct
 from harness.tools.client import ToolServer
 
@@ -79,12 +80,14 @@ async def provision(
         return NoSandbox()
     if socket_dir is not None:
         os.chmod(socket_dir, 0o755)  # the container's user may enter, never write
+    policy = agent_policy(env, task)
     request = SandboxRequest(
         env,
         rc.image_ids.get(env.name),
         labels,
         rc.resolved.suite.limits,
-        network=network_hosts(env, task.network) if task.network else None,
+        network=policy.network if task.network or task.internet else None,
+        internet=policy.internet,
         socket_dir=socket_dir,
         agent=agent,
         in_place=how.in_place is not None,
@@ -107,21 +110,28 @@ async def grading_sandbox(
     product: WorkProduct | None,
     final: Any,
 ) -> tuple[grading.GraderSandbox, Any]:
-    """Where graders that run code run: a fresh sandbox from the same pinned image with the
-    agent's files copied in (or, for a task graded in place, the agent's own); and the
-    command-kind final state, dumped there. Returns (the grader's sandbox, final state)."""
+    """Where graders that run code run: a fresh sandbox from the same pinned image (or the
+    task's grading environment's) with the agent's files copied in (or, for a task graded
+    in place, the agent's own); and the command-kind final state, dumped there. Returns
+    (the grader's sandbox, final state)."""
     assert env is not None and rc.provider is not None
     if how.in_place:
         box = await grading.install_in_place(agent_sandbox, hidden)
     else:
+        genv = grading_environment(rc, env, task)
+        policy = grading_policy(genv, task)
         request = SandboxRequest(
-            env,
-            rc.image_ids.get(env.name),
+            genv,
+            rc.image_ids.get(genv.name),
             {**labels, "harness.role": "grading"},
             rc.resolved.suite.limits,
+            network=policy.network,
+            internet=policy.internet,
             grading=True,
+            grader_root=task.grading.root,
         )
-        box = await grading.open_grading(rc.provider, request, env, task, hidden)
+        setup = [*genv.spec.setup] if genv is not env else [*env.spec.setup, *task.setup]
+        box = await grading.open_grading(rc.provider, request, setup, hidden)
     try:
         if not how.in_place or how.state_kind == "command":
             dumped = await after_agent(
@@ -137,6 +147,13 @@ async def grading_sandbox(
             await box.destroy()
         raise
     return box, final
+
+
+def grading_environment(rc: RunContext, env: Environment, task: Task) -> Environment:
+    """The environment a task's grading sandbox is made from: its ``grading.environment``
+    (loaded with the suite), else its own."""
+    name = task.grading.environment
+    return rc.resolved.environments[name] if name else env
 
 
 async def after_agent(sandbox: Sandbox, step: Awaitable[T], what: str) -> T:

@@ -178,9 +178,10 @@ def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) 
     env_root = _environments_dir(suite, path, lines)
     environments: dict[str, Environment] = {}
     for lt in tasks:
-        name = lt.task.environment
-        if name and name not in environments:
-            environments[name] = load_environment(env_root, name, lt)
+        for name in (lt.task.environment, lt.task.grading.environment):
+            if name and name not in environments:
+                environments[name] = load_environment(env_root, name, lt)
+    _check_internet(suite, tasks, path, lines)
     resolved = ResolvedSuite(suite, path, tasks, environments, lines=lines)
     resolved.config_hash = config_hash(resolved)
     return resolved
@@ -219,6 +220,29 @@ def _check_must_never(
                 f"no task has class '{name}' (the suite's classes: {', '.join(classes)})",
                 nearest_line(lines, loc),
             )
+
+
+def _check_internet(
+    suite: Suite, tasks: list[LoadedTask], path: Path, lines: dict[Path_, int]
+) -> None:
+    """Open egress is the user's to allow: a task that asks for it (for its agent or its
+    grading) in a suite without ``allow_internet`` is refused, naming the task."""
+    if suite.allow_internet:
+        return
+    for lt in tasks:
+        for key, wants in (
+            ("internet", lt.task.internet),
+            ("grading.internet", lt.task.grading.internet),
+        ):
+            if wants:
+                raise ConfigError(
+                    str(lt.file),
+                    _sub(lt.field_prefix, key),
+                    f"task '{lt.task.id}' needs open egress (the internet) and the suite "
+                    f"{path.name} does not allow it: run with --allow-internet or set "
+                    "allow_internet: true in the suite",
+                    nearest_line(lt.lines, (*lt.prefix, *key.split("."))) or lt.line,
+                )
 
 
 def select_tasks(

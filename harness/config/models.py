@@ -236,6 +236,12 @@ class Suite(Strict):
     )
     repeats: Repeats = Field(default_factory=Repeats)
     """fixed or adaptive trials per task"""
+    allow_internet: bool = Field(
+        False,
+        description="let tasks that ask for open egress (`internet: true`, theirs or their "
+        "grading's) reach the internet; without it such a suite is refused at load "
+        "(`harness run --allow-internet` sets it for one run)",
+    )
 
     def primary_arms(self) -> tuple[str, str | None]:
         """(baseline, candidate) of the primary comparison, by the one rule every view uses
@@ -346,6 +352,39 @@ class UserScript(Strict):
     )
 
 
+class Grading(Strict):
+    """Where this task's graders that run code (hidden tests, verifiers) run: a fresh
+    grading sandbox, by default from the task's own environment with no network, the grader
+    root holding only the capabilities to drop to the agent's user, and the agent's work dir
+    copied in. Each setting here is the grading sandbox's alone: the agent's never gets it."""
+
+    environment: str | None = Field(
+        None,
+        description="an environment (its own image, files and setup) for the grading "
+        "sandbox instead of the task's (Harbor's separate verifier environment)",
+    )
+    network: list[str] = Field(
+        default_factory=list,
+        description="hosts the grading sandbox may reach (names, IP addresses or CIDR "
+        "blocks; Docker only)",
+    )
+    internet: bool = Field(
+        False,
+        description="open egress for the grading sandbox (to install test tools); needs "
+        "the suite's allow_internet",
+    )
+    root: bool = Field(
+        False,
+        description="the grader keeps Docker's default root capabilities (apt-get, pip "
+        "install) instead of only those to drop to the agent's user",
+    )
+    files: list[str] | None = Field(
+        None,
+        description="paths copied from the agent's sandbox into the grading sandbox "
+        "(relative to the workdir, or absolute); default: the whole work dir",
+    )
+
+
 class Task(Strict):
     """One problem with its success criteria. Its id is unique across the suite; its trials
     are scored by its graders; its cluster is the independent unit intervals resample."""
@@ -367,6 +406,11 @@ class Task(Strict):
         default_factory=list,
         description="hosts this task's sandboxes may reach besides its environment's `network` "
         "(names, IP addresses or CIDR blocks; Docker only)",
+    )
+    internet: bool = Field(
+        False,
+        description="the agent's sandbox gets open egress (the internet; Docker only); needs "
+        "the suite's allow_internet",
     )
     graders: list[GraderSpec] = Field(min_length=1)
     """how the trial is judged: the verdict is the AND of these"""
@@ -392,6 +436,8 @@ class Task(Strict):
         "service it started, packages it installed system-wide) instead of a fresh grading "
         "sandbox; its verdicts are marked 'graded in place'",
     )
+    grading: Grading = Field(default_factory=Grading)
+    """where graders that run code run (environment, network, privileges, what is copied)"""
 
     @model_validator(mode="after")
     def _opening(self) -> Task:
@@ -399,6 +445,14 @@ class Task(Strict):
             raise ValueError("instruction is required (unless user.goal is given)")
         if self.user and self.user.goal and self.user.model is None and not self.user.turns:
             raise ValueError("user.goal needs user.model or user.turns to write the opening")
+        if self.grade_in_place is not None:
+            given = sorted(self.grading.model_fields_set)
+            if given:
+                raise FieldError(
+                    ("grading", given[0]),
+                    "a task graded in place has no grading sandbox of its own: its grading "
+                    "runs in the agent's sandbox (drop grade_in_place or this setting)",
+                )
         return self
 
     @property

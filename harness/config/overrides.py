@@ -28,6 +28,8 @@ class Overrides(TypedDict, total=False):
     """Selections (glob patterns of task ids): pick from the suite, not suite settings."""
     limit: int
     arm: list[str]
+    allow_internet: bool
+    """Let tasks that ask for open egress have it (``Suite.allow_internet``)."""
 
 
 _CHECK = TypeAdapter(Overrides)

@@ -52,8 +52,14 @@ class SandboxRequest:
     labels: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     network: list[str] | None = None
-    """The hosts this sandbox may reach; None: the environment's ``network``. A task that
-    lists hosts of its own gets the union (see ``Task.network``)."""
+    """The hosts this sandbox may reach; None: the environment's ``network`` (a grading
+    sandbox: none). A task that lists hosts of its own gets the union (see
+    ``Task.network``)."""
+    internet: bool = False
+    """Open egress (``harness.network``: the task asked for it and the suite allows it)."""
+    grader_root: bool = False
+    """A grading sandbox whose grader keeps the backend's default root capabilities (to
+    install test tools: ``grading.root``)."""
     socket_dir: str | None = None
     """A host directory of unix sockets (the metering proxy's) that an isolated backend
     mounts read-only at ``SOCKET_MOUNT``: the one host path a container may see, asked for
@@ -243,6 +249,13 @@ class SandboxProvider(abc.ABC):
         sandboxes, or on the host because nothing is isolated? False refuses the suite at
         load time (``harness.resolve``) rather than run the program unconfined."""
         return cls.mounts_sockets or not cls.isolates(options)
+
+    @classmethod
+    def network_modes(cls, options: BackendOptions) -> frozenset[str]:
+        """Which network policies (``harness.network``: none, allowlist, open) its
+        sandboxes honour; a task asking for another is refused when the suite loads.
+        Default: none only."""
+        return frozenset({"none"})
 
     @classmethod
     def validate_options(cls, raw: dict[str, Any]) -> BackendOptions:

@@ -429,16 +429,17 @@ class BwrapProvider(SandboxProvider):
             self._refuse_network(env.name, hosts)
 
     @staticmethod
-    def _refuse_network(env_name: str, hosts: list[str]) -> None:
-        if hosts:
+    def _refuse_network(env_name: str, hosts: list[str], internet: bool = False) -> None:
+        if hosts or internet:
             raise EnvironmentBuildError(
-                f"environment '{env_name}' (or one of its tasks) lists network hosts "
-                f"{hosts}: the bwrap sandbox has no network and cannot honour an allowlist; "
-                "run it with `--sandbox docker`"
+                f"environment '{env_name}' (or one of its tasks) asks for "
+                f"{'open egress' if internet else f'network hosts {hosts}'}: the bwrap sandbox "
+                "has no network and cannot honour an allowlist; run it with `--sandbox docker`"
             )
 
     async def create(self, request: SandboxRequest) -> BwrapSandbox:
-        self._refuse_network(request.environment.name, request.network or [])
+        # Refused at load already (``network_modes``); never a sandbox on another network.
+        self._refuse_network(request.environment.name, request.network or [], request.internet)
         agent, image_id = None, request.image_id
         if request.agent is not None:  # the arm's CLI, staged on this host
             await self.prepare_agents([(request.environment, request.agent)])

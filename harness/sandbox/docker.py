@@ -12,8 +12,11 @@ Hardening of every container (defaults, see ``DockerProvider``):
 * no network (``network_mode=none``) unless the environment (or the task) lists hosts in
   ``network``: then a bridge of its own whose egress reaches only those hosts
   (``docker_network``: iptables rules in ``DOCKER-USER``; the run refuses to start when
-  they cannot be installed).
-* all capabilities dropped, ``no-new-privileges``, Docker's default seccomp profile;
+  they cannot be installed); a task with ``internet: true`` (allowed by the suite) gets the
+  run's open-egress bridge, where containers cannot reach each other. A grading sandbox
+  gets no network unless the task's ``grading`` block gives it hosts or open egress.
+* all capabilities dropped, ``no-new-privileges``, Docker's default seccomp profile (a
+  grading sandbox with ``grading.root`` keeps Docker's default capabilities for its grader);
 * memory (swap included), PID and CPU limits from the suite's ``limits``;
 * Docker's init as PID 1 (reaps zombies) running ``sleep infinity``: the image's own
   entrypoint and command are ignored, so images need ``sleep`` (coreutils) and ``bash``;
@@ -49,6 +52,7 @@ from harness.sandbox import docker_agent_images, docker_gc, docker_images, docke
 from harness.sandbox.base import (
     SOCKET_MOUNT,
     AgentBuild,
+    BackendOptions,
     Environment,
     ImageFetch,
     SandboxProvider,
@@ -130,6 +134,12 @@ class DockerProvider(SandboxProvider):
     mounts_sockets = True
     Options = DockerOptions
 
+    @classmethod
+    def network_modes(cls, options: BackendOptions) -> frozenset[str]:
+        """No network, an egress allowlist (``docker_network``), or open egress (a bridge
+        of the run's own, containers unable to reach each other)."""
+        return frozenset({"none", "allowlist", "open"})
+
     def __init__(
         self,
         base_url: str | None = None,
@@ -155,6 +165,8 @@ class DockerProvider(SandboxProvider):
         """Containers whose removal did not finish within its limit: left for ``harness gc``."""
         self._allowlists: dict[tuple[str, tuple[str, ...]], docker_network.Allowlist] = {}
         """(environment, allowed hosts) -> its egress-restricted network."""
+        self._open: docker_network.OpenNetwork | None = None
+        """The run's open-egress bridge (made when a sandbox first asks for it)."""
         self._network_lock: anyio.Lock | None = None
         self._agent_lock: anyio.Lock | None = None
 
@@ -225,14 +237,22 @@ class DockerProvider(SandboxProvider):
         for env, hosts in wanted:
             await self._network_for(env, hosts)
 
-    async def _network_for(self, env: Environment, hosts: list[str]) -> str:
+    async def _network_for(self, env: Environment, hosts: list[str], internet=False) -> str:
         """The network mode for a sandbox that may reach ``hosts``: ``none`` when there are
-        none, else a bridge of its own per distinct (environment, hosts), made once."""
-        if not hosts:
+        none, else a bridge of its own per distinct (environment, hosts), made once; with
+        ``internet``, the run's open-egress bridge."""
+        if not hosts and not internet:
             return "none"
-        key = (env.name, tuple(hosts))
         if self._network_lock is None:
             self._network_lock = anyio.Lock()
+        if internet:
+            async with self._network_lock:
+                if self._open is None:
+                    opened = docker_network.OpenNetwork()
+                    await self._run("network", opened.create, self._client, self._owner)
+                    self._open = opened
+            return self._open.network_name
+        key = (env.name, tuple(hosts))
         async with self._network_lock:
             if key not in self._allowlists:
                 allow = docker_network.Allowlist(env.name, list(hosts))
@@ -263,11 +283,14 @@ class DockerProvider(SandboxProvider):
         # The grader (and an agent's sandbox its task grades in place) may drop to the
         # unprivileged user; no process of that user can ever use these (no-new-privileges).
         drop_caps = ["SETUID", "SETGID"] if request.grading or request.in_place else []
+        # A grader that installs its test tools keeps Docker's default capabilities; the
+        # agent's sandbox never does.
+        root_grader = request.grading and request.grader_root
         host_config = self._client.api.create_host_config(
             init=True,
-            network_mode="none" if request.grading else network,
-            cap_drop=["ALL"],
-            cap_add=[*self._cap_add, *drop_caps] or None,
+            network_mode=network,
+            cap_drop=None if root_grader else ["ALL"],
+            cap_add=None if root_grader else [*self._cap_add, *drop_caps] or None,
             security_opt=["no-new-privileges"],
             pids_limit=limits.pids,
             mem_limit=limits.memory,
@@ -317,8 +340,12 @@ class DockerProvider(SandboxProvider):
             built = await self.prepare_agents([(env, request.agent)])
             image_id, agent_path = built[env.name][request.agent.key], request.agent.path
         pinned = self._pinned[env.name]
-        hosts = request.network if request.network is not None else network_hosts(env)
-        kwargs = self._create_kwargs(request, image_id, await self._network_for(env, hosts))
+        if request.network is not None:
+            hosts = request.network
+        else:  # a grading sandbox reaches nothing unless its request says so
+            hosts = [] if request.grading else network_hosts(env)
+        network = await self._network_for(env, hosts, request.internet)
+        kwargs = self._create_kwargs(request, image_id, network)
         try:
             cid = await self._run("create", self._create_sync, kwargs, container=kwargs["name"])
         except docker_errors() as exc:
@@ -377,12 +404,15 @@ class DockerProvider(SandboxProvider):
             async with anyio.create_task_group() as tg:
                 for cid in self._live - self._abandoned:
                     tg.start_soon(self._remove, cid)
-            for allow in self._allowlists.values():
+            nets: list[docker_network.Allowlist | docker_network.OpenNetwork]
+            nets = [*self._allowlists.values(), *([self._open] if self._open else [])]
+            for net in nets:
                 try:
-                    await self._run("network", allow.remove, self._client)
+                    await self._run("network", net.remove, self._client)
                 except (DaemonTimeout, *docker_errors()) as exc:
-                    log.warning("network %s left for `harness gc`: %s", allow.network_name, exc)
+                    log.warning("network %s left for `harness gc`: %s", net.network_name, exc)
             self._allowlists.clear()
+            self._open = None
         if self._abandoned:
             log.warning(
                 "%d sandbox(es) could not be removed in time (%s); `harness gc` removes them",

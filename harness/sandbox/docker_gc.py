@@ -133,7 +133,8 @@ def gc(client=None, running_run_ids: Iterable[str] | None = None) -> list[str]:
 
 
 def _gc_networks(client) -> None:
-    """Remove egress-allowlist networks (and their iptables rules) whose owner is dead."""
+    """Remove harness networks (egress allowlists and their iptables rules, open-egress
+    bridges) whose owner is dead."""
     from harness.sandbox.docker_network import remove_rules_for
 
     for net in client.networks.list(filters={"label": f"{HARNESS_LABEL}=1"}):

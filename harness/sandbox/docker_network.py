@@ -115,6 +115,38 @@ class Allowlist:
                 client.networks.get(self.network_name).remove()
 
 
+@dataclass
+class OpenNetwork:
+    """The run's open-egress bridge: outbound traffic goes where Docker's NAT sends it (the
+    internet, where this host reaches it); inter-container traffic is off, so a trial's
+    sandbox cannot reach another trial's. Made once per provider, removed when it closes
+    (and by ``harness gc`` when its owner is dead: it carries the owner labels)."""
+
+    network_name: str = ""
+
+    def create(self, client, labels: dict[str, str] | None = None) -> str:
+        tag = uuid.uuid4().hex[:10]
+        self.network_name = f"harness-open-{tag}"
+        try:
+            client.networks.create(
+                self.network_name,
+                driver="bridge",
+                options={
+                    "com.docker.network.bridge.name": f"ho{tag}",
+                    "com.docker.network.bridge.enable_icc": "false",
+                },
+                labels={**(labels or {}), "harness": "1", "harness.network": "open"},
+            )
+        except Exception as exc:
+            raise EnvironmentBuildError(f"cannot create the open-egress network: {exc}") from None
+        return self.network_name
+
+    def remove(self, client) -> None:
+        if self.network_name:  # the provider removes attached containers first
+            with contextlib.suppress(Exception):
+                client.networks.get(self.network_name).remove()
+
+
 def remove_rules_for(bridge: str) -> None:
     """Delete every DOCKER-USER rule that names ``bridge`` (left behind by a killed run)."""
     listing = subprocess.run(

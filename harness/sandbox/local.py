@@ -25,7 +25,14 @@ from harness import text
 from harness.config.models import Options
 from harness.errors import SandboxError
 from harness.sandbox import grading_material, trial_dirs
-from harness.sandbox.base import Environment, ExecResult, Sandbox, SandboxProvider, SandboxRequest
+from harness.sandbox.base import (
+    BackendOptions,
+    Environment,
+    ExecResult,
+    Sandbox,
+    SandboxProvider,
+    SandboxRequest,
+)
 from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
 from harness.sandbox.process import collect, kill_group
 from harness.sandbox.workproduct import WorkProduct, replace_host_paths, tar_host_paths
@@ -193,6 +200,12 @@ class LocalProvider(SandboxProvider):
     name = "unsafe-local"
     isolated = False
     Options = LocalOptions
+
+    @classmethod
+    def network_modes(cls, options: BackendOptions) -> frozenset[str]:
+        """Every policy is accepted and none enforced: commands have this machine's network
+        (the backend isolates nothing, and says so when a run starts)."""
+        return frozenset({"none", "allowlist", "open"})
 
     def __init__(self, base_dir: str | None = None):
         self.base_dir = base_dir

@@ -1,0 +1,121 @@
+"""The network policies on real Docker networks, against real HTTP servers: open egress
+reaches a server outside the container (one on this host) while two open sandboxes cannot
+reach each other; a grading sandbox gets no network, not even its environment's hosts,
+unless its request names hosts, and then reaches exactly those."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import anyio
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.anyio]
+
+FETCH = (
+    'python3 -c "import sys, urllib.request; '
+    'print(urllib.request.urlopen(sys.argv[1], timeout=3).status)" {}'
+)
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def host_server() -> Iterator[int]:
+    """An HTTP server on this host, on every address: its port."""
+    server = ThreadingHTTPServer(("0.0.0.0", 0), _Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def _reaches(sandbox, url: str, tries: int = 1) -> bool:
+    for i in range(tries):
+        got = await sandbox.exec(FETCH.format(url), timeout=30)
+        if got.ok and "200" in got.stdout:
+            return True
+        if i + 1 < tries:
+            await anyio.sleep(0.5)
+    return False
+
+
+async def test_open_egress_reaches_outside_and_never_another_sandbox(
+    docker_client, request_for, root_env, host_server
+):
+    from harness.sandbox.docker import DockerProvider
+
+    provider = DockerProvider()
+    try:
+        opened = request_for(root_env)
+        opened.internet = True
+        first = await provider.create(opened)
+        second = await provider.create(opened)
+        closed = await provider.create(request_for(root_env))
+        assert provider._open is not None
+        net = docker_client.networks.get(provider._open.network_name)
+        gateway = net.attrs["IPAM"]["Config"][0]["Gateway"]
+        outside = f"http://{gateway}:{host_server}/"
+        assert await _reaches(first, outside, tries=5)
+        assert not await _reaches(closed, outside)
+        # The first sandbox serves; the second, on the same open bridge, cannot reach it.
+        await first.exec("nohup python3 -m http.server 8000 >/dev/null 2>&1 &", timeout=30)
+        first_ip = docker_client.containers.get(first.id).attrs["NetworkSettings"]["Networks"][
+            net.name
+        ]["IPAddress"]
+        assert await _reaches(first, "http://127.0.0.1:8000/", tries=20)
+        assert not await _reaches(second, f"http://{first_ip}:8000/")
+        name = net.name
+        for box in (first, second, closed):
+            await box.destroy()
+    finally:
+        await provider.close()
+    assert not docker_client.networks.list(names=[name])  # removed with the provider
+
+
+async def test_grading_sandbox_gets_only_the_hosts_its_request_names(
+    docker_client, request_for, test_label
+):
+    from docker_helpers import BASE_IMAGE, FIXTURES, make_env
+
+    from harness.sandbox.docker import DockerProvider
+
+    server = docker_client.containers.run(
+        BASE_IMAGE,
+        ["python3", "-m", "http.server", "8000"],
+        detach=True,
+        labels=test_label,
+        network_mode="bridge",
+        entrypoint=[],
+    )
+    provider = DockerProvider()
+    try:
+        server.reload()
+        url = f"http://{server.attrs['NetworkSettings']['IPAddress']}:8000/"
+        ip = url.split("/")[2].split(":")[0]
+        env = make_env(
+            "test-gradenet", FIXTURES / "rootenv", image={"ref": BASE_IMAGE}, network=[ip]
+        )
+        agent = await provider.create(request_for(env))
+        assert await _reaches(agent, url, tries=20)  # the environment's host, the agent's
+        grading = request_for(env)
+        grading.grading = True
+        grader = await provider.create(grading)
+        assert not await _reaches(grader, url)  # never the agent's hosts
+        allowed = request_for(env)
+        allowed.grading, allowed.network = True, [ip]
+        grader_with_hosts = await provider.create(allowed)
+        assert await _reaches(grader_with_hosts, url, tries=5)
+        for box in (agent, grader, grader_with_hosts):
+            await box.destroy()
+    finally:
+        await provider.close()
+        server.remove(force=True)
