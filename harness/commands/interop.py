@@ -89,8 +89,15 @@ def harbor(
     for name, why in done.refused.items():
         typer.echo(f"refused   {name}: needs {why}")
     typer.echo(f"{len(done.imported)} imported, {len(done.refused)} refused")
+    allow = ""
+    if done.open_egress:
+        typer.echo(
+            f"{len(done.open_egress)} imported task(s) have Harbor's public network (open "
+            "egress to the internet): the suite runs them only with --allow-internet"
+        )
+        allow = " --allow-internet"
     if done.suite is not None:
-        typer.echo(f"run them: harness run {done.suite}")
+        typer.echo(f"run them: harness run {done.suite}{allow}")
 
 
 def export(

@@ -33,6 +33,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError
+from harness.importers import harbor_network
+from harness.importers.harbor_network import ALLOWLIST, PUBLIC
 
 REWARD_DIR = "/logs/verifier"
 TEST_COMMAND = (
@@ -60,7 +62,9 @@ class HarborEnvironment(_Table):
     environment_mode: object = None
     skills_dir: object = None
     docker_image: object = None
-    network_mode: object = "no-network"
+    network_mode: object = None
+    """None: Harbor's default, public (or ``allow_internet``'s word); see ``harbor_network``."""
+    allow_internet: bool | None = None
     allowed_hosts: list[object] = Field(default_factory=list)
     env: object = None
     workdir: str | None = None
@@ -75,12 +79,17 @@ class HarborAgent(_Table):
     url: object = None
     user: str | int | None = None
     timeout_sec: float | None = None
+    network_mode: object = None
+    allowed_hosts: list[object] = Field(default_factory=list)
 
 
 class HarborVerifier(_Table):
     environment: object = None
+    environment_mode: object = None
     env: object = None
     timeout_sec: float = 300.0
+    network_mode: object = None
+    allowed_hosts: list[object] = Field(default_factory=list)
 
 
 class HarborSolution(_Table):
@@ -107,6 +116,14 @@ class HarborToml(_Table):
     metadata: HarborMetadata = Field(default_factory=HarborMetadata)
     steps: object = None
     """Present in multi-step tasks (refused)."""
+    artifacts: list[object] = Field(default_factory=list)
+    """Paths a separate verifier gets from the agent's environment (besides /logs/artifacts)."""
+
+    @property
+    def separate_verifier(self) -> bool:
+        """The verifier runs in an environment of its own, built from ``tests/``."""
+        mode = self.verifier.environment_mode
+        return mode == "separate" or (mode != "shared" and _nonempty(self.verifier.environment))
 
 
 class _Image(TypedDict):
@@ -150,6 +167,8 @@ _TaskEntry = TypedDict(
         "graders": list[_TestsGrader],
         "solution": NotRequired[_Solution],
         "network": NotRequired[list[str]],
+        "internet": NotRequired[bool],
+        "grading": NotRequired[dict[str, object]],
         "budgets": NotRequired[_Budgets],
         "grade_in_place": NotRequired[str],
     },
@@ -163,6 +182,9 @@ class HarborImport:
     imported: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
     """task directory (relative) -> the one-line reason."""
+    open_egress: list[str] = field(default_factory=list)
+    """Imported tasks whose agent or verifier has Harbor's public network: they run only
+    where the user allows open egress (``--allow-internet``)."""
     suite: Path | None = None
 
 
@@ -193,21 +215,30 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         return "MCP servers"
     if _nonempty(env.healthcheck):
         return "container healthchecks (environment.healthcheck)"
-    if _nonempty(verifier.environment) or env.environment_mode:
-        return "a separate verifier environment"
+    if env.environment_mode:
+        return "a separate verifier environment ([environment] environment_mode)"
+    if toml.separate_verifier:
+        if not (task_dir / "tests" / "Dockerfile").is_file():
+            return "a separate verifier environment without tests/Dockerfile"
+        if any(not isinstance(a, str) for a in toml.artifacts):
+            return "artifacts from service containers (artifacts with a service)"
     if env.skills_dir:
         return "agent skills (environment.skills_dir)"
     if env.docker_image and not (edir / "Dockerfile").is_file():
         return f"a prebuilt remote image ({env.docker_image}) instead of environment/Dockerfile"
     if not (edir / "Dockerfile").is_file():
         return "a cloud or computer-use environment (there is no environment/Dockerfile)"
-    mode = env.network_mode
-    if mode == "public":
-        return "unrestricted network access (network_mode = public)"
-    if mode not in ("no-network", "allowlist"):
-        return f"network_mode = {mode}"
-    if any("*" in str(h) for h in env.allowed_hosts):
-        return "wildcard host allowlists (allowed_hosts with '*')"
+    agent_net, verifier_net = harbor_network.phases(toml)
+    for phase in (agent_net, verifier_net):
+        if (why := harbor_network.refusal(phase)) is not None:
+            return why
+    shared = not toml.separate_verifier
+    if shared and _workdir(task_dir, env) == "/" and not agent_net.same(verifier_net):
+        return (
+            f"a verifier network ({verifier_net.mode}: {verifier_net.setting}) unlike the "
+            f"agent's ({agent_net.mode}: {agent_net.setting}) in a task graded in the agent's "
+            "sandbox (no WORKDIR)"
+        )
     if _nonempty(env.env):
         return "environment variables ([environment.env])"
     if _nonempty(verifier.env):
@@ -242,6 +273,30 @@ def _memory_mb(env: HarborEnvironment) -> int | None:
     if m:
         return int(m.group(1)) * (1024 if (m.group(2) or "m").lower() == "g" else 1)
     return None
+
+
+def _verifier_environment(task_dir: Path, toml: HarborToml, slug: str, out: Path) -> dict:
+    """Harbor's separate verifier as the task's grading environment: ``tests/`` as its
+    image's build context; what it gets of the agent's sandbox is the task's ``artifacts``
+    and ``/logs/artifacts``, where they were. Returns the task's ``grading`` keys."""
+    name = f"harbor-{slug}-verifier"
+    env_dir = out / "environments" / name
+    if env_dir.exists():
+        shutil.rmtree(env_dir)
+    shutil.copytree(task_dir / "tests", env_dir)
+    table = toml.verifier.environment if isinstance(toml.verifier.environment, dict) else {}
+    found = re.findall(
+        r"(?im)^\s*WORKDIR\s+(\S+)", (env_dir / "Dockerfile").read_text(errors="replace")
+    )
+    spec: _EnvironmentEntry = {
+        "name": name,
+        "description": f"the separate verifier of Harbor task {slug}",
+        "version": str(toml.task.version),
+        "image": {"dockerfile": "Dockerfile"},
+        "workdir": str(table.get("workdir") or (found[-1] if found else "/")),
+    }
+    (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return {"environment": name, "files": [*map(str, toml.artifacts), "/logs/artifacts"]}
 
 
 # long: it writes one import's files in sequence (tasks, environment, suite), each step a few lines.
@@ -309,15 +364,26 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         solve = task_dir / "solution" / "solve.sh"
         if solve.is_file():
             entry["solution"] = {"commands": [solve.read_text()]}
-        if env_toml.network_mode == "allowlist":
-            entry["network"] = [str(h) for h in env_toml.allowed_hosts]
+        agent_net, verifier_net = harbor_network.phases(toml)
+        if agent_net.mode == PUBLIC:
+            entry["internet"] = True
+        elif agent_net.mode == ALLOWLIST and agent_net.hosts:
+            entry["network"] = list(agent_net.hosts)
         if agent.timeout_sec:
             entry["budgets"] = {"timeout_s": agent.timeout_sec}
-        if spec["workdir"] == "/":
+        grading = harbor_network.grading_keys(verifier_net)
+        if toml.separate_verifier:
+            grading.update(_verifier_environment(task_dir, toml, slug, out))
+        elif spec["workdir"] == "/":
             # Nothing marks where the agent's work lies: only its own sandbox has it.
             entry["grade_in_place"] = (
                 "the task has no work dir (WORKDIR /): its files could be anywhere"
             )
+            grading = {}
+        if grading:
+            entry["grading"] = grading
+        if PUBLIC in (agent_net.mode, verifier_net.mode):
+            result.open_egress.append(rel)
         entries.append(entry)
         result.imported.append(rel)
         memory = max(memory, _memory_mb(env_toml) or 0)

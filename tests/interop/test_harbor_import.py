@@ -10,8 +10,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.config.loader import load_suite
+from harness.errors import ConfigError
 from harness.importers.harbor import find_tasks, import_harbor
 from tests.conftest import REPO, run_cli
 from tests.interop.tau_support import THIRD_PARTY
@@ -36,11 +38,101 @@ def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None
     assert any("docker-compose" in line for line in refused)
     assert any("GPUs" in line for line in refused)
     assert "hello-world" in imported
-    resolved = load_suite(tmp_path / "tasks" / "harbor" / "suite.yaml")
+    assert "have Harbor's public network" in result.stdout  # hello-world: the default
+    suite = tmp_path / "tasks" / "harbor" / "suite.yaml"
+    with pytest.raises(ConfigError, match="--allow-internet"):
+        load_suite(suite)  # open egress is the user's to allow
+    resolved = load_suite(suite, {"allow_internet": True})
     assert len(resolved.tasks) == len(imported)
     task = resolved.task("harbor/hello-world").task
     assert task.solution and "hello.txt" in task.solution.commands[0]
+    assert task.internet and task.grading.internet and task.grading.root
     assert resolved.environments["harbor-hello-world"].spec.workdir == "/app"
+    # Per-phase settings the harness cannot honour are refused, never dropped.
+    why = dict(line[10:].split(": needs ", 1) for line in refused)
+    assert (
+        "[agent] allowed_hosts has '*.amazonaws.com'"
+        in why["network-policy-matrix/dynamic/shared-allowlist"]
+    )
+    assert "[verifier] network_mode" in why["network-policy-matrix/dynamic/e-v-diff"]
+
+
+def _task(tmp: Path, toml: str, workdir: str = "/app") -> Path:
+    task = tmp / "net-task"
+    (task / "environment").mkdir(parents=True, exist_ok=True)
+    (task / "tests").mkdir(exist_ok=True)
+    (task / "environment" / "Dockerfile").write_text(
+        f"FROM harness-base:latest\nWORKDIR {workdir}\n"
+    )
+    (task / "instruction.md").write_text("fetch it")
+    (task / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    (task / "task.toml").write_text(toml)
+    return task
+
+
+@pytest.mark.parametrize(
+    ("toml", "agent", "grading"),
+    [
+        ("", {"internet": True}, {"internet": True, "root": True}),  # Harbor's default: public
+        ("[environment]\nallow_internet = false\n", {}, {}),
+        (
+            "[environment]\nallow_internet = true\n",
+            {"internet": True},
+            {"internet": True, "root": True},
+        ),
+        ('[environment]\nnetwork_mode = "no-network"\n', {}, {}),
+        (
+            '[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org", "10.0.0.0/8"]\n',
+            {"network": ["pypi.org", "10.0.0.0/8"]},
+            {"network": ["pypi.org", "10.0.0.0/8"], "root": True},
+        ),
+        (
+            '[environment]\nnetwork_mode = "no-network"\n[agent]\nnetwork_mode = "public"\n'
+            '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n',
+            {"internet": True},
+            {"network": ["pypi.org"], "root": True},
+        ),
+    ],
+)
+def test_each_phases_network_becomes_its_sandboxs(
+    tmp_path: Path, toml: str, agent: dict, grading: dict
+) -> None:
+    done = import_harbor(_task(tmp_path, toml), tmp_path / "out")
+    assert done.imported == ["net-task"], done.refused
+
+    entry = yaml.safe_load((tmp_path / "out" / "tasks" / "harbor" / "tasks.yaml").read_text())
+    (written,) = entry["tasks"]
+    assert {k: written[k] for k in ("internet", "network") if k in written} == agent
+    assert written.get("grading", {}) == grading
+    assert (done.open_egress == ["net-task"]) == ("internet" in agent or "internet" in grading)
+
+
+@pytest.mark.parametrize(
+    ("toml", "workdir", "reason"),
+    [
+        (
+            '[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["*.iana.org"]\n',
+            "/app",
+            "wildcard host allowlists ([verifier] allowed_hosts has '*.iana.org'",
+        ),
+        (
+            '[environment]\nnetwork_mode = "bridge"\n',
+            "/app",
+            "network_mode = bridge ([environment]",
+        ),
+        (
+            '[agent]\nnetwork_mode = "no-network"\n',
+            "/",
+            "a verifier network (public: [environment] network_mode (default public)) unlike",
+        ),
+    ],
+)
+def test_a_network_the_harness_cannot_give_is_refused(
+    tmp_path: Path, toml: str, workdir: str, reason: str
+) -> None:
+    done = import_harbor(_task(tmp_path, toml, workdir), tmp_path / "out")
+    assert done.imported == []
+    assert done.refused["net-task"].startswith(reason), done.refused
 
 
 def test_refusal_names_the_feature(tmp_path: Path) -> None:
@@ -64,14 +156,14 @@ def test_refusal_names_the_feature(tmp_path: Path) -> None:
 def test_shipped_tasks_run_on_docker(tmp_path: Path, docker_ready) -> None:
     result = run_cli("import", "harbor", str(SHIPPED), "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "3 imported, 0 refused" in result.stdout
+    assert "4 imported, 0 refused" in result.stdout
     store = tmp_path / "h.db"
     suite = tmp_path / "tasks" / "harbor" / "suite.yaml"
     run = run_cli("run", str(suite), "--store", f"sqlite:///{store}", "-q", timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     rows = sqlite3.connect(store).execute("select arm, task_id, status, reason from trials")
     outcome = {(arm, task): (status, reason) for arm, task, status, reason in rows}
-    assert len(outcome) == 6
+    assert len(outcome) == 8
     for (arm, task), (status, reason) in outcome.items():
         assert status == ("passed" if arm == "oracle" else "failed"), (arm, task, reason)
         if arm == "noop":

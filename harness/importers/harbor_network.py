@@ -1,0 +1,89 @@
+"""Harbor's network settings, per phase, as the harness's network policy (``harness.network``).
+
+Harbor gives a task a baseline network (``[environment] network_mode``: ``public``, the
+default, ``no-network`` or ``allowlist`` with ``allowed_hosts``; the older
+``allow_internet = false`` means ``no-network``) and lets each phase override it:
+``[agent]`` for the agent's turn, ``[verifier]`` for the tests, whose own baseline is
+``[verifier.environment]`` when the verifier runs in an environment of its own. The harness
+has one sandbox per phase (the agent's, then a fresh grading sandbox), so each phase's
+policy is its sandbox's: ``public`` is open egress (``internet: true``, which the user must
+allow with ``--allow-internet``), an allowlist is ``network`` hosts, ``no-network`` none.
+A verifier that has a network installs its test tools with it, as root: its grading sandbox
+keeps the default root capabilities (``grading.root``); the agent's never does. What the
+harness cannot honour (wildcard hosts, other modes) refuses the task, naming the setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.importers.harbor import HarborToml
+
+PUBLIC, NONE, ALLOWLIST = "public", "no-network", "allowlist"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase's network as Harbor says it, and which setting said so."""
+
+    mode: str
+    hosts: tuple[str, ...]
+    setting: str
+
+    def same(self, other: Phase) -> bool:
+        return (self.mode, set(self.hosts)) == (other.mode, set(other.hosts))
+
+
+def _phase(mode: object, hosts: list[object], setting: str) -> Phase:
+    return Phase(str(mode), tuple(str(h) for h in hosts), setting)
+
+
+def phases(toml: HarborToml) -> tuple[Phase, Phase]:
+    """(the agent's, the verifier's) network: each phase's own setting, else its baseline."""
+    env, agent, verifier = toml.environment, toml.agent, toml.verifier
+    if env.network_mode is not None:
+        base = _phase(env.network_mode, env.allowed_hosts, "[environment] network_mode")
+    elif env.allow_internet is False:
+        base = Phase(NONE, (), "[environment] allow_internet = false")
+    else:
+        said = "allow_internet = true" if env.allow_internet else "network_mode (default public)"
+        base = Phase(PUBLIC, (), f"[environment] {said}")
+    verifier_base = base
+    if isinstance(verifier.environment, dict) and verifier.environment:
+        table = verifier.environment
+        mode = table.get("network_mode", PUBLIC)
+        hosts = table.get("allowed_hosts", [])
+        where = "[verifier.environment] network_mode"
+        verifier_base = _phase(mode, hosts if isinstance(hosts, list) else [hosts], where)
+    agent_phase, verifier_phase = base, verifier_base
+    if agent.network_mode is not None:
+        agent_phase = _phase(agent.network_mode, agent.allowed_hosts, "[agent] network_mode")
+    if verifier.network_mode is not None:
+        verifier_phase = _phase(
+            verifier.network_mode, verifier.allowed_hosts, "[verifier] network_mode"
+        )
+    return agent_phase, verifier_phase
+
+
+def refusal(phase: Phase) -> str | None:
+    """Why the harness cannot give this phase its network, or None."""
+    if phase.mode not in (PUBLIC, NONE, ALLOWLIST):
+        return f"network_mode = {phase.mode} ({phase.setting})"
+    wild = [h for h in phase.hosts if "*" in h]
+    if phase.mode == ALLOWLIST and wild:
+        return (
+            f"wildcard host allowlists ({phase.setting.replace('network_mode', 'allowed_hosts')}"
+            f" has '{wild[0]}'; the harness allows names, addresses and CIDR blocks)"
+        )
+    return None
+
+
+def grading_keys(phase: Phase) -> dict[str, object]:
+    """The task's ``grading`` keys for the verifier's sandbox."""
+    if phase.mode == PUBLIC:
+        return {"internet": True, "root": True}
+    if phase.mode == ALLOWLIST and phase.hosts:
+        return {"network": list(phase.hosts), "root": True}
+    return {}
