@@ -126,8 +126,10 @@ class HarborToml(_Table):
         return mode == "separate" or (mode != "shared" and _nonempty(self.verifier.environment))
 
 
-class _Image(TypedDict):
+class _Image(TypedDict, total=False):
     dockerfile: str
+    ref: str
+    """Harbor's prebuilt ``docker_image``: pulled when missing, pinned by id in the lock."""
 
 
 class _EnvironmentEntry(TypedDict):
@@ -224,11 +226,9 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
             return "artifacts from service containers (artifacts with a service)"
     if env.skills_dir:
         return "agent skills (environment.skills_dir)"
-    if env.docker_image and not (edir / "Dockerfile").is_file():
-        return f"a prebuilt remote image ({env.docker_image}) instead of environment/Dockerfile"
-    if not (edir / "Dockerfile").is_file():
+    if not env.docker_image and not (edir / "Dockerfile").is_file():
         return "a cloud or computer-use environment (there is no environment/Dockerfile)"
-    agent_net, verifier_net = harbor_network.phases(toml)
+    agent_net, verifier_net = harbor_network.phases(toml.environment, toml.agent, toml.verifier)
     for phase in (agent_net, verifier_net):
         if (why := harbor_network.refusal(phase)) is not None:
             return why
@@ -257,7 +257,8 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
 def _workdir(task_dir: Path, env: HarborEnvironment) -> str:
     if env.workdir:
         return env.workdir
-    text = (task_dir / "environment" / "Dockerfile").read_text(errors="replace")
+    dockerfile = task_dir / "environment" / "Dockerfile"
+    text = dockerfile.read_text(errors="replace") if dockerfile.is_file() else ""
     found = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", text)
     return found[-1] if found else "/"
 
@@ -334,12 +335,20 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         env_dir = out / "environments" / f"harbor-{slug}"
         if env_dir.exists():
             shutil.rmtree(env_dir)
-        shutil.copytree(task_dir / "environment", env_dir)
+        if (task_dir / "environment").is_dir():
+            shutil.copytree(task_dir / "environment", env_dir)
+        else:
+            env_dir.mkdir(parents=True)
         spec: _EnvironmentEntry = {
             "name": f"harbor-{slug}",
             "description": f"Harbor task {rel if toml.task.name is None else toml.task.name}",
             "version": str(toml.task.version),
-            "image": {"dockerfile": "Dockerfile"},
+            # A prebuilt image is what Harbor runs (its Dockerfile, if any, made it).
+            "image": (
+                {"ref": str(env_toml.docker_image)}
+                if env_toml.docker_image
+                else {"dockerfile": "Dockerfile"}
+            ),
             "workdir": _workdir(task_dir, env_toml),
         }
         if agent.user:
@@ -364,7 +373,7 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         solve = task_dir / "solution" / "solve.sh"
         if solve.is_file():
             entry["solution"] = {"commands": [solve.read_text()]}
-        agent_net, verifier_net = harbor_network.phases(toml)
+        agent_net, verifier_net = harbor_network.phases(toml.environment, toml.agent, toml.verifier)
         if agent_net.mode == PUBLIC:
             entry["internet"] = True
         elif agent_net.mode == ALLOWLIST and agent_net.hosts:

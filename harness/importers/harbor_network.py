@@ -16,12 +16,24 @@ harness cannot honour (wildcard hosts, other modes) refuses the task, naming the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.importers.harbor import HarborToml
+from typing import Protocol
 
 PUBLIC, NONE, ALLOWLIST = "public", "no-network", "allowlist"
+
+
+class _Phase(Protocol):
+    """A ``task.toml`` table that may set a network (``[agent]``, ``[verifier]``)."""
+
+    network_mode: object
+    allowed_hosts: list[object]
+
+
+class _Baseline(_Phase, Protocol):
+    allow_internet: bool | None
+
+
+class _Verifier(_Phase, Protocol):
+    environment: object
 
 
 @dataclass(frozen=True)
@@ -40,9 +52,9 @@ def _phase(mode: object, hosts: list[object], setting: str) -> Phase:
     return Phase(str(mode), tuple(str(h) for h in hosts), setting)
 
 
-def phases(toml: HarborToml) -> tuple[Phase, Phase]:
-    """(the agent's, the verifier's) network: each phase's own setting, else its baseline."""
-    env, agent, verifier = toml.environment, toml.agent, toml.verifier
+def phases(env: _Baseline, agent: _Phase, verifier: _Verifier) -> tuple[Phase, Phase]:
+    """(the agent's, the verifier's) network: each phase's own setting, else its baseline
+    (the ``[environment]``, ``[agent]`` and ``[verifier]`` tables of a ``task.toml``)."""
     if env.network_mode is not None:
         base = _phase(env.network_mode, env.allowed_hosts, "[environment] network_mode")
     elif env.allow_internet is False:

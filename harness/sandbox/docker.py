@@ -62,6 +62,7 @@ from harness.sandbox.base import (
 from harness.sandbox.docker_calls import DaemonCalls, DaemonTimeout
 from harness.sandbox.docker_container import DockerSandbox, docker_errors
 from harness.sandbox.docker_images import PinnedImage
+from harness.sandbox.docker_preflight import check_base_images
 from harness.sandbox.lock_compare import check_lock
 
 log = logging.getLogger(__name__)
@@ -186,11 +187,12 @@ class DockerProvider(SandboxProvider):
 
     # ------------------------------------------------------------------ images
     async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
-        """Build or resolve each environment's image ONCE and pin it to its image id.
-
-        Returns environment name -> ``sha256:...``. A broken recipe raises
-        ``EnvironmentBuildError`` naming the environment; Docker trouble ``SandboxError``.
-        """
+        """Build or resolve each environment's image ONCE and pin it to its image id, after
+        checking every base image is here (``docker_preflight``). Returns environment name
+        -> ``sha256:...``. A broken recipe or a missing image raises
+        ``EnvironmentBuildError`` naming the environment; Docker trouble ``SandboxError``."""
+        todo = [env for env in environments if env.name not in self._pinned]
+        await self._run("build", check_base_images, self._client, todo, self._pull)
         for env in environments:
             if env.name not in self._pinned:
                 self._pinned[env.name] = await self._run(

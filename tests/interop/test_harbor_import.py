@@ -168,3 +168,19 @@ def test_shipped_tasks_run_on_docker(tmp_path: Path, docker_ready) -> None:
         assert status == ("passed" if arm == "oracle" else "failed"), (arm, task, reason)
         if arm == "noop":
             assert "reward 0" in reason, reason
+
+
+def test_a_prebuilt_image_is_the_environments_image(tmp_path: Path) -> None:
+    """Terminal-Bench's ``docker_image``: run as it is (pulled, pinned), no Dockerfile needed."""
+    task = _task(
+        tmp_path, '[environment]\ndocker_image = "example.org/tb/task:1"\nworkdir = "/app"\n'
+    )
+    for f in (task / "environment").iterdir():
+        f.unlink()
+    (task / "environment").rmdir()
+    done = import_harbor(task, tmp_path / "out")
+    assert done.imported == ["net-task"], done.refused
+    env = yaml.safe_load(
+        (tmp_path / "out" / "environments" / "harbor-net-task" / "environment.yaml").read_text()
+    )
+    assert env["image"] == {"ref": "example.org/tb/task:1"} and env["workdir"] == "/app"
