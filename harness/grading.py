@@ -149,9 +149,8 @@ def plan(
     if runs_code:
         # What the code graders see of the agent's work: the work dir, or only the paths
         # the task's grading block names (Harbor's artifacts for a separate verifier).
-        # Paths keep their place: under the work dir they follow it into the grading
-        # sandbox's own (the same environment), elsewhere (or into another environment's
-        # sandbox) they land where they were.
+        # What lies under the agent's work dir lands under the grading sandbox's; other
+        # paths land where they were.
         given = task.grading.files
         own = task.grading.environment in (None, env.name)
         if given is None:

@@ -381,7 +381,8 @@ class Grading(Strict):
     files: list[str] | None = Field(
         None,
         description="paths copied from the agent's sandbox into the grading sandbox "
-        "(relative to the workdir, or absolute); default: the whole work dir",
+        "(relative to the workdir, or absolute; what lies under the agent's work dir lands "
+        "under the grading sandbox's); default: the whole work dir",
     )
 
 

@@ -285,16 +285,14 @@ def _verifier_environment(task_dir: Path, toml: HarborToml, slug: str, out: Path
     if env_dir.exists():
         shutil.rmtree(env_dir)
     shutil.copytree(task_dir / "tests", env_dir)
-    table = toml.verifier.environment if isinstance(toml.verifier.environment, dict) else {}
-    found = re.findall(
-        r"(?im)^\s*WORKDIR\s+(\S+)", (env_dir / "Dockerfile").read_text(errors="replace")
-    )
+    # The agent's work dir: what lies under it lands under the grading sandbox's, so the
+    # artifacts keep their paths.
     spec: _EnvironmentEntry = {
         "name": name,
         "description": f"the separate verifier of Harbor task {slug}",
         "version": str(toml.task.version),
         "image": {"dockerfile": "Dockerfile"},
-        "workdir": str(table.get("workdir") or (found[-1] if found else "/")),
+        "workdir": _workdir(task_dir, toml.environment),
     }
     (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return {"environment": name, "files": [*map(str, toml.artifacts), "/logs/artifacts"]}
