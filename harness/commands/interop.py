@@ -92,8 +92,8 @@ def harbor(
     allow = ""
     if done.open_egress:
         typer.echo(
-            f"{len(done.open_egress)} imported task(s) have Harbor's public network (open "
-            "egress to the internet): the suite runs them only with --allow-internet"
+            f"{len(done.open_egress)} task(s) have Harbor's public network (the internet):\n"
+            "the suite runs them only with --allow-internet"
         )
         allow = " --allow-internet"
     if done.suite is not None:

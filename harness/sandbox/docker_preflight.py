@@ -32,7 +32,8 @@ def check_base_images(client, environments: Iterable[Environment], pull: bool) -
                 client.images.pull(ref)
                 continue
             except Exception as exc:  # no registry, no such image, no network
-                why = f"pulling it failed: {str(exc).splitlines()[0][:160]}"
+                said = getattr(exc, "explanation", None) or str(exc)
+                why = f"pulling it failed: {str(said).splitlines()[0][:120]}"
         more = f" and {len(names) - 1} more" if len(names) > 1 else ""
         failed.append(
             f"image '{ref}' (environment '{names[0]}'{more}) is not present locally; {why}"
