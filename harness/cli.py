@@ -331,6 +331,10 @@ def main() -> None:
         _internal_error(exc)
     if code == 130:  # click's code for Ctrl-C while it parses (a run converts its own)
         _exit_interrupted(str(Interrupted(None)))
+    if code == exitcodes.INTERRUPTED:  # a run stopped by a signal, its cleanup done:
+        from harness.hard_stop import exit_now  # skip the interpreter's teardown
+
+        exit_now(code)
     sys.exit(code if isinstance(code, int) else exitcodes.OK)
 
 

@@ -146,6 +146,12 @@ HARNESS_ERROR = "harness_error"  # an exception the taxonomy does not know: a bu
 STATUSES = (PASSED, FAILED, INFRA_ERROR, GRADER_ERROR, HARNESS_ERROR)
 RESOLVED = (PASSED, FAILED)
 
+# Attempt outcomes beyond "ok" and the statuses: how an attempt that has no verdict ended.
+INTERRUPTED = "interrupted"  # cancelled by Ctrl-C/SIGTERM (recorded by the run itself)
+DRIVER_DIED = "driver_died"  # its driver process died during it (recorded on resume)
+CRASHES = (INFRA_ERROR, DRIVER_DIED)
+"""Attempt outcomes the crash rate counts: the infrastructure under the trial broke."""
+
 
 def classify(exc: BaseException) -> str:
     """Map an exception to the status a trial ends with if it is not retried."""

@@ -2,16 +2,15 @@
 
 It is the only writer of the store. SIGINT/SIGTERM once: no new trials start, in-flight
 trials finish and are written. A model endpoint's breaker tripping (``UpstreamDown``) stops
-new trials the same way; the trials it cut stay unfinished. Twice: in-flight trials are cancelled (their sandboxes are
-still destroyed) and stay unfinished, so ``harness run --resume RUN_ID`` re-runs them.
+new trials the same way; the trials it cut stay unfinished. Twice: in-flight trials are
+cancelled (their sandboxes are still destroyed) and stay unfinished, so ``harness run
+--resume RUN_ID`` re-runs them; should that cleanup hang, the process ends anyway
+(``harness.hard_stop``).
 """
 
 from __future__ import annotations
 
-import queue
 import signal
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,15 +18,13 @@ from typing import Protocol
 
 import anyio
 
-from harness import errors
+from harness import errors, hard_stop
 from harness.breaker import UpstreamDown
 from harness.executors import Executor, LocalExecutor
 from harness.plan import Job
-from harness.store import Store
-from harness.store.db import UnstorableTrial
-from harness.text import printable
-from harness.trial import RunContext, TrialRecord
-from harness.trial_rows import unstorable_row
+from harness.store import Store, now
+from harness.store_writer import StoreWriter
+from harness.trial import RunContext
 
 
 class ProgressSink(Protocol):
@@ -62,6 +59,14 @@ class RunOutcome:
     def unresolved(self) -> int:
         return self.finished - self.counts[errors.PASSED] - self.counts[errors.FAILED]
 
+    def recount(self, degraded: list[tuple[str, str]]) -> None:
+        """Count each trial stored as ``unstorable_row`` (its status then, the reason
+        stored) as what the store holds: a harness error."""
+        for status, reason in degraded:
+            self.counts[status] -= 1
+            self.counts[errors.HARNESS_ERROR] += 1
+            self.harness_errors[reason[:300]] += 1
+
     def count(self, status: str, reason: str | None) -> None:
         """One finished trial: its status, and a harness error's first line for the summary."""
         self.counts[status] += 1
@@ -91,12 +96,14 @@ async def execute(
     outcome = RunOutcome(planned=len(jobs))
     pending = iter(jobs)
     stopping = anyio.Event()
-    writer = _Writer(store)
+    writer = StoreWriter(store, rc.run_id, rc.resolved.suite.store_outage_s)
 
     async def worker() -> None:
         for job in pending:
+            await writer.present(stopping)  # the store is away: no new trial until it is back
             if stopping.is_set() or writer.error:
                 return
+            writer.started(job, now())
             try:
                 record = await run_one(job)
             except UpstreamDown as exc:  # no new trials; this one stays unfinished
@@ -119,17 +126,16 @@ async def execute(
                     stopping.set()
                     if count == 1:
                         sink.note("stopping: in-flight trials finish; signal again to abort them")
-                    else:
+                    elif count == 2:
                         sink.note("aborting in-flight trials; they stay unfinished (resumable)")
                         work_scope.cancel()
+                        hard_stop.arm(_abort_line(rc.run_id, store.url))
 
         async def watch_writer() -> None:
-            # A store that cannot be written (disk full, database gone) stops the run within
-            # a second: trials in flight are cancelled rather than run for nothing.
-            while writer.error is None:
-                await anyio.sleep(0.2)
+            # A store that cannot be written (disk full, gone for good) stops the run within a
+            # second: trials in flight are cancelled. Its error is the run's one line.
+            await writer.failed(sink.note)
             stopping.set()
-            sink.note(f"stopping: {writer.error}")
             work_scope.cancel()
 
         if handle_signals:
@@ -140,73 +146,21 @@ async def execute(
                 for _ in range(max(1, concurrency)):
                     tg.start_soon(worker)
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(writer.close, outcome)
-            if rc.interrupted and writer.error is None:
-                await anyio.to_thread.run_sync(store.write_attempts, list(rc.interrupted))
+            await anyio.to_thread.run_sync(writer.close)
+            outcome.recount(writer.degraded)
+            if writer.error is None:  # unfinished trials: attempts kept, marks removed
+                await anyio.to_thread.run_sync(store.end_in_flight, rc.run_id, rc.interrupted)
         outer.cancel_scope.cancel()
     if writer.error:
         raise writer.error
     return outcome
 
 
-class _Writer:
-    """The single store writer: a thread committing one transaction per finished trial.
+def _abort_line(run_id: str, store_url: str) -> str:
+    from harness.store.refs import resume_command
 
-    Workers hand records over without waiting for the commit (a thread hop per trial costs
-    more than the SQLite write itself); ``close`` waits until every record is committed.
-    Transient write conflicts are retried; a persistent failure stops new trials.
-    """
-
-    def __init__(self, store: Store):
-        self.store = store
-        self.queue: queue.SimpleQueue[TrialRecord | None] = queue.SimpleQueue()
-        self.error: BaseException | None = None
-        self.degraded: list[tuple[str, str]] = []
-        """(status it had, reason stored) of each trial stored as ``unstorable_row``."""
-        self.thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
-        self.thread.start()
-
-    def put(self, record: TrialRecord) -> None:
-        self.queue.put(record)
-
-    def close(self, outcome: RunOutcome | None = None) -> None:
-        """Wait until every record is committed; then count in ``outcome`` each trial
-        stored as ``unstorable_row`` as what the store holds."""
-        self.queue.put(None)
-        self.thread.join()
-        for status, reason in self.degraded:
-            if outcome is None:
-                break
-            outcome.counts[status] -= 1
-            outcome.counts[errors.HARNESS_ERROR] += 1
-            outcome.harness_errors[reason[:300]] += 1
-
-    def _loop(self) -> None:
-        while (record := self.queue.get()) is not None:
-            if self.error is not None:  # the store is broken: drop what is still queued
-                continue
-            for attempt in range(5):
-                try:
-                    self._write(record)
-                    break
-                except errors.StoreConflict as exc:
-                    if attempt == 4:
-                        self.error = exc
-                    time.sleep(0.2 * 2**attempt)
-                except Exception as exc:  # a bug or a broken database: stop the run
-                    self.error = exc
-                    break
-
-    def _write(self, record: TrialRecord) -> None:
-        """One trial in one transaction; a trial the database refuses is stored without the
-        refused values (``unstorable_row``), so one bad row never stops the run."""
-        try:
-            self.store.write_trial(record.trial, record.attempts, record.events, record.blobs)
-        except UnstorableTrial as exc:
-            row = unstorable_row(record.trial, str(exc))
-            attempts = [
-                a.model_copy(update={"error": a.error and printable(a.error)})
-                for a in record.attempts
-            ]
-            self.store.write_trial(row, attempts)
-            self.degraded.append((record.trial.status, row.reason))
+    return (
+        f"aborted: cleanup did not finish within {hard_stop.ABORT_LIMIT_S:g} s of the second "
+        f"signal; sandboxes left behind are removed by `harness gc`; resume with "
+        f"`{resume_command(run_id, store_url)}`"
+    )

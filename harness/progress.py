@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -87,4 +88,5 @@ class TrialProgress:
 
     def note(self, text: str) -> None:
         if self.enabled:
-            self.console.print(f"[yellow]{text}[/]")
+            # one line, never wrapped; brackets in a message are its text, not markup
+            self.console.print(f"[yellow]{escape(text)}[/]", soft_wrap=True)

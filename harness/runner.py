@@ -311,6 +311,8 @@ def _start_run_row(
             now_owner = store.get_run(run_id)
             pid = now_owner.pid if now_owner else "?"
             raise RunBusy(f"run {run_id} was just resumed by process {pid}; refused")
+        # Trials the last driver died running: their cut attempts count (driver_died).
+        store.record_driver_deaths(run_id)
         done = store.finished_keys(run_id)
         return [j for j in all_jobs if j.key not in done]
     store.create_run(

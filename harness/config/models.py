@@ -222,6 +222,15 @@ class Suite(Strict):
     store: str | None = Field(
         None, description="SQLAlchemy URL; default sqlite:///.harness/harness.db"
     )
+    store_outage_s: float = Field(
+        60.0,
+        ge=0,
+        le=86_400,
+        allow_inf_nan=False,
+        exclude=True,  # how long to wait for the store, not what is measured: outside the hash
+        description="seconds the run waits (backing off) for a store that stops answering "
+        "before it stops with exit 5; no new trial starts meanwhile",
+    )
     report: ReportSettings = Field(default_factory=ReportSettings)
     """how the report reads the results"""
     variants: bool = Field(False, description="also run each task's declared variants, paired")

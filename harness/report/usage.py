@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness import errors
 from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
 from harness.report.records import (
     AttemptSpend,
@@ -219,7 +220,7 @@ def infra_section(
     """Crash accounting: unresolved trials by kind, the per-attempt crash rate and the
     share of the ``trials`` completed that were ``retried``."""
     total = int(sum(attempts.values()))
-    crashed = int(attempts.get("infra_error", 0))
+    crashed = int(sum(attempts.get(outcome, 0) for outcome in errors.CRASHES))
     out: InfraSection = {
         "infra_error_trials": int(by_status.get("infra_error", 0)),
         "grader_error_trials": int(by_status.get("grader_error", 0)),

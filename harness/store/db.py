@@ -22,15 +22,23 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, insert, text
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError, StatementError
-from sqlalchemy.sql import Executable
+from sqlalchemy.exc import (
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+    StatementError,
+)
 from sqlmodel import Session, SQLModel, col, select
 
 from harness.errors import HarnessError, StoreConflict
+from harness.store import in_flight
 from harness.store.engine import make_engine, read_only_sqlite, sqlite_path
 from harness.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from harness.store.missing import refuse_missing
 from harness.store.queries import ReportRows, report_rows
+from harness.store.statements import insert_ignoring
 from harness.store.tables import (
     TRIAL_COLUMNS,
     Attempt,
@@ -40,6 +48,7 @@ from harness.store.tables import (
     SchemaVersion,
     TrajectoryEvent,
     Trial,
+    TrialKey,
     TrialRow,
     table_of,
 )
@@ -101,6 +110,11 @@ class Store:
             raise StoreUnavailable(
                 f"cannot open the store {_redact(self.url)}: {str(detail).splitlines()[0]}"
             ) from None
+
+    @property
+    def shown_url(self) -> str:
+        """The URL without its password, for messages."""
+        return _redact(self.url)
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> int:
@@ -259,6 +273,7 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 trial_id = conn.execute(_INSERT_TRIAL, row).scalar_one()
+                in_flight.unmark(conn, [row])
                 attempt_rows = [_row(AttemptRow, a) for a in attempts]
                 if attempt_rows:
                     conn.execute(_INSERT_ATTEMPT, attempt_rows)
@@ -269,22 +284,21 @@ class Store:
                     # Content-addressed and shared by runs: another run may write the same
                     # blob at the same moment, so an existing row is not an error.
                     conn.execute(
-                        _insert_blob(conn.dialect.name),
+                        insert_ignoring(conn.dialect.name, table_of(Blob), ["sha256"]),
                         [{"sha256": ref, "data": data} for ref, data in blobs.items()],
                     )
             return int(trial_id)
         except OperationalError as exc:
-            if is_store_full(exc):  # never transient: stop the run now, do not retry
-                self.release_space()
-                raise StoreUnavailable(
-                    f"store write failed: {str(exc.orig).splitlines()[0]} "
-                    f"({_redact(self.url)}); finished trials are kept"
-                ) from None
-            raise StoreConflict(f"store write failed: {exc.orig}") from exc
+            raise self._write_failed(exc) from exc
         except OSError as exc:
             raise StoreUnavailable(f"store write failed: {exc}") from None
         except IntegrityError:
             raise
+        except DBAPIError as exc:
+            if isinstance(exc, InterfaceError) or exc.connection_invalidated:
+                # the connection broke (a server restarting, a network cut): transient
+                raise StoreConflict(f"store write failed: {_first_line(exc)}") from exc
+            raise UnstorableTrial(_why(exc)) from exc
         except (StatementError, ValueError, TypeError, OverflowError, RecursionError) as exc:
             # Nothing was written (one transaction); the run must not stop for one row.
             raise UnstorableTrial(_why(exc)) from exc
@@ -295,6 +309,46 @@ class Store:
         if rows:
             with self.engine.begin() as conn:
                 conn.execute(_INSERT_ATTEMPT, rows)
+
+    def end_in_flight(self, run_id: str, interrupted: Iterable[AttemptRow]) -> None:
+        """The driver's orderly end of its trials: the attempts of those left unfinished
+        (interrupted, or stopped by a breaker) recorded, and none of the run's trials left
+        marked in flight (a mark a resume finds means the driver died)."""
+        rows = [_row(AttemptRow, a) for a in interrupted]
+        with self.engine.begin() as conn:
+            if rows:
+                conn.execute(_INSERT_ATTEMPT, rows)
+            in_flight.clear(conn, run_id)
+
+    def mark_in_flight(self, keys: Iterable[tuple[TrialKey, datetime]]) -> None:
+        """Mark trials as being run since their time (``harness.store.in_flight``)."""
+        try:
+            with self.engine.begin() as conn:
+                in_flight.mark(conn, keys)
+        except (OperationalError, InterfaceError) as exc:
+            raise self._write_failed(exc) from exc
+
+    def _write_failed(self, exc: DBAPIError) -> HarnessError:
+        """A full disk stops the run now (never transient); other failures are retried."""
+        if not is_store_full(exc):
+            return StoreConflict(f"store write failed: {_first_line(exc)}")
+        self.release_space()
+        return StoreUnavailable(
+            f"store write failed: {_first_line(exc)} ({_redact(self.url)}); "
+            "finished trials are kept"
+        )
+
+    def record_driver_deaths(self, run_id: str) -> int:
+        """On resume: the attempts a dead driver cut, recorded as ``driver_died``."""
+        with self._unavailable_as_error("record the cut attempts"), self.engine.begin() as conn:
+            return in_flight.record_driver_deaths(conn, run_id, now())
+
+    def has_trial(self, key: TrialKey) -> bool:
+        """Is this trial's final row stored? (A write whose commit was lost may have been.)"""
+        trial = table_of(Trial)
+        where = [trial.c[c] == getattr(key, c) for c in in_flight.KEY]
+        with self.engine.connect() as conn:
+            return conn.execute(select(trial.c.id).where(*where).limit(1)).first() is not None
 
     def finished_keys(self, run_id: str) -> set[tuple[str, str, int, str]]:
         with Session(self.engine) as s:
@@ -389,17 +443,9 @@ _INSERT_ATTEMPT = insert(table_of(Attempt))
 _INSERT_EVENT = insert(table_of(TrajectoryEvent))
 
 
-def _insert_blob(dialect: str) -> Executable:
-    """INSERT of blobs that skips ones already stored (ON CONFLICT DO NOTHING)."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert(table_of(Blob)).on_conflict_do_nothing(index_elements=["sha256"])
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        return sqlite_insert(table_of(Blob)).on_conflict_do_nothing(index_elements=["sha256"])
-    return insert(table_of(Blob)).prefix_with("IGNORE", dialect="mysql")
+def _first_line(exc: SQLAlchemyError) -> str:
+    """The driver's own message, first line (SQLAlchemy appends the statement)."""
+    return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc) else ""
 
 
 def _why(exc: BaseException) -> str:

@@ -45,6 +45,8 @@ def read_only_sqlite(url: str) -> bool:
     return not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
+PG_CONNECT_TIMEOUT_S = 10
+"""Seconds a PostgreSQL connection attempt may take (libpq ``connect_timeout``)."""
 SQLITE_BUSY_TIMEOUT_S = 30.0
 """How long one SQLite statement waits for another process's lock before it fails."""
 SQLITE_PRAGMAS = (
@@ -92,4 +94,9 @@ def make_engine(url: str, pool_size: int, max_overflow: int, read_only: bool = F
             value = parsed.query[key]
             pool[key] = int(value if isinstance(value, str) else value[-1])
     parsed = parsed.difference_update_query(POOL_PARAMS)
-    return create_engine(parsed, pool_pre_ping=True, **pool)
+    # A server that does not answer (a network cut) fails a connection attempt in 10 s
+    # instead of the system's TCP timeout, so the writer's outage window is what waits.
+    connect: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        connect["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    return create_engine(parsed, pool_pre_ping=True, connect_args=connect, **pool)

@@ -9,7 +9,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-from harness.store.tables import TrajectoryEvent, Trial, table_of
+from harness.store.tables import InFlight, TrajectoryEvent, Trial, table_of
 
 
 def _v1(conn: Connection) -> None:
@@ -88,6 +88,12 @@ def _v7(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE attempts ADD COLUMN {name} {kind}"))
 
 
+def _v8(conn: Connection) -> None:
+    """trials_in_flight: trials being run, so a resume sees the attempts a killed driver cut
+    (a store made by v1 of today's tables already has it)."""
+    table_of(InFlight).create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
@@ -96,5 +102,6 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (5, _v5),
     (6, _v6),
     (7, _v7),
+    (8, _v8),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -159,6 +159,19 @@ class Attempt(AttemptRow, table=True):
     id: int | None = Field(default=None, primary_key=True)
 
 
+class InFlight(TrialKey, table=True):
+    """A trial being run now: written when it is handed to the executor, deleted with its
+    final row (or its interrupted attempts). One left behind means the driver died during
+    it; the resume records that attempt (``driver_died``) and deletes the row."""
+
+    __tablename__ = "trials_in_flight"
+    __table_args__ = (
+        UniqueConstraint("run_id", "arm", "task_id", "trial_index", "variant", name="uq_in_flight"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    started_at: datetime
+
+
 class TrajectoryEvent(Event, table=True):
     """A stored ``trajectory.Event``: the same fields, plus the trial it belongs to."""
 

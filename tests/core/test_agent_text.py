@@ -185,7 +185,8 @@ def test_a_row_the_database_refuses_is_stored_as_a_harness_error(tmp_path):
     """A value no database takes (NaN in JSON on PostgreSQL, a non-JSON object, a nesting
     too deep to serialise): the trial is stored as a harness_error saying why, and the
     writer goes on with the next trial instead of stopping the run."""
-    from harness.orchestrator import RunOutcome, _Writer
+    from harness.orchestrator import RunOutcome
+    from harness.store_writer import StoreWriter
     from harness.trial import TrialRecord
 
     store = Store(f"sqlite:///{tmp_path / 'h.db'}")
@@ -198,12 +199,13 @@ def test_a_row_the_database_refuses_is_stored_as_a_harness_error(tmp_path):
         node = node["x"]
     bad = trial.model_copy(update={"evidence": {"info": deep}})
     good = trial.model_copy(update={"task_id": "t2"})
-    writer = _Writer(store)
+    writer = StoreWriter(store, "bad")
     writer.put(TrialRecord(bad, attempts, events, blobs))
     writer.put(TrialRecord(good, [], [], {}))
     outcome = RunOutcome(planned=2)
     outcome.counts["failed"] = 2  # as the workers counted them
-    writer.close(outcome)
+    writer.close()
+    outcome.recount(writer.degraded)
     assert writer.error is None
     rows = {t.task_id: t for t in store.trials("bad")}
     assert rows["t"].status == "harness_error" and rows["t"].passed is None

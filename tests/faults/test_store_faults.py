@@ -36,13 +36,12 @@ def _popen(*args: str, cwd: Path) -> subprocess.Popen:
     )
 
 
-@pytest.fixture
-def tiny_fs(tmp_path):
-    """A real 1 MiB file system (tmpfs), unmounted afterwards."""
+def _tmpfs(tmp_path, size: str):
+    """A real file system of ``size`` (tmpfs), unmounted afterwards."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
     )
     if done.returncode != 0:
         if os.environ.get("CI") == "true":
@@ -52,6 +51,18 @@ def tiny_fs(tmp_path):
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """1 MiB: a run of 300 trials fills it."""
+    yield from _tmpfs(tmp_path, "1m")
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """4 MiB: room for a small run's store and its WAL (a SQLite file on a real mount)."""
+    yield from _tmpfs(tmp_path, "4m")
 
 
 def _runs(db: Path) -> list[tuple]:
@@ -82,11 +93,11 @@ def test_disk_full_stops_the_run_within_seconds(tiny_fs, tmp_path):
     assert not list(tiny_fs.glob("h.db.reserve-*"))
 
 
-def test_read_only_store_is_reported(tiny_fs, tmp_path):
-    db = tiny_fs / "h.db"
+def test_read_only_store_is_reported(small_fs, tmp_path):
+    db = small_fs / "h.db"
     suite = write_suite(tmp_path / "s", n_tasks=3)
     assert run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q").returncode == 0
-    remount = ["mount", "-o", "remount,ro", str(tiny_fs)]
+    remount = ["mount", "-o", "remount,ro", str(small_fs)]
     assert subprocess.run(remount, capture_output=True).returncode == 0
     reads = (["report"], ["report", "--json"], ["runs"], ["history", "test-suite"])
     # nothing can write to a read-only mount, so the readers go at the same time
