@@ -358,12 +358,21 @@ def _check_networks(config: ResolvedSuite, sandbox: SandboxBinding) -> None:
     is built: never a run whose sandboxes silently get another network."""
     from harness.network import agent_policy, grading_policy
 
-    modes = sandbox.cls.network_modes(sandbox.options)
+    modes = sandbox.cls.honours(sandbox.options)
     for loaded in config.tasks:
         task = loaded.task
         env = config.environments.get(task.environment or "")
         if env is None:
             continue
+        if task.grading.root and "grader-root" not in modes:
+            loc = (*loaded.prefix, "grading", "root")
+            raise ConfigError(
+                str(loaded.file),
+                field_path(loc),
+                f"task '{task.id}': its grader needs root capabilities, which sandbox "
+                f"'{sandbox.name}' cannot give; use `--sandbox docker`",
+                nearest_line(loaded.lines, loc) or loaded.line,
+            )
         genv = config.environments.get(task.grading.environment or "", env)
         phases = (
             ("agent", agent_policy(env, task), "internet" if task.internet else "network"),

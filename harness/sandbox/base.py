@@ -251,10 +251,10 @@ class SandboxProvider(abc.ABC):
         return cls.mounts_sockets or not cls.isolates(options)
 
     @classmethod
-    def network_modes(cls, options: BackendOptions) -> frozenset[str]:
-        """Which network policies (``harness.network``: none, allowlist, open) its
-        sandboxes honour; a task asking for another is refused when the suite loads.
-        Default: none only."""
+    def honours(cls, options: BackendOptions) -> frozenset[str]:
+        """What its sandboxes honour of a task's policy: network modes (``harness.network``:
+        none, allowlist, open) and ``grader-root`` (``grading.root``); a task asking for
+        more is refused when the suite loads. Default: no network only."""
         return frozenset({"none"})
 
     @classmethod

@@ -438,7 +438,7 @@ class BwrapProvider(SandboxProvider):
             )
 
     async def create(self, request: SandboxRequest) -> BwrapSandbox:
-        # Refused at load already (``network_modes``); never a sandbox on another network.
+        # Refused at load already (``honours``); never a sandbox on another network.
         self._refuse_network(request.environment.name, request.network or [], request.internet)
         agent, image_id = None, request.image_id
         if request.agent is not None:  # the arm's CLI, staged on this host

@@ -136,10 +136,9 @@ class DockerProvider(SandboxProvider):
     Options = DockerOptions
 
     @classmethod
-    def network_modes(cls, options: BackendOptions) -> frozenset[str]:
-        """No network, an egress allowlist (``docker_network``), or open egress (a bridge
-        of the run's own, containers unable to reach each other)."""
-        return frozenset({"none", "allowlist", "open"})
+    def honours(cls, options: BackendOptions) -> frozenset[str]:
+        """Every network policy (``docker_network``) and root graders (Docker's defaults)."""
+        return frozenset({"none", "allowlist", "open", "grader-root"})
 
     def __init__(
         self,

@@ -136,12 +136,12 @@ class FaultyProvider(SandboxProvider):
         return inner.runs_agent_programs(options._inner_options)
 
     @classmethod
-    def network_modes(cls, options: BackendOptions) -> frozenset[str]:
+    def honours(cls, options: BackendOptions) -> frozenset[str]:
         """As the inner backend does."""
         from harness.sandbox import BACKENDS
 
         assert isinstance(options, FaultyOptions)
-        return BACKENDS.load(options.inner).network_modes(options._inner_options)
+        return BACKENDS.load(options.inner).honours(options._inner_options)
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> FaultyProvider:

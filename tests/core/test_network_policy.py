@@ -95,6 +95,7 @@ def test_policies_of_each_sandbox() -> None:
         ({"internet": True}, "internet", "open egress"),
         ({"network": ["10.1.2.3"]}, "network", "an egress allowlist"),
         ({"grading": {"network": ["10.1.2.3"]}}, "grading.network", "an egress allowlist"),
+        ({"grading": {"root": True}}, "grading.root", "root capabilities"),
     ],
 )
 def test_a_backend_that_cannot_honour_the_policy_refuses_the_task(

@@ -1,7 +1,8 @@
 """The network policies on real Docker networks, against real HTTP servers: open egress
 reaches a server outside the container (one on this host) while two open sandboxes cannot
 reach each other; a grading sandbox gets no network, not even its environment's hosts,
-unless its request names hosts, and then reaches exactly those."""
+unless its request names hosts, and then reaches exactly those; only a grading sandbox
+asked for a root grader (``grading.root``) keeps the root capabilities test tools need."""
 
 from __future__ import annotations
 
@@ -119,3 +120,28 @@ async def test_grading_sandbox_gets_only_the_hosts_its_request_names(
     finally:
         await provider.close()
         server.remove(force=True)
+
+
+async def test_only_a_root_grader_keeps_roots_capabilities(request_for, root_env):
+    """``chown`` needs CAP_CHOWN: Docker's default root has it, the hardened one does not."""
+    from harness.sandbox.docker import DockerProvider
+
+    provider = DockerProvider()
+    try:
+        made = {}
+        for name, grading, root in (("agent", False, True), ("grader", True, False)):
+            request = request_for(root_env)
+            request.grading, request.grader_root = grading, root
+            made[name] = await provider.create(request)
+        rooted = request_for(root_env)
+        rooted.grading, rooted.grader_root = True, True
+        made["root grader"] = await provider.create(rooted)
+        chown = "touch /tmp/f && chown 1000:1000 /tmp/f && echo done"
+        got = {name: await box.exec(chown, timeout=30, user="root") for name, box in made.items()}
+        assert got["root grader"].ok and "done" in got["root grader"].stdout, got["root grader"]
+        assert not got["grader"].ok  # the default grading sandbox: only SETUID/SETGID
+        assert not got["agent"].ok  # grader_root means nothing outside a grading sandbox
+        for box in made.values():
+            await box.destroy()
+    finally:
+        await provider.close()
