@@ -61,43 +61,44 @@ def runs_json(rows: list[Run], store_url: str | None = None) -> list[RunListing]
 
 
 def print_runs(rows: list[Any], store_url: str | None = None, console: Any = None) -> None:
-    """The run id never wraps; arms wrap; the config hash goes first when space runs out."""
+    """A table whose words stay whole (run ids, suite and arm names never split, one arm per
+    line); the config hash only on wide terminals; when even the longest names cannot stay
+    whole at this width, one block of lines per run instead."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
+    from harness.report.render.narrow import keep_words_whole
+
     console = console or Console()
+    if not rows:
+        console.print("no runs in this store")
+        return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("run id", no_wrap=True)
-    table.add_column("suite", overflow="fold")
-    table.add_column("status", no_wrap=True)
-    table.add_column("started", no_wrap=True)
-    table.add_column("arms", overflow="fold", ratio=1)
-    table.add_column("trials", justify="right", no_wrap=True)
+    for header in ("run id", "suite", "status", "started", "arms", "trials"):
+        table.add_column(header, justify="right" if header == "trials" else "left")
     wide = console.width >= 110
     if wide:
         table.add_column("config", no_wrap=True)
     hints = []
+    lines = []
     for r in rows:
         status = shown_status(r)
-        cells = [
-            r.id,
-            r.suite_name,
-            status,
-            f"{r.started_at:%m-%d %H:%M}",
-            ", ".join(r.arms),
-            str(r.jobs_planned),
-        ]
-        if wide:
-            cells.append(r.config_hash[:12])
-        table.add_row(*cells)
+        cells = [r.id, r.suite_name, status, f"{r.started_at:%m-%d %H:%M}", "\n".join(r.arms)]
+        cells.append(str(r.jobs_planned))
+        lines.append(
+            f"{r.id}  {status}  {r.started_at:%m-%d %H:%M}  {r.jobs_planned} trials\n"
+            f"  suite {r.suite_name}\n  arms {', '.join(r.arms)}"
+        )
+        table.add_row(*cells, *([r.config_hash[:12]] if wide else []))
         hint = resume_hint(r, store_url)
         if hint and status == "interrupted":
             hints.append(f"{r.id}: {_why(r)}; resume with `{hint}`")
-    if not rows:
-        console.print("no runs in this store")
-        return
-    console.print(table)
+    if keep_words_whole(table, console):
+        console.print(table)
+    else:
+        for block in lines:
+            console.print(block, markup=False, highlight=False)
     for line in hints:
         console.print(line, soft_wrap=True)
 

@@ -144,3 +144,32 @@ def test_progress_bar_keeps_counts_and_eta_at_80_columns(width):
     assert len(line) <= width and "\n" not in line, line
     assert "1813/3600 1234 passed 567 failed 12 errored" in line, line
     assert line.endswith(" ETA -:--:--") and "━" in line, line
+
+
+def test_long_suite_and_arm_names_stay_whole_at_80_columns(tmp_path, monkeypatch):
+    """Names too long for a table at 80 columns: the rows become lines, never split names
+    ('support -nightl y', 'baselin e')."""
+    import re
+
+    from sqlalchemy import text
+
+    from tests.report.report_support import grid_rows, make_store
+
+    base, cand = "baseline-gpt-4o-mini-2024", "candidate-gpt-4o-mini-finetuned"
+    suite_name = "support-nightly-regression-suite"
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    rows = grid_rows(base, {f"t{i}": [1, 0] for i in range(4)})
+    rows += grid_rows(cand, {f"t{i}": [1, 1] for i in range(4)})
+    primary = {"report": {"primary": {"baseline": base, "candidate": cand}}}
+    store = make_store(url, rows, arms=[base, cand], trials=2, suite=primary)
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE runs SET suite_name = :n"), {"n": suite_name})
+    store.close()
+    monkeypatch.setenv("COLUMNS", "80")
+    for argv in (["runs"], ["report"]):
+        code, out, err = _main(*argv, "--store", url)
+        assert code == 0, err
+        _readable(out)
+        _piped(out, err)
+        for name in (base, cand, suite_name):
+            assert re.search(rf"(^|\s){re.escape(name)}[:,]?(\s|$)", out), (name, out)

@@ -8,6 +8,7 @@ fit, so what remains is whole. ``--json`` always has every column.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -43,6 +44,27 @@ def fit(table: Table, width: int, drop_order: Sequence[str] = ()) -> list[str]:
 
 
 MARGIN = 14
+
+
+def keep_words_whole(table: Table, console: Console) -> bool:
+    """Make every column at least as wide as its longest word, so rich wraps between words
+    only; False (the table unchanged) when that cannot fit the console's width: callers
+    print their rows as lines instead."""
+    widths = [(col.overflow, col.min_width) for col in table.columns]
+    for col in table.columns:
+        col.overflow = "fold"
+        col.min_width = _longest_word(col)
+    buf = io.StringIO()
+    Console(file=buf, width=console.width, color_system=None).print(table)
+    shown = set(buf.getvalue().split())
+    words = {
+        w for col in table.columns for c in (col.header, *col._cells) for w in _plain(c).split()
+    }
+    if words <= shown:  # every word of every cell printed whole
+        return True
+    for col, (overflow, min_width) in zip(table.columns, widths, strict=True):
+        col.overflow, col.min_width = overflow, min_width
+    return False
 
 
 def _narrowest(table: Table) -> int:

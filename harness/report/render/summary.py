@@ -22,7 +22,7 @@ from harness.release.records import GateResult, MustNeverCheck
 from harness.report.causes import causes_lines
 from harness.report.records import Report
 from harness.report.render.fmt import denominator_text
-from harness.report.render.narrow import fit
+from harness.report.render.narrow import keep_words_whole
 from harness.report.render.numbers import (
     delta_text,
     p_value,
@@ -92,6 +92,8 @@ def _say(console: Console, text: str, *, style: str = "", indent: int = 0) -> No
 
 
 def _arms(console: Console, report: Report) -> None:
+    """One row per arm; when the arms' names are too long for a table whose words stay
+    whole at this width, one line per arm instead."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for col, justify in (
         ("arm", "left"),
@@ -101,13 +103,18 @@ def _arms(console: Console, report: Report) -> None:
         ("unresolved", "right"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    rows = []
     for name, a in report["arms"].items():
         done = f"{a['trials_completed']}/{a['trials_scheduled']}"
-        table.add_row(
-            name, rate_text(a.get("success")), str(a["clusters"]), done, str(a["trials_unresolved"])
-        )
-    fit(table, console.width)
-    console.print(table)
+        row = (name, rate_text(a.get("success")), str(a["clusters"]), done)
+        rows.append((*row, str(a["trials_unresolved"])))
+        table.add_row(*rows[-1])
+    if keep_words_whole(table, console):
+        console.print(table)
+        return
+    for name, success, clusters, done, unresolved in rows:
+        _say(console, f"{name}: {success}")
+        _say(console, f"{clusters} clusters, {done} trials, {unresolved} unresolved", indent=2)
 
 
 def _comparison(console: Console, report: Report, gate: GateResult | str | None) -> None:
@@ -153,8 +160,9 @@ def _gate(console: Console, gate: GateResult | str | None) -> None:
     bad = "red" if gate["verdict"] != "inconclusive" else "yellow"
     _say(console, gate_text(gate), style="green" if gate["may_ship"] else bad)
     _say(console, gate_rule_text(gate), indent=2)
-    if not gate["may_ship"]:
-        for reason in gate["reasons"][:3]:
+    if not gate["may_ship"]:  # what blocks it beyond the bounds above (must-never, coverage)
+        stated = {(gate.get("primary") or {}).get("why"), (gate.get("threshold") or {}).get("why")}
+        for reason in [r for r in gate["reasons"] if r not in stated][:3]:
             _say(console, reason, indent=2)
 
 
