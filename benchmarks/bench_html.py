@@ -30,6 +30,7 @@ CHILD = """
 import json, time
 t = {{}}
 t0 = time.perf_counter()
+from harness.analysis.load import DECISIONS, TASK_TABLE, load_run_table
 from harness.report.cli import load_report
 from harness.store import Store
 from harness.report import tasks as tk
@@ -39,11 +40,12 @@ data = load_report({run!r}, {url!r})
 t["load_report"] = time.perf_counter() - t0
 store = Store({url!r})
 t1 = time.perf_counter()
-rr = tk.load_rows(store, data)
-kinds = tk.error_kinds(store, rr.run_id)
+table = load_run_table(store, {run!r}, TASK_TABLE | DECISIONS, with_notes=True)
+rr = tk.task_counts(table.trials, data)
+kinds = tk.error_kinds(table.notes)
 t["rows"] = time.perf_counter() - t1
 t1 = time.perf_counter()
-gate = gate_verdict(store, data)
+gate = gate_verdict(store, store.get_run({run!r}), table)
 t["gate"] = time.perf_counter() - t1
 t1 = time.perf_counter()
 html = render(data, rr, error_kinds=kinds, gate=gate)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.analysis.table import Trials
+
 MU, SD_CLUSTER, SD_TASK, SD_HET, LIFT, STRATUM_SHIFT = 0.4, 0.8, 0.8, 0.5, 0.5, 1.0
 SHARES = {"join": 0.2, "lookup": 0.8}
 """The population's stratum shares the stratified estimate reweights to."""
@@ -135,6 +137,11 @@ def _rows(pl: Planted, p: np.ndarray, trials: np.ndarray, rng, start: np.ndarray
     }
 
 
+def _trials(columns: dict) -> Trials:
+    """An arm's column rows as the trials table the release code reads."""
+    return Trials.from_columns(columns)
+
+
 def _join(a: dict, b: dict) -> dict:
     return {k: np.concatenate([a[k], b[k]]) for k in a}
 
@@ -154,7 +161,7 @@ def _adaptive(pl: Planted, a1: dict, b1: dict, rng, t: Truths, out: dict) -> Non
     extra = np.where(pa1 != pb1, 3, 0)
     a2 = _rows(pl, pl.p_a, extra, rng, one)
     b2 = _rows(pl, pl.p_b, extra, rng, one)
-    ad = paired_comparison(_join(a1, a2), _join(b1, b2), phase_one_trials=1)
+    ad = paired_comparison(_trials(_join(a1, a2)), _trials(_join(b1, b2)), phase_one_trials=1)
     out["adaptive-repeat delta"] = _covers(ad["lo"], ad["hi"], t.delta)
     out["_adaptive_headline"] = ad["estimate"] - t.delta
     out["_adaptive_all_trials"] = ad["all_trials"]["estimate"] - t.delta
@@ -177,14 +184,15 @@ def replicate(
     one = np.ones(n, dtype=np.int64)
     a1, b1 = _rows(pl, pl.p_a, one, rng, zero), _rows(pl, pl.p_b, one, rng, zero)
     out: dict[str, float] = {}
-    c = paired_comparison(a1, b1)
+    ta, tb = _trials(a1), _trials(b1)
+    c = paired_comparison(ta, tb)
     out["paired delta (compare)"] = _covers(c["lo"], c["hi"], t.delta)
-    g = paired_comparison(a1, b1, confidence=0.90)
+    g = paired_comparison(ta, tb, confidence=0.90)
     out["paired delta (gate, one-sided)"] = g["lo"] <= t.delta
     if paired_only:
         _adaptive(pl, a1, b1, rng, t, out)
         return out
-    sc = class_screens(a1, b1)
+    sc = class_screens(ta, tb)
     shown = [s for s in sc["classes"] if s["lo"] is not None]
     covered = [_covers(s["lo"], s["hi"], t.delta) for s in shown]
     out["class-screen delta"] = float(np.mean(covered)) if covered else math.nan

@@ -22,20 +22,24 @@ import time
 
 import numpy as np
 
+from harness.analysis.table import Trials
 
-def _rows(rng, p: np.ndarray, clusters: np.ndarray) -> dict:
+
+def _rows(rng, p: np.ndarray, clusters: np.ndarray) -> Trials:
     n = p.size
     passed = rng.random(n) < p
-    return {
-        "task_id": np.array([f"t{i:03d}" for i in range(n)], dtype=object),
-        "cluster": clusters,
-        "task_class": np.full(n, "default", dtype=object),
-        "weight": np.ones(n),
-        "status": np.where(passed, "passed", "failed").astype(object),
-        "trial_index": np.zeros(n, dtype=np.int64),
-        "seed": np.arange(n),
-        "variant": np.full(n, "", dtype=object),
-    }
+    return Trials.from_columns(
+        {
+            "task_id": np.array([f"t{i:03d}" for i in range(n)], dtype=object),
+            "cluster": clusters,
+            "task_class": np.full(n, "default", dtype=object),
+            "weight": np.ones(n),
+            "status": np.where(passed, "passed", "failed").astype(object),
+            "trial_index": np.zeros(n, dtype=np.int64),
+            "seed": np.arange(n),
+            "variant": np.full(n, "", dtype=object),
+        }
+    )
 
 
 def season(rng, looks: int, tasks: int, n_clusters: int) -> dict[str, bool]:

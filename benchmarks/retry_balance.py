@@ -24,31 +24,36 @@ import time
 
 import numpy as np
 
+from harness.analysis.table import Trials
+
 NS = (20, 60, 200)
 RATES = (0.02, 0.05, 0.10)
 GAPS = (0.05, 0.10, 0.20, 0.50)
 
 
-def _rows(arm: str, retried: np.ndarray, passed: np.ndarray | None = None) -> list[dict]:
-    out = []
-    for i, r in enumerate(retried):
-        ok = True if passed is None else bool(passed[i])
-        out.append(
-            {
-                "arm": arm,
-                "task_id": f"t{i:03d}",
-                "variant": "",
-                "trial_index": 0,
-                "seed": i,
-                "cluster": f"t{i:03d}",
-                "task_class": "default",
-                "weight": 1.0,
-                "status": "passed" if ok else "failed",
-                "passed": ok,
-                "attempts": 2 if r else 1,
-            }
-        )
-    return out
+def _columns(arm: str, retried: np.ndarray, passed: np.ndarray | None = None) -> dict:
+    """One arm's trials as columns: one task each, retried trials took two attempts."""
+    n = retried.size
+    ok = np.ones(n, bool) if passed is None else passed.astype(bool)
+    ids = np.array([f"t{i:03d}" for i in range(n)], dtype=object)
+    return {
+        "arm": np.full(n, arm, dtype=object),
+        "task_id": ids,
+        "trial_index": np.zeros(n, dtype=np.int64),
+        "seed": np.arange(n),
+        "cluster": ids,
+        "task_class": np.full(n, "default", dtype=object),
+        "status": np.where(ok, "passed", "failed").astype(object),
+        "attempts": np.where(retried, 2, 1),
+    }
+
+
+def _rows(arm: str, retried: np.ndarray, passed: np.ndarray | None = None) -> Trials:
+    return Trials.from_columns(_columns(arm, retried, passed))
+
+
+def _both(a: dict, b: dict) -> Trials:
+    return Trials.from_columns({k: np.concatenate([a[k], b[k]]) for k in a})
 
 
 def called_rate(rng: np.random.Generator, n: int, p_base: float, p_cand: float, reps: int) -> float:
@@ -83,8 +88,8 @@ def probe_ship_rate(
                 again = ~cand
                 retried |= again
                 cand[again] = rng.random(int(again.sum())) < 0.5
-        rows = _rows("base", np.zeros(n, bool), base) + _rows("cand", retried, cand)
-        g = gate_module.evaluate_gate(rows, policy, arms=["base", "cand"])
+        trials = _both(_columns("base", np.zeros(n, bool), base), _columns("cand", retried, cand))
+        g = gate_module.evaluate_gate(trials, policy, arms=["base", "cand"])
         shipped += g["may_ship"]
     return shipped / reps
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from harness.config.loader import ResolvedSuite
 from harness.seeds import derive_seed, trial_seed
 
 if TYPE_CHECKING:
-    from harness.release.records import TrialRow
+    from harness.analysis.table import Trials
 
 
 @dataclass(frozen=True)
@@ -67,31 +67,25 @@ def _block(resolved: ResolvedSuite, arm_names: list[str], task_ids: list[str], i
     return jobs
 
 
-def repeat_jobs(resolved: ResolvedSuite, rows: dict[str, list] | list[TrialRow]) -> list[Job]:
+def repeat_jobs(resolved: ResolvedSuite, trials: Trials) -> list[Job]:
     """Phase 2 of adaptive repeats: extra trial indices for discordant or unstable tasks.
 
-    ``rows`` are the run's trial rows (a list of dicts, or ``Store.trial_columns`` output with
-    arm, task_id, trial_index, variant, status). Every arm gets the same extra indices of a
-    chosen task, with the shared trial seeds (matched blocks), interleaved as in phase 1.
-    Only phase-1 rows are read, so the choice is the same when a run is resumed.
+    ``trials`` are the run's trials (``harness.analysis.load_run_table``). Every arm gets the
+    same extra indices of a chosen task, with the shared trial seeds (matched blocks),
+    interleaved as in phase 1. Only phase-1 trials are read, so the choice is the same when
+    a run is resumed.
     """
     from harness.release.adaptive import select_repeats
 
     suite = resolved.suite
     if suite.repeats.mode != "adaptive":
         return []
-    if isinstance(rows, dict):
-        keys = list(rows)
-        rows = [
-            cast("TrialRow", dict(zip(keys, vals, strict=True)))
-            for vals in zip(*rows.values(), strict=True)
-        ]
     arm_names = [a.name for a in suite.arms]
     per_index = len(arm_names)
     if suite.variants:  # the costliest task bounds the spend per extra index
         per_index *= 1 + max((len(t.task.variants) for t in resolved.tasks), default=0)
     chosen = select_repeats(
-        rows,
+        trials,
         arm_names,
         first_k=suite.trials,
         max_k=suite.repeats.max_k,

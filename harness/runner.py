@@ -360,13 +360,12 @@ async def _repeat_phase(
 ) -> None:
     """Adaptive repeats, phase 2: read phase 1 from the store, then run extra trial indices
     of the discordant or unstable tasks for every arm alike (``plan.repeat_jobs``)."""
+    from harness.analysis.load import load_run_table
     from harness.plan import repeat_jobs
     from harness.progress import TrialProgress
-    from harness.store.tables import Trial, column_names
 
-    cols = column_names(Trial.arm, Trial.task_id, Trial.trial_index, Trial.variant, Trial.status)
-    rows = await anyio.to_thread.run_sync(store.trial_columns, run_id, cols)
-    extra = repeat_jobs(resolved, rows)
+    table = await anyio.to_thread.run_sync(load_run_table, store, run_id)
+    extra = repeat_jobs(resolved, table.trials)
     done = await anyio.to_thread.run_sync(store.finished_keys, run_id)
     todo = [j for j in extra if j.key not in done]
     store.update_run(run_id, jobs_planned=planned_first + len(extra))

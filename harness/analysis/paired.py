@@ -8,19 +8,15 @@ are the same number wherever they are printed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from harness.analysis.settings import Settings
+from harness.analysis.table import Trials
 from harness.release.floor import noise_floor, uses_common_random_numbers
 from harness.release.records import Comparison, NoiseFloor, Screens
 from harness.release.run_config import StoredConfig
 
-if TYPE_CHECKING:
-    from harness.release.compare import TrialRows
-
 
 def compare_arms(
-    baseline: TrialRows, candidate: TrialRows, settings: Settings, confidence: float | None = None
+    baseline: Trials, candidate: Trials, settings: Settings, confidence: float | None = None
 ) -> Comparison:
     """The paired comparison of two arms' trials under the run's settings (``confidence``:
     another interval level, e.g. the gate's one-sided reading)."""
@@ -37,22 +33,22 @@ def compare_arms(
 
 
 def aa_floor(
-    baseline: TrialRows,
-    aa_rows: TrialRows,
+    baseline: Trials,
+    aa_trials: Trials,
     aa: str,
     settings: Settings,
     config: StoredConfig | None,
     confidence: float | None = None,
 ) -> NoiseFloor | None:
     """The A/A arm's comparison against its baseline as the noise floor record."""
-    c = compare_arms(baseline, aa_rows, settings, confidence)
+    c = compare_arms(baseline, aa_trials, settings, confidence)
     crn = uses_common_random_numbers(config, aa)
     return noise_floor(c, aa, common_random_numbers=crn)
 
 
 def screens(
-    baseline: TrialRows,
-    candidate: TrialRows,
+    baseline: Trials,
+    candidate: Trials,
     headline: Comparison,
     settings: Settings,
     alpha: float | None = None,

@@ -14,9 +14,11 @@ inflates, and only on the unstable tasks).
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 
-from harness.release.records import DesignSummary, TrialRow
+import numpy as np
+
+from harness.analysis.table import Trials
+from harness.release.records import DesignSummary
 from harness.release.run_config import StoredRepeats
 from harness.seeds import derive_seed
 
@@ -26,7 +28,7 @@ def _order_key(seed: int, task_id: str) -> float:
 
 
 def select_repeats(
-    rows: list[TrialRow],
+    trials: Trials,
     arms: list[str],
     *,
     first_k: int,
@@ -38,8 +40,8 @@ def select_repeats(
     """Tasks to repeat: ``[(task_id, extra trials per arm, reason)]`` in priority order.
 
     Args:
-        rows: phase-1 trial rows (keys arm, task_id, trial_index, variant, status); rows with
-            ``trial_index >= first_k`` are ignored, so the choice is reproducible on resume.
+        trials: the run's trials; those with ``trial_index >= first_k`` (and variant
+            trials) are ignored, so the choice is reproducible on resume.
         arms: every arm of the run; all get the same extra trials on a chosen task.
         first_k, max_k: trials per task per arm in phase 1, and on repeated tasks.
         budget_trials: most trials the repeat phase may add over all arms (None: no limit).
@@ -48,16 +50,19 @@ def select_repeats(
         trials_per_index: trials one extra index costs over all arms (default len(arms);
             more with variants).
     """
-    outcomes: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        if r["trial_index"] >= first_k or (r.get("variant") or "") != "":
-            continue
-        outcomes[r["task_id"]][r["arm"]].append(1 if r["status"] == "passed" else 0)
+    phase_one = trials.originals().first(first_k)
+    names = phase_one.task.names
+    counts, passes = [], []
+    for arm in arms:
+        t = phase_one.of_arm(arm)
+        counts.append(np.bincount(t.task.codes, minlength=len(names)))
+        passes.append(np.bincount(t.task.codes, weights=t.passed, minlength=len(names)))
     chosen: list[tuple[int, float, str, str]] = []
-    for task_id, by_arm in outcomes.items():
-        if any(len(by_arm.get(a, [])) < first_k for a in arms):
+    for code in np.unique(phase_one.task.codes).tolist():
+        task_id = str(names[code])
+        if any(n[code] < first_k for n in counts):
             continue  # incomplete (interrupted): no reading of this task yet
-        rates = [sum(by_arm[a]) / len(by_arm[a]) for a in arms]
+        rates = [float(c[code] / n[code]) for c, n in zip(passes, counts, strict=True)]
         if len(set(rates)) > 1:
             chosen.append((0, _order_key(seed, task_id), task_id, "discordant"))
         elif any(0 < r < 1 for r in rates):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import ConfigError
 from harness.release.records import (
@@ -13,6 +14,10 @@ from harness.release.records import (
     Sensitivity,
 )
 from harness.release.run_config import StoredSuite
+
+if TYPE_CHECKING:
+    from harness.analysis.table import Trials
+    from harness.config.models import GatePolicy
 
 
 def compare_runs(
@@ -33,16 +38,15 @@ def compare_runs(
     from harness.analysis.paired import aa_floor, compare_arms, screens
     from harness.analysis.roles import aa_copy
     from harness.release.preconditions import differences
-    from harness.release.source import load_rows, resolve_side, stored_config, suite_config
+    from harness.release.source import resolve_side, stored_config, suite_config
 
     a = resolve_side(store, spec_a, "baseline")
     b = resolve_side(store, spec_b, "candidate")
-    all_a = load_rows(store, a.run.id)
-    all_b = all_a if b.run.id == a.run.id else load_rows(store, b.run.id)
-    rows_a = [r for r in all_a if r["arm"] == a.arm]
-    rows_b = [r for r in all_b if r["arm"] == b.arm]
+    all_a = _trials(store, a.run.id)
+    all_b = all_a if b.run.id == a.run.id else _trials(store, b.run.id)
+    trials_a, trials_b = all_a.of_arm(a.arm), all_b.of_arm(b.arm)
     diffs = differences(
-        stored_config(a.run), rows_a, stored_config(b.run), rows_b, (a.label, b.label)
+        stored_config(a.run), trials_a, stored_config(b.run), trials_b, (a.label, b.label)
     )
     out: RunComparison = {
         "baseline_side": a.label,
@@ -57,7 +61,7 @@ def compare_runs(
     settings = replace(
         settings_of(suite).at(confidence), phase_one_trials=phase_one_trials(a.run, b.run)
     )
-    c = compare_arms(rows_a, rows_b, settings)
+    c = compare_arms(trials_a, trials_b, settings)
     out = {**out, **c}
     out["within_run"] = a.run.id == b.run.id
     if not out["within_run"]:
@@ -67,12 +71,17 @@ def compare_runs(
         )
     aa = aa_copy(suite, list(a.run.arms), a.arm)
     out["noise_floor"] = (
-        aa_floor(rows_a, [r for r in all_a if r["arm"] == aa], aa, settings, stored_config(a.run))
-        if aa
-        else None
+        aa_floor(trials_a, all_a.of_arm(aa), aa, settings, stored_config(a.run)) if aa else None
     )
-    out["screens"] = screens(rows_a, rows_b, c, settings)
+    out["screens"] = screens(trials_a, trials_b, c, settings)
     return out
+
+
+def _trials(store, run_id: str) -> Trials:
+    """A run's trials, with the fields release decisions read."""
+    from harness.analysis.load import DECISIONS, load_run_table
+
+    return load_run_table(store, run_id, DECISIONS).trials
 
 
 def phase_one_trials(*runs) -> int | None:
@@ -131,21 +140,35 @@ def suite_name_of(name_or_file: str, store=None) -> str:
 
 def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> GateResult:
     """``harness gate RUN``: the run's policy (suite ``gate:`` or ``--policy``) applied."""
-    from harness.config.models import GatePolicy
-    from harness.release.gate import evaluate_gate
-    from harness.release.source import get_run, load_rows, stored_config, suite_config
+    from harness.release.source import get_run
 
     run = get_run(store, run_id)
+    policy = gate_policy(run, policy_path)
+    return gate_trials(store, run, _trials(store, run.id), policy, policy_path)
+
+
+def gate_policy(run, policy_path: str | Path | None = None) -> GatePolicy:
+    """The policy a gate applies: the ``--policy`` file, else the run's suite ``gate:``."""
+    from harness.config.models import GatePolicy
+    from harness.release.source import suite_config
+
     if policy_path:
-        policy = load_policy(policy_path)
-    else:
-        raw = suite_config(run).get("gate")
-        if not raw:
-            raise ConfigError(
-                run.suite_path, "gate", "the suite declares no gate; add gate: or pass --policy"
-            )
-        policy = GatePolicy.model_validate(raw)
-    rows = load_rows(store, run.id)
+        return load_policy(policy_path)
+    raw = suite_config(run).get("gate")
+    if not raw:
+        raise ConfigError(
+            run.suite_path, "gate", "the suite declares no gate; add gate: or pass --policy"
+        )
+    return GatePolicy.model_validate(raw)
+
+
+def gate_trials(
+    store, run, trials: Trials, policy: GatePolicy, policy_path: str | Path | None = None
+) -> GateResult:
+    """The gate on a run whose trials are loaded already (the HTML page loads them once)."""
+    from harness.release.gate import evaluate_gate
+    from harness.release.source import stored_config
+
     look = None
     if policy.sequential:
         earlier = [
@@ -153,7 +176,7 @@ def gate_run(store, run_id: str, policy_path: str | Path | None = None) -> GateR
         ]
         look = max(1, len(earlier))
     out = evaluate_gate(
-        rows,
+        trials,
         policy,
         arms=list(run.arms),
         config=stored_config(run),
@@ -170,7 +193,7 @@ def run_power(store, run_id: str, alpha: float, power: float) -> Sensitivity:
     """``harness plan --run RUN``: what the run's primary comparison could have detected."""
     from harness.analysis import run_roles
     from harness.release.power import run_sensitivity
-    from harness.release.source import get_run, load_rows, suite_config
+    from harness.release.source import get_run, suite_config
 
     run = get_run(store, run_id)
     roles = run_roles(suite_config(run), list(run.arms))
@@ -178,10 +201,10 @@ def run_power(store, run_id: str, alpha: float, power: float) -> Sensitivity:
     if baseline is None or candidate is None:
         raise ConfigError(run.id, "", "the run has a single arm: nothing was compared")
     # First-phase trials only: with adaptive repeats, later trials follow discordance.
-    rows = [r for r in load_rows(store, run.id) if r["trial_index"] < run.trials_per_task]
+    trials = _trials(store, run.id).first(run.trials_per_task)
     out = run_sensitivity(
-        [r for r in rows if r["arm"] == baseline],
-        [r for r in rows if r["arm"] == candidate],
+        trials.of_arm(baseline),
+        trials.of_arm(candidate),
         alpha,
         power,
         suite_config(run).get("denominator", "failure"),
@@ -200,7 +223,6 @@ def history(
     """``harness history SUITE``: the suite's last ``limit`` runs, oldest first; with
     ``sequential`` each move's look number counts every run of the suite, shown or not."""
     from harness.release.history import suite_history
-    from harness.release.source import load_rows
 
     runs = store.list_runs(suite_name, limit)
     first_look = 1
@@ -210,7 +232,7 @@ def history(
         first_look = sum(1 for r in every if r.started_at < oldest) + 1
     out = suite_history(
         runs,
-        {r.id: load_rows(store, r.id) for r in runs},
+        {r.id: _trials(store, r.id) for r in runs},
         confidence=confidence,
         sequential=sequential,
         first_look=first_look,

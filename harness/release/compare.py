@@ -7,18 +7,19 @@ uses (``harness.stats.mean_estimate``). Eval-harness guide:
 only the discordant tasks carry information about which arm is better, so the test is the
 exact McNemar test (single-trial designs) or the sign test on per-task differences.
 
-Everything here is pure: rows in (plain dicts, as read from the store), a JSON-able dict out.
+Everything here is pure: two arms' trials in (``harness.analysis.table.Trials``), a
+JSON-able dict out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.release.records import ArmRate, Comparison, Dropped, PairTable, TrialRow
+from harness.analysis.table import Trials
+from harness.release.records import ArmRate, Comparison, Dropped, PairTable
 
 if TYPE_CHECKING:
     from harness.stats.estimate import Estimate
@@ -38,89 +39,17 @@ PAIRING_TRIAL = "per-trial (shared seed blocks)"
 PAIRING_TASK = "per-task"
 
 
-def outcome(row: TrialRow, denominator: str = "failure") -> float | None:
-    """A trial's 0/1 outcome, or None when the row leaves the denominator.
-
-    ``denominator="failure"`` (the default, the conservative reading of the when-not-to-ship guide) counts an
-    unresolved trial (infra/grader/harness error) as a failure; ``"exclude"`` drops it.
-    """
-    status = row.get("status")
-    if status == "passed":
-        return 1.0
-    if status == "failed":
-        return 0.0
-    if denominator == "exclude":
-        return None
-    if denominator != "failure":
-        raise ValueError("denominator must be 'failure' or 'exclude'")
-    return 0.0
-
-
 def task_rates(
-    rows: Iterable[TrialRow], denominator: str = "failure"
-) -> tuple[dict[str, float], dict[str, str]]:
-    """Per-task success rates over the task-as-written trials (variants left out), and each
-    task's cluster: the per-task aggregation every interval over tasks starts from."""
-    trials: dict[str, list[float]] = {}
-    clusters: dict[str, str] = {}
-    for r in rows:
-        if (r.get("variant") or "") != "":
-            continue
-        y = outcome(r, denominator)
-        if y is not None:
-            trials.setdefault(r["task_id"], []).append(y)
-            clusters[r["task_id"]] = r.get("cluster") or r["task_id"]
-    return {t: sum(v) / len(v) for t, v in trials.items()}, clusters
-
-
-COLUMNS = ("task_id", "cluster", "task_class", "weight", "status", "trial_index", "seed", "variant")
-
-
-TrialColumns = Mapping[str, np.ndarray | Sequence[object]]
-"""Trial rows as columns: a mapping of equal-length arrays or sequences, named as ``COLUMNS``."""
-TrialRows = Iterable[TrialRow] | TrialColumns
-"""Trial rows as dicts, or as columns."""
-NULL: Any = None
-"""Python None as a numpy operand: ``np.equal(column, NULL)`` marks the missing values."""
-
-
-def as_columns(rows: TrialRows) -> dict[str, np.ndarray]:
-    """Trial rows as numpy columns: a mapping of equal-length sequences is taken as it is (the
-    fast path the report uses for a million rows); a list of row dicts is transposed once."""
-    if isinstance(rows, Mapping):
-        n = len(rows["task_id"])
-        return {
-            k: np.asarray(rows[k]) if k in rows else np.full(n, None, dtype=object) for k in COLUMNS
-        }
-    rows = list(rows)
-    return {k: np.array([r.get(k) for r in rows], dtype=object) for k in COLUMNS}
-
-
-def _ints(values: np.ndarray, missing: int) -> tuple[np.ndarray, bool]:
-    """(int64 array, whether every value was present)."""
-    if values.dtype != object:
-        return values.astype(np.int64), True
-    absent = np.equal(values, NULL)
-    return np.where(absent, missing, values).astype(np.int64), not bool(absent.any())
-
-
-def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sorted unique values, index of each value's first row, inverse codes), like
-    ``np.unique(..., return_index=True, return_inverse=True)`` but hashing instead of
-    sorting a million Python strings (several times faster)."""
-    items = values.tolist()
-    names = sorted(set(items))
-    index = {name: i for i, name in enumerate(names)}
-    inverse = np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items))
-    _, first = np.unique(inverse, return_index=True)
-    return np.array(names, dtype=object), first, inverse
-
-
-def _strings(values: np.ndarray, default: str | None = None) -> np.ndarray:
-    out = values.astype(object)
-    if default is not None:
-        out = np.where(np.equal(out, NULL) | np.equal(out, ""), default, out)
-    return out
+    trials: Trials, denominator: str = "failure", cluster_key: str = "cluster"
+) -> tuple[list[str], list[float], list[str]]:
+    """(task ids, per-task success rates, clusters) over the tasks as written (variants left
+    out) with a counted trial, in task order: the per-task aggregation every interval over
+    tasks starts from. A task without a cluster label, or every task under ``cluster_key:
+    task``, is its own cluster."""
+    t = _by_task(trials, denominator, cluster_key)
+    keep = t.trials > 0
+    rates = t.successes[keep] / t.trials[keep]
+    return t.ids[keep].tolist(), rates.tolist(), t.cluster[keep].tolist()
 
 
 @dataclass
@@ -136,8 +65,8 @@ class _Tasks:
     task_class: np.ndarray
     weight: np.ndarray
     block_digest: np.ndarray
-    """Per task, an order-free 64-bit digest of its (trial index, variant, seed) blocks; two
-    arms share a task's blocks exactly when the digests and trial counts agree."""
+    """Per task, an order-free 64-bit digest of its (trial index, seed) blocks; two arms
+    share a task's blocks exactly when the digests and trial counts agree."""
     seeds_known: bool
 
 
@@ -150,38 +79,20 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-def _by_task(
-    cols: dict[str, np.ndarray],
-    denominator: str,
-    cluster_key: str,
-    variants: bool,
-    variant_codes: dict[str, int],
-) -> _Tasks:
+def _by_task(trials: Trials, denominator: str, cluster_key: str) -> _Tasks:
     if denominator not in ("failure", "exclude"):
         raise ValueError("denominator must be 'failure' or 'exclude'")
-    variant = _strings(cols["variant"], "")
-    keep = np.ones(len(variant), bool) if variants else (variant == "")
-    status = cols["status"][keep]
-    ids, first, inverse = _factorize(cols["task_id"][keep])
+    t = trials.originals()
+    ids, inverse = t.task_ids, t.task_index
     n = len(ids)
-    passed = (status == "passed").astype(float)
-    resolved = (status == "passed") | (status == "failed")
-    counted = resolved if denominator == "exclude" else np.ones(len(status), bool)
-    if cluster_key == "task":
-        cluster = ids.astype(object)
-    else:
-        cluster = cols["cluster"][keep][first].astype(object)
-        cluster = np.where(np.equal(cluster, NULL) | np.equal(cluster, ""), ids, cluster)
-    classes = _strings(cols["task_class"][keep][first], "default")
-    weights = cols["weight"][keep][first]
-    weights = np.where(np.equal(weights, NULL), 1.0, weights).astype(float)
-    trial_index, _ = _ints(cols["trial_index"][keep], -1)
-    seeds, seeds_known = _ints(cols["seed"][keep], 0)
-    vcode = np.fromiter(
-        map(variant_codes.__getitem__, variant[keep].tolist()), np.int64, count=int(keep.sum())
-    )
+    passed = t.passed.astype(float)
+    resolved = t.resolved
+    counted = resolved if denominator == "exclude" else np.ones(len(t), bool)
+    cluster = ids.astype(object) if cluster_key == "task" else _or(t.per_task("cluster"), ids)
+    seeds_known = t.has("seed")
+    seeds = t.seed if seeds_known else np.zeros(len(t), dtype=np.int64)
     with np.errstate(over="ignore"):
-        key = _mix(seeds) ^ _mix(trial_index * 1_000_003 + vcode + 0x5BD1E995)
+        key = _mix(seeds) ^ _mix(t.trial_index * 1_000_003 + 0x5BD1E995)
     digest = np.zeros(n, dtype=np.uint64)
     np.add.at(digest, inverse, _mix(key))
     return _Tasks(
@@ -191,15 +102,21 @@ def _by_task(
         scheduled=np.bincount(inverse, minlength=n),
         unresolved=np.bincount(inverse, weights=(~resolved).astype(float), minlength=n).astype(int),
         cluster=cluster,
-        task_class=classes,
-        weight=weights,
+        task_class=_or(t.per_task("task_class"), np.full(n, "default", dtype=object)),
+        weight=t.per_task("weight").astype(float),
         block_digest=digest,
         seeds_known=seeds_known,
     )
 
 
+def _or(labels: np.ndarray, default: np.ndarray) -> np.ndarray:
+    """``labels`` with the missing ones (None or '') taken from ``default``."""
+    missing = np.array([not x for x in labels.tolist()], dtype=bool)
+    return np.where(missing, default, labels).astype(object)
+
+
 def _same_blocks(ta: _Tasks, tb: _Tasks, ia: np.ndarray, ib: np.ndarray) -> bool:
-    """Does every paired task have the same (trial index, variant, seed) blocks in both arms?"""
+    """Does every paired task have the same (trial index, seed) blocks in both arms?"""
     if not (ta.seeds_known and tb.seeds_known):
         return False
     return bool(
@@ -219,14 +136,13 @@ def _p_values(broke: int, fixed: int) -> dict[str, float]:
 # long: one pass over the paired tasks yields the estimate, the exact test, the design label and the
 #   per-task rows; split, each part would redo the pairing.
 def paired_comparison(
-    rows_a: TrialRows,
-    rows_b: TrialRows,
+    trials_a: Trials,
+    trials_b: Trials,
     *,
     confidence: float = 0.95,
     cluster_key: str = "cluster",
     denominator: str = "failure",
     weights: bool = True,
-    variants: bool = False,
     phase_one_trials: int | None = None,
 ) -> Comparison:
     """Paired comparison of candidate (B) against baseline (A) on the tasks both ran.
@@ -242,14 +158,12 @@ def paired_comparison(
     candidate is better).
 
     Args:
-        rows_a, rows_b: trial-row dicts of the baseline and the candidate (keys arm, task_id,
-            cluster, task_class, weight, status, passed, trial_index, seed, variant).
-        cluster_key: ``"cluster"``: the rows' clusters are the unit; ``"task"``: each task.
+        trials_a, trials_b: the baseline's and the candidate's trials (only the tasks as
+            written count: variant trials are left out).
+        cluster_key: ``"cluster"``: the trials' clusters are the unit; ``"task"``: each task.
         denominator: ``"failure"`` counts unresolved trials as failures; ``"exclude"`` drops
             them (a task with no resolved trial in either arm is then unpaired).
-        weights: aggregate with the rows' task weights (else every task counts equally).
-        variants: include meaning-preserving variant trials as further trials of their task
-            (default: only the task as written).
+        weights: aggregate with the tasks' weights (else every task counts equally).
         phase_one_trials: under adaptive repeats, the trials every task got in phase one.
             The headline is then the phase-one estimate (unbiased; repeats chosen by
             discordance shrink the all-trials delta toward 0), and ``all_trials`` holds the
@@ -260,25 +174,18 @@ def paired_comparison(
     """
     if phase_one_trials is not None:
         return _phase_one(
-            rows_a,
-            rows_b,
+            trials_a,
+            trials_b,
             phase_one_trials,
             confidence=confidence,
             cluster_key=cluster_key,
             denominator=denominator,
             weights=weights,
-            variants=variants,
         )
     from harness.stats import mean_estimate, sign_test
 
-    cols_a, cols_b = as_columns(rows_a), as_columns(rows_b)
-    names = sorted(
-        set(_strings(cols_a["variant"], "").tolist())
-        | set(_strings(cols_b["variant"], "").tolist())
-    )
-    variant_codes = {name: i for i, name in enumerate(names)}
-    ta = _by_task(cols_a, denominator, cluster_key, variants, variant_codes)
-    tb = _by_task(cols_b, denominator, cluster_key, variants, variant_codes)
+    ta = _by_task(trials_a, denominator, cluster_key)
+    tb = _by_task(trials_b, denominator, cluster_key)
     common, ia, ib = np.intersect1d(ta.ids, tb.ids, return_indices=True)
     ok = (ta.trials[ia] > 0) & (tb.trials[ib] > 0)
     paired, ia, ib = common[ok].tolist(), ia[ok], ib[ok]
@@ -365,7 +272,7 @@ def paired_comparison(
     else:
         p_values = {alt: float(sign_test(d, alt)) for alt in ("two-sided", "greater", "less")}
         test = TEST_SIGN
-    # Trial-level pairing needs a real shared unit: every (trial index, variant, seed) block
+    # Trial-level pairing needs a real shared unit: every (trial index, seed) block
     # of a task in one arm appears in the other (when-not-to-ship guide).
     shared = _same_blocks(ta, tb, ia, ib)
     trials = sorted(set(zip(na.tolist(), nb.tolist(), strict=True)))
@@ -437,12 +344,10 @@ def _arm_record(e: Estimate) -> ArmRate:
     }
 
 
-def _phase_one(rows_a: TrialRows, rows_b: TrialRows, k: int, **kw: Any) -> Comparison:
+def _phase_one(trials_a: Trials, trials_b: Trials, k: int, **kw: Any) -> Comparison:
     """The adaptive-repeats comparison: the phase-one estimate as headline, all trials beside."""
-    first_a = _first(rows_a, k)
-    first_b = _first(rows_b, k)
-    head = paired_comparison(first_a, first_b, **kw)
-    every = paired_comparison(rows_a, rows_b, **kw)
+    head = paired_comparison(trials_a.first(k), trials_b.first(k), **kw)
+    every = paired_comparison(trials_a, trials_b, **kw)
     head["estimator"] = ESTIMATOR_PHASE_ONE.format(k=k)
     head["all_trials"] = {
         "estimate": every.get("estimate"),
@@ -458,11 +363,3 @@ def _phase_one(rows_a: TrialRows, rows_b: TrialRows, k: int, **kw: Any) -> Compa
     head["n_trials"] = every["n_trials"]
     head["tasks"] = every["tasks"]
     return head
-
-
-def _first(rows: Any, k: int) -> Any:
-    """Rows (a list of dicts or a column mapping) with trial_index < k."""
-    if isinstance(rows, Mapping):
-        keep = np.asarray(rows["trial_index"]).astype(np.int64) < k
-        return {key: np.asarray(v)[keep] for key, v in rows.items()}
-    return [r for r in rows if int(r["trial_index"]) < k]

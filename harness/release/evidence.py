@@ -5,9 +5,9 @@ inconclusive)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+import numpy as np
 
-from harness.errors import RESOLVED
+from harness.analysis.table import FAILED_CODE, Trials
 from harness.release.records import (
     ArmCoverage,
     Balance,
@@ -15,38 +15,43 @@ from harness.release.records import (
     BalanceShare,
     Coverage,
     MustNeverCheck,
-    TrialRow,
 )
 
 
+def _classes(trials: Trials) -> np.ndarray:
+    """Each trial's task class (a missing one is 'default')."""
+    names = np.array([n or "default" for n in trials.task_class.names.tolist()], dtype=object)
+    return names[trials.task_class.codes]
+
+
+def _names(trials: Trials, mask: np.ndarray) -> list[str]:
+    """'task#index' of the trials ``mask`` selects, sorted, each once."""
+    tasks = trials.task.values()[mask].tolist()
+    return sorted(
+        {f"{t}#{i}" for t, i in zip(tasks, trials.trial_index[mask].tolist(), strict=True)}
+    )
+
+
 def must_never_checks(
-    rows_b: list[TrialRow], classes: list[str], flagged_tasks: set[str]
+    trials_b: Trials, classes: list[str], flagged_tasks: set[str]
 ) -> list[MustNeverCheck]:
     """Each must-never class (and the tasks flagged ``must_never``): any failure of the
     candidate there is a violation; a trial without a verdict leaves it unverified."""
     checks: list[MustNeverCheck] = []
-    groups: dict[str, list[TrialRow]] = {f"class {c}": [] for c in classes}
+    of_class = _classes(trials_b)
+    groups = {f"class {c}": of_class == c for c in classes}
     if flagged_tasks:
-        groups["tasks marked must_never"] = []
-    for r in rows_b:
-        cls = r.get("task_class") or "default"
-        if cls in classes:
-            groups[f"class {cls}"].append(r)
-        if r["task_id"] in flagged_tasks:
-            groups["tasks marked must_never"].append(r)
-    for name, rows in groups.items():
-        failed = sorted(
-            {f"{r['task_id']}#{r['trial_index']}" for r in rows if r["status"] == "failed"}
-        )
-        unresolved = sorted(
-            {f"{r['task_id']}#{r['trial_index']}" for r in rows if r["status"] not in RESOLVED}
-        )
-        status = "violated" if failed else "unverified" if (unresolved or not rows) else "held"
+        groups["tasks marked must_never"] = np.isin(trials_b.task.values(), sorted(flagged_tasks))
+    for name, mask in groups.items():
+        n = int(np.count_nonzero(mask))
+        failed = _names(trials_b, mask & (trials_b.status == FAILED_CODE))
+        unresolved = _names(trials_b, mask & ~trials_b.resolved)
+        status = "violated" if failed else "unverified" if (unresolved or not n) else "held"
         checks.append(
             {
                 "name": f"must-never: {name}",
                 "status": status,
-                "trials": len(rows),
+                "trials": n,
                 "failures": failed,
                 "unresolved": unresolved,
                 "message": (
@@ -55,35 +60,35 @@ def must_never_checks(
                     else f"{len(unresolved)} trial(s) without a verdict"
                     if unresolved
                     else "no trials of the candidate in this class"
-                    if not rows
-                    else f"0 failures in {len(rows)} trials (asserted, not tested)"
+                    if not n
+                    else f"0 failures in {n} trials (asserted, not tested)"
                 ),
             }
         )
     return checks
 
 
-def coverage_check(rows: dict[str, list[TrialRow]], limit: float) -> Coverage:
+def coverage_check(arms: dict[str, Trials], limit: float) -> Coverage:
     """The share of trials without a verdict per arm (and per class where any) against
     ``limit``: missing evidence is no verdict, never a failure of the agent."""
-    arms: dict[str, ArmCoverage] = {}
-    by_class: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    for arm, rs in rows.items():
-        unresolved = sum(1 for r in rs if r["status"] not in RESOLVED)
-        arms[arm] = {
-            "trials": len(rs),
-            "unresolved": unresolved,
-            "share": unresolved / len(rs) if rs else 1.0,
+    shares: dict[str, ArmCoverage] = {}
+    by_class: dict[str, dict[str, tuple[int, int]]] = {}
+    for arm, t in arms.items():
+        unresolved = ~t.resolved
+        shares[arm] = {
+            "trials": len(t),
+            "unresolved": int(unresolved.sum()),
+            "share": float(unresolved.sum()) / len(t) if len(t) else 1.0,
         }
-        for r in rs:
-            c = by_class[r.get("task_class") or "default"][arm]
-            c[0] += r["status"] not in RESOLVED
-            c[1] += 1
-    worst = max((a["share"] for a in arms.values()), default=1.0)
+        of_class = _classes(t)
+        for cls in dict.fromkeys(of_class.tolist()):
+            mask = of_class == cls
+            by_class.setdefault(cls, {})[arm] = (int((unresolved & mask).sum()), int(mask.sum()))
+    worst = max((a["share"] for a in shares.values()), default=1.0)
     return {
         "name": "unresolved coverage",
         "limit": limit,
-        "arms": arms,
+        "arms": shares,
         "by_class": {
             cls: {arm: {"unresolved": u, "trials": n} for arm, (u, n) in d.items()}
             for cls, d in sorted(by_class.items())
@@ -101,8 +106,8 @@ BALANCE_METHOD = (
 
 
 def balance_check(
-    baseline: tuple[str, list[TrialRow]] | None,
-    candidate: tuple[str, list[TrialRow]],
+    baseline: tuple[str, Trials] | None,
+    candidate: tuple[str, Trials],
     bound: float,
     confidence: float,
 ) -> Balance:
@@ -121,13 +126,13 @@ def balance_check(
     if baseline is None:
         return out
     tests = {
-        "retried": lambda r: (r.get("attempts") or 1) > 1,
-        "unresolved": lambda r: r["status"] not in RESOLVED,
+        "retried": lambda t: t.attempts > 1,
+        "unresolved": lambda t: ~t.resolved,
     }
     for what, has in tests.items():
         shares = {
-            arm: _share(sum(1 for r in rows if has(r)), len(rows), confidence)
-            for arm, rows in (baseline, candidate)
+            arm: _share(int(np.count_nonzero(has(t))), len(t), confidence)
+            for arm, t in (baseline, candidate)
         }
         b, c = shares[baseline[0]], shares[candidate[0]]
         gap = c["share"] - b["share"]

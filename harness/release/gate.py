@@ -30,9 +30,11 @@ Beside it: the A/A delta (noise floor) when the run has an A/A arm, and class sc
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, cast
 
+import numpy as np
+
+from harness.analysis.table import Trials
 from harness.config.roles import Roles
 from harness.release.records import (
     Comparison,
@@ -43,7 +45,6 @@ from harness.release.records import (
     NoiseFloor,
     Sequential,
     ThresholdCheck,
-    TrialRow,
 )
 from harness.release.run_config import StoredConfig, StoredSuite
 
@@ -142,7 +143,7 @@ def _level(c: float) -> str:
 
 
 def threshold_check(
-    rows: list[TrialRow],
+    trials: Trials,
     policy,
     *,
     cluster_key: str,
@@ -162,18 +163,15 @@ def threshold_check(
     from harness.stats import mean_estimate, posterior_prob_above
 
     if phase_one_trials is not None:
-        rows = [r for r in rows if int(r["trial_index"]) < phase_one_trials]
-    if cluster_key == "task":
-        rows = [{**r, "cluster": r["task_id"]} for r in rows]
-    per_task, clusters = task_rates(rows, denominator)
-    tasks = sorted(per_task)
+        trials = trials.first(phase_one_trials)
+    tasks, rates, clusters = task_rates(trials, denominator, cluster_key)
     bar = policy.bar
     out: ThresholdCheck = {"bar": bar, "n": len(tasks), "unit": "task", "prior": POSTERIOR_PRIOR}
     if not tasks:
         return {**out, "verdict": "no-verdict", "why": "the candidate has no resolved task"}
     est = mean_estimate(
-        [per_task[t] for t in tasks],
-        [clusters[t] for t in tasks],
+        rates,
+        clusters,
         kind="rate",
         confidence=interval_level(policy, confidence),
     )
@@ -196,7 +194,7 @@ def threshold_check(
         "estimate": p,
         "lo": est.lo,
         "hi": est.hi,
-        "n_clusters": est.n_units if est.unit == "cluster" else len(set(clusters.values())),
+        "n_clusters": est.n_units if est.unit == "cluster" else len(set(clusters)),
         "method": est.method,
         "interval_warning": est.warning,
         "n_eff": n_eff,
@@ -209,7 +207,7 @@ def threshold_check(
 # long: it is the gate's decision order (must-never, coverage, rule, A/A floor, screens), read top
 #   to bottom as the module doc lists it.
 def evaluate_gate(
-    rows: list[TrialRow],
+    trials: Trials,
     policy: GatePolicy,
     *,
     arms: list[str],
@@ -218,7 +216,7 @@ def evaluate_gate(
     run_id: str | None = None,
     look: int | None = None,
 ) -> GateResult:
-    """Apply a ``GatePolicy`` to one run's trial rows; returns the verdict with its numbers.
+    """Apply a ``GatePolicy`` to one run's trials; returns the verdict with its numbers.
 
     ``config`` is the run's stored resolved config (suite settings, tasks with their
     ``must_never`` flags); the primary arms come from the policy, else the suite's primary
@@ -242,29 +240,31 @@ def evaluate_gate(
     baseline, candidate = roles.baseline, roles.candidate
     assert candidate is not None  # _roles refuses a run without one
     settings = settings_of(suite, trials_per_task)
-    by_arm: dict[str, list[TrialRow]] = defaultdict(list)
-    for r in rows:
-        by_arm[r["arm"]].append(r)
-    rows_a = by_arm.get(baseline, []) if baseline else []
-    rows_b = by_arm.get(candidate, [])
+    trials_a = trials.of_arm(baseline) if baseline else trials.where(np.zeros(len(trials), bool))
+    trials_b = trials.of_arm(candidate)
 
     flagged = {t for t, d in (config.get("tasks") or {}).items() if d.get("must_never")}
-    must_never = must_never_checks(rows_b, list(policy.must_never), flagged)
-    arm_rows = {candidate: rows_b} if baseline is None else {baseline: rows_a, candidate: rows_b}
-    coverage = coverage_check(arm_rows, policy.max_unresolved)
+    must_never = must_never_checks(trials_b, list(policy.must_never), flagged)
+    arm_trials = (
+        {candidate: trials_b} if baseline is None else {baseline: trials_a, candidate: trials_b}
+    )
+    coverage = coverage_check(arm_trials, policy.max_unresolved)
     balance = balance_check(
-        (baseline, rows_a) if baseline else None,
-        (candidate, rows_b),
+        (baseline, trials_a) if baseline else None,
+        (candidate, trials_b),
         policy.max_retry_gap,
         policy.confidence,
     )
     sequential = _sequential(policy, look)
-    confidence = sequential["confidence"] if sequential else policy.confidence
+    spent = bool(sequential and sequential["alpha"] == 0.0)
+    confidence = sequential["confidence"] if sequential and not spent else policy.confidence
+    # A look past the season has no error rate left: its numbers are shown at the policy's
+    # own level, for reading only (an interval at 100% says nothing).
     level = interval_level(policy, confidence)
 
-    primary = compare_arms(rows_a, rows_b, settings, level) if baseline else None
+    primary = compare_arms(trials_a, trials_b, settings, level) if baseline else None
     threshold = None
-    if sequential and sequential["alpha"] == 0.0:
+    if spent:
         stat_verdict = "inconclusive"
         why = (
             f"look {look} is beyond the planned season of {policy.looks} looks: its error "
@@ -272,7 +272,7 @@ def evaluate_gate(
         )
     elif policy.rule == "threshold":
         threshold = threshold_check(
-            rows_b,
+            trials_b,
             policy,
             cluster_key=settings.cluster_key,
             denominator=settings.denominator,
@@ -294,8 +294,8 @@ def evaluate_gate(
         why += f"; sequential look {look}: {sequential['spent']}"
 
     noise = None
-    if baseline and roles.aa and roles.aa in by_arm:
-        noise = aa_floor(rows_a, by_arm[roles.aa], roles.aa, settings, config, level)
+    if baseline and roles.aa and roles.aa in trials.arm.present():
+        noise = aa_floor(trials_a, trials.of_arm(roles.aa), roles.aa, settings, config, level)
 
     violated = [c for c in must_never if c["status"] == "violated"]
     reasons = _blocking_reasons(must_never, coverage, policy.max_unresolved)
@@ -309,9 +309,9 @@ def evaluate_gate(
     if baseline:
         assert primary is not None
         screens = class_screens(
-            rows_a, rows_b, primary, settings, alpha=1 - policy.confidence, flat=headline_flat
+            trials_a, trials_b, primary, settings, alpha=1 - policy.confidence, flat=headline_flat
         )
-    counts = {arm: _trials_per_task(rs) for arm, rs in arm_rows.items()}
+    counts = {arm: _trials_per_task(t) for arm, t in arm_trials.items()}
     design = design_summary(suite.get("repeats"), trials_per_task, counts)
     warnings = _gate_warnings(noise, threshold if threshold is not None else primary, primary)
     primary_out: Comparison | None = None
@@ -446,7 +446,9 @@ def _roles(policy: GatePolicy, suite: StoredSuite, arms: list[str]) -> Roles:
     return roles
 
 
-def _trials_per_task(rows: list[TrialRow]) -> list[int]:
+def _trials_per_task(trials: Trials) -> list[int]:
     """Trials of the task as written (no variants) per task, in sorted task order."""
-    per_task = Counter(r["task_id"] for r in rows if (r.get("variant") or "") == "")
-    return [per_task[t] for t in sorted({r["task_id"] for r in rows})]
+    originals = np.bincount(
+        trials.task_index, weights=trials.is_original, minlength=len(trials.task_ids)
+    )
+    return originals.astype(int).tolist()

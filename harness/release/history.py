@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
+import numpy as np
+
+from harness.analysis.table import Trials
 from harness.release.records import (
     Comparison,
     Fingerprint,
@@ -19,7 +23,6 @@ from harness.release.records import (
     History,
     HistoryArm,
     HistoryRun,
-    TrialRow,
 )
 
 
@@ -32,7 +35,7 @@ def short_hash(value: Any, n: int = 8) -> str:
 
 
 def headline(
-    rows: list[TrialRow],
+    trials: Trials,
     confidence: float = 0.95,
     denominator: str = "failure",
     cluster_key: str = "cluster",
@@ -43,8 +46,7 @@ def headline(
     from harness.release.compare import task_rates
     from harness.stats import mean_estimate
 
-    per_task, clusters = task_rates(rows, denominator)
-    tasks = sorted(per_task)
+    tasks, rates, cl = task_rates(trials, denominator)
     if not tasks:
         return {
             "estimate": None,
@@ -54,11 +56,10 @@ def headline(
             "n": 0,
             "unit": "task",
             "n_tasks": 0,
-            "n_trials": len(rows),
+            "n_trials": len(trials),
         }
-    cl = [clusters[t] for t in tasks]
     one = len(set(cl)) < 2 or cluster_key == "task"
-    e = mean_estimate([per_task[t] for t in tasks], None if one else cl, confidence=confidence)
+    e = mean_estimate(rates, None if one else cl, confidence=confidence)
     return {
         "estimate": e.estimate,
         "rate": e.estimate,
@@ -71,18 +72,18 @@ def headline(
         "unit": "task",
         "n_tasks": len(tasks),
         "n_clusters": len(set(cl)),
-        "n_trials": len(rows),
+        "n_trials": len(trials),
     }
 
 
-def fingerprint(rows: list[TrialRow]) -> Fingerprint:
+def fingerprint(trials: Trials) -> Fingerprint:
     """What pairing needs to be equal: tasks, grader versions, image ids."""
-    tasks = sorted({r["task_id"] for r in rows})
-    graders = sorted(
-        {f"{g}={v}" for r in rows for g, v in (r.get("grader_versions") or {}).items()}
-    )
-    images = sorted({img for r in rows if (img := r.get("image_id"))})
-    return {"tasks": tasks, "graders": graders, "images": images}
+    versions = trials.grader_versions()
+    return {
+        "tasks": trials.task_ids.tolist(),
+        "graders": sorted(f"{g}={v}" for g, vs in versions.items() for v in vs),
+        "images": trials.texts("image"),
+    }
 
 
 def why_unpairable(fa: Fingerprint, fb: Fingerprint) -> list[str]:
@@ -105,7 +106,7 @@ def why_unpairable(fa: Fingerprint, fb: Fingerprint) -> list[str]:
 #   the runs in order.
 def suite_history(
     runs: list[Any],
-    rows_by_run: dict[str, list[TrialRow]],
+    trials_by_run: dict[str, Trials],
     *,
     confidence: float | None = None,
     sequential: bool = False,
@@ -129,9 +130,9 @@ def suite_history(
 
     entries: list[HistoryRun] = []
     base_levels: list[float] = []
-    last: dict[str, tuple[Any, list[TrialRow], Fingerprint]] = {}
+    last: dict[str, tuple[Any, Trials, Fingerprint]] = {}
     for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
-        rows = rows_by_run.get(run.id, [])
+        trials = trials_by_run[run.id]
         suite = suite_config(run)
         settings = settings_of(suite, run.trials_per_task).at(confidence)
         base_level = settings.confidence
@@ -142,8 +143,8 @@ def suite_history(
         noise = None
         if roles.baseline and roles.aa:
             noise = aa_floor(
-                [r for r in rows if r["arm"] == roles.baseline],
-                [r for r in rows if r["arm"] == roles.aa],
+                trials.of_arm(roles.baseline),
+                trials.of_arm(roles.aa),
                 roles.aa,
                 settings,
                 stored_config(run),
@@ -152,14 +153,14 @@ def suite_history(
                 noise["floor"] = max(abs(noise["lo"] or 0.0), abs(noise["hi"] or 0.0))
         arms_out: list[HistoryArm] = []
         for arm in run.arms:
-            ar = [r for r in rows if r["arm"] == arm]
+            ar = trials.of_arm(arm)
             fp = fingerprint(ar)
-            costs = [cost for r in ar if (cost := r.get("cost_usd")) is not None]
+            costs = ar.cost[~np.isnan(ar.cost)]
             entry: HistoryArm = {
                 "arm": arm,
                 **headline(ar, base_level, denominator, settings.cluster_key),
-                "cost_usd": sum(costs) if costs else None,
-                "cost_known_trials": len(costs),
+                "cost_usd": math.fsum(costs.tolist()) if costs.size else None,
+                "cost_known_trials": int(costs.size),
                 "images": short_hash(fp["images"]),
                 "graders": short_hash(fp["graders"]),
                 "move": None,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from harness.release.records import Sensitivity, TasksNeeded, ThresholdPlan, TrialRow
+from harness.analysis.table import Trials
+from harness.release.records import Sensitivity, TasksNeeded, ThresholdPlan
 
 
 def tasks_needed(
@@ -57,8 +58,8 @@ def tasks_needed(
 
 
 def run_sensitivity(
-    rows_a: list[TrialRow],
-    rows_b: list[TrialRow],
+    trials_a: Trials,
+    trials_b: Trials,
     alpha: float = 0.05,
     power: float = 0.8,
     denominator: str = "failure",
@@ -72,8 +73,10 @@ def run_sensitivity(
     from harness.release.compare import task_rates
     from harness.stats import minimum_detectable_effect, minimum_detectable_effect_paired
 
-    ra, ca = task_rates(rows_a, denominator)
-    rb, _ = task_rates(rows_b, denominator)
+    ids_a, rates_a, clusters_a = task_rates(trials_a, denominator)
+    ids_b, rates_b, _ = task_rates(trials_b, denominator)
+    ra, ca = dict(zip(ids_a, rates_a, strict=True)), dict(zip(ids_a, clusters_a, strict=True))
+    rb = dict(zip(ids_b, rates_b, strict=True))
     tasks = sorted(set(ra) & set(rb))
     n = len(tasks)
     if n == 0:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from harness.release.records import TrialRow
+import numpy as np
+
+from harness.analysis.table import Trials
 from harness.release.run_config import StoredConfig
 
 
@@ -26,27 +28,32 @@ def _names(items: list[str], limit: int = 5) -> str:
     return head + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _tasks(rows: list[TrialRow]) -> set[str]:
-    return {r["task_id"] for r in rows}
+def _tasks(trials: Trials) -> set[str]:
+    return set(trials.task_ids.tolist())
 
 
-def _grader_versions(rows: list[TrialRow], tasks: set[str]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = defaultdict(set)
-    for r in rows:
-        if r["task_id"] in tasks:
-            for grader, version in (r.get("grader_versions") or {}).items():
-                out[grader].add(str(version))
-    return out
+def _of_tasks(trials: Trials, tasks: set[str]) -> Trials:
+    return trials.where(np.isin(trials.task.values(), sorted(tasks)))
 
 
-def _images(rows: list[TrialRow], tasks: set[str]) -> dict[str, set[str]]:
+def _grader_versions(trials: Trials, tasks: set[str]) -> dict[str, set[str]]:
+    return _of_tasks(trials, tasks).grader_versions()
+
+
+def _images(trials: Trials, tasks: set[str]) -> dict[str, set[str]]:
     """Task -> the environment images its trials started from: the task image under a
     ready-made agent's CLI layer, so a CLI arm pairs with any other arm on the same image."""
+    t = _of_tasks(trials, tasks)
+    width = len(t.pair_image.names)
+    pairs = np.unique(t.task.codes * width + t.pair_image.codes)
     out: dict[str, set[str]] = defaultdict(set)
-    for r in rows:
-        image = r.get("task_image_id") or r.get("image_id")
-        if r["task_id"] in tasks and image:
-            out[r["task_id"]].add(image)
+    for task, image in zip(
+        t.task.names[pairs // width].tolist(),
+        t.pair_image.names[pairs % width].tolist(),
+        strict=True,
+    ):
+        if image:
+            out[task].add(image)
     return out
 
 
@@ -58,21 +65,21 @@ def _canon(value: object) -> str:
 #   are reported.
 def differences(
     config_a: StoredConfig,
-    rows_a: list[TrialRow],
+    trials_a: Trials,
     config_b: StoredConfig,
-    rows_b: list[TrialRow],
+    trials_b: Trials,
     labels: tuple[str, str] = ("A", "B"),
 ) -> list[dict[str, str]]:
     """Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.
 
     ``config_*`` is a run's stored resolved config (keys suite, tasks, environments);
-    ``rows_*`` the side's trial rows. Checks: task ids; grader versions (from the trial
-    rows); image ids (trial rows); budgets (suite and per-task overrides); environment
+    ``trials_*`` the side's trials. Checks: task ids; grader versions (from the trials);
+    image ids (the trials); budgets (suite and per-task overrides); environment
     versions and image recipes; task definitions (instruction, graders, setup...).
     """
     la, lb = labels
     out: list[dict[str, str]] = []
-    ta, tb = _tasks(rows_a), _tasks(rows_b)
+    ta, tb = _tasks(trials_a), _tasks(trials_b)
     if ta != tb:
         only_a, only_b = sorted(ta - tb), sorted(tb - ta)
         parts = []
@@ -83,7 +90,7 @@ def differences(
         out.append({"check": "tasks", "message": "task sets differ: " + "; ".join(parts)})
     shared = ta & tb
 
-    ga, gb = _grader_versions(rows_a, shared), _grader_versions(rows_b, shared)
+    ga, gb = _grader_versions(trials_a, shared), _grader_versions(trials_b, shared)
     for grader in sorted(set(ga) | set(gb)):
         va, vb = sorted(ga.get(grader, set())), sorted(gb.get(grader, set()))
         if va != vb:
@@ -95,7 +102,7 @@ def differences(
                 }
             )
 
-    ia, ib = _images(rows_a, shared), _images(rows_b, shared)
+    ia, ib = _images(trials_a, shared), _images(trials_b, shared)
     diff_tasks = sorted(t for t in set(ia) | set(ib) if ia.get(t) != ib.get(t))
     if diff_tasks:
         pairs = sorted(

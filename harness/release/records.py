@@ -115,29 +115,6 @@ class NoiseFloor(Interval, total=False):
     """The larger distance of the interval's ends from 0 (``harness release history``)."""
 
 
-class TrialRow(TypedDict, total=False):
-    """One trial row as the release code reads it (``source.load_rows``; tests build them)."""
-
-    arm: str
-    task_id: str
-    variant: str
-    """'' for the task as written, else the variant's name."""
-    trial_index: int
-    seed: int
-    cluster: str
-    task_class: str | None
-    weight: float
-    status: str
-    passed: bool | None
-    cost_usd: float | None
-    attempts: int
-    """Attempts the trial took (more than one: infrastructure errors were retried)."""
-    grader_versions: dict[str, str]
-    image_id: str | None
-    task_image_id: str | None
-    """The environment's image under ``image_id`` (they differ for ready-made agent CLIs)."""
-
-
 _ClassName = TypedDict("_ClassName", {"class": str}, total=False)
 
 

@@ -8,16 +8,10 @@ while another improves by the same amount; that pattern is called out, not avera
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import numpy as np
 
-from harness.release.records import ClassScreen, Screens, TrialRow
-
-if TYPE_CHECKING:
-    from harness.release.compare import TrialColumns, TrialRows
-
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from harness.analysis.table import Trials
+from harness.release.records import ClassScreen, Screens
 
 SCREEN_P = 0.2
 """Unadjusted one-sided p at or below which a class counts as "moved" for the opposite-moves
@@ -46,8 +40,8 @@ def class_refusal(n_clusters: int) -> str:
 # long: the Holm adjustment, the opposite-move rule and the look-here flags read the same per-class
 #   list in turn.
 def class_screens(
-    rows_a: TrialRows,
-    rows_b: TrialRows,
+    trials_a: Trials,
+    trials_b: Trials,
     *,
     alpha: float = 0.05,
     cluster_key: str = "cluster",
@@ -67,8 +61,8 @@ def class_screens(
     from harness.release.compare import paired_comparison
     from harness.stats import holm_adjust
 
-    by_a, by_b = _by_class(rows_a), _by_class(rows_b)
-    clustered = _clustered(rows_a, cluster_key)
+    by_a, by_b = _by_class(trials_a), _by_class(trials_b)
+    clustered = _clustered(trials_a, cluster_key)
     out: list[ClassScreen] = []
     for cls in sorted(set(by_a) & set(by_b)):
         c = paired_comparison(
@@ -143,38 +137,24 @@ def class_screens(
     }
 
 
-def _clustered(rows: Any, cluster_key: str) -> bool:
+def _clustered(trials: Trials, cluster_key: str) -> bool:
     """Whether the suite's tasks share clusters (fewer cluster labels than tasks); a task
     without a cluster label is its own cluster, as in the paired comparison."""
     if cluster_key == "task":
         return False
-    from harness.release.compare import NULL
-
-    pairs: Iterable[tuple[Any, Any]]
-    if isinstance(rows, Mapping):
-        pairs = zip(rows["task_id"], rows["cluster"], strict=True)
-    else:
-        pairs = ((r["task_id"], r.get("cluster")) for r in rows)
-    labels = {t: t if c is None or c is NULL or c == "" else c for t, c in pairs}
+    tasks = trials.task_ids
+    clusters = trials.per_task("cluster").tolist()
+    labels = {t: c or t for t, c in zip(tasks.tolist(), clusters, strict=True)}
     return len(set(labels.values())) < len(labels)
 
 
-def _by_class(rows: TrialRows) -> dict[str, TrialColumns] | dict[str, list[TrialRow]]:
-    """Rows split by task class: a list of row dicts, or a mapping of equal-length columns
-    (the report's fast path) split into column mappings."""
-    if isinstance(rows, Mapping):
-        import numpy as np
-
-        from harness.release.compare import NULL
-
-        cls = np.asarray(rows["task_class"], dtype=object)
-        cls = np.where(np.equal(cls, NULL) | np.equal(cls, ""), "default", cls)
-        split: dict[str, TrialColumns] = {
-            str(c): {k: np.asarray(v)[cls == c] for k, v in rows.items()}
-            for c in sorted(set(cls.tolist()))
-        }
-        return split
-    out: dict[str, list[TrialRow]] = defaultdict(list)
-    for r in rows:
-        out[r.get("task_class") or "default"].append(r)
-    return out
+def _by_class(trials: Trials) -> dict[str, Trials]:
+    """The trials split by task class (a missing class is 'default')."""
+    names = trials.task_class.names.tolist()
+    codes: dict[str, list[int]] = {}
+    for code in np.unique(trials.task_class.codes).tolist():
+        codes.setdefault(names[code] or "default", []).append(code)
+    return {
+        name: trials.where(np.isin(trials.task_class.codes, cs))
+        for name, cs in sorted(codes.items())
+    }

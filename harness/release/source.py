@@ -1,53 +1,16 @@
-"""Reading what a release decision needs from the store: trial rows and arm names.
+"""Reading what a release decision needs about a run from the store besides its trials
+(``harness.analysis.load``): the run a reference names, its stored config, an arm side.
 
 The only module of ``harness.release`` that touches the store; everything else is pure.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, cast
 
 from harness.errors import ConfigError
-from harness.release.records import TrialRow
 from harness.release.run_config import StoredConfig, StoredSuite
-from harness.store.tables import Trial, column_names
-
-ROW_COLUMNS = column_names(
-    Trial.arm,
-    Trial.task_id,
-    Trial.variant,
-    Trial.trial_index,
-    Trial.seed,
-    Trial.cluster,
-    Trial.task_class,
-    Trial.weight,
-    Trial.status,
-    Trial.passed,
-    Trial.cost_usd,
-    Trial.attempts,
-    Trial.grader_versions,
-    Trial.image_id,
-    Trial.task_image_id,
-)
-
-
-def load_rows(store, run_id: str) -> list[TrialRow]:
-    """Every trial row of a run as a plain dict (JSON columns decoded)."""
-    cols = store.trial_columns(run_id, ROW_COLUMNS)
-    keys = list(cols)
-    rows = [
-        cast(TrialRow, dict(zip(keys, vals, strict=True)))
-        for vals in zip(*cols.values(), strict=True)
-    ]
-    for r in rows:
-        gv = r.get("grader_versions")
-        if isinstance(gv, str):
-            r["grader_versions"] = json.loads(gv) if gv else {}
-        elif gv is None:
-            r["grader_versions"] = {}
-    return rows
 
 
 def get_run(store, run_id: str):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from harness.errors import RESOLVED
 from harness.report.records import ArmReport, Cause, UnresolvedCauses
+from harness.store.queries import Note
 
 TOP = 5
 """Causes listed per arm; the rest are counted as 'other causes'."""
@@ -23,6 +25,22 @@ def cause_kind(status: str, reason: str) -> str:
 
 def status_of(kind: str) -> str:
     return kind.split(": ", 1)[0]
+
+
+def unresolved_rows(notes: list[Note]) -> list[tuple[str, str, str, int]]:
+    """(arm, status, reason, trial id) of every trial without a verdict, oldest first."""
+    return [(n.arm, n.status, n.reason, n.id) for n in notes if n.status not in RESOLVED]
+
+
+def agent_failure_rows(notes: list[Note]) -> list[tuple[str, str, str, int]]:
+    """(arm, "failed", "kind: reason", trial id) of every failure the agent caused (timeouts,
+    malformed results, crashes, a broken sandbox), oldest first: the shape of
+    ``unresolved_rows``, so both list their causes alike."""
+    return [
+        (n.arm, "failed", f"{n.failure_kind}: {n.reason.removeprefix('agent failure: ')}", n.id)
+        for n in notes
+        if n.failure_kind is not None
+    ]
 
 
 def unresolved_causes(rows: list[tuple[str, str, str, int]]) -> dict[str, UnresolvedCauses]:

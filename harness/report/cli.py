@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ConfigError
 from harness.release.records import GateResult
 from harness.report.records import Report, RunSummary
 from harness.store import Run, Store, resolve_url
+
+if TYPE_CHECKING:
+    from harness.analysis.load import RunTable
 
 
 def load_report(
@@ -26,52 +29,77 @@ def load_report(
     The shape is ``harness.report.records.Report``; it is JSON-serialisable. Pass a
     ``timings`` dict to receive the seconds spent per phase.
     """
-    from harness.analysis import run_roles, settings_of
-    from harness.release.source import stored_config
-    from harness.report.data import DEFAULT_RESAMPLES, build_report, scheduled_per_arm
-    from harness.report.load import load_run_data
-
     t0 = time.perf_counter()
     store = Store(resolve_url(store_url))
     try:
-        run = store.get_run(run_id) if run_id else store.latest_run()
-        if run is None:
-            what = f"no run with id '{run_id}'" if run_id else "no runs yet"
-            raise ConfigError(store.url, "run", f"{what} in this store")
-        config = stored_config(run)
-        suite = config.get("suite", {})
-        settings = settings_of(suite, run.trials_per_task)
-        variants = bool(suite["variants"]) if "variants" in suite else None
-        pairing = run_roles(suite, list(run.arms or [])).candidate is not None
-        data = load_run_data(store, run.id, with_variants=variants, with_pairing=pairing)
-        unresolved = store.unresolved_trials(run.id)
-        agent_failed = store.agent_failures(run.id)
+        run = report_run(store, run_id)
+        table = load_report_table(store, run)
     finally:
         store.close()
+    if timings is not None:
+        timings["load_s"] = time.perf_counter() - t0
+    return report_of(run, table, n_resamples=n_resamples, timings=timings)
+
+
+def report_run(store: Store, run_id: str | None) -> Run:
+    """The run ``run_id`` names (default: the latest), or a ConfigError saying there is none."""
+    run = store.get_run(run_id) if run_id else store.latest_run()
+    if run is None:
+        what = f"no run with id '{run_id}'" if run_id else "no runs yet"
+        raise ConfigError(store.url, "run", f"{what} in this store")
+    return run
+
+
+def load_report_table(store: Store, run: Run, fields: Iterable[str] = ()) -> RunTable:
+    """The run's table with what the report reads (and ``fields`` besides): the trial ids
+    and the pairing seeds only when a view needs them."""
+    from harness.analysis import run_roles
+    from harness.analysis.load import REPORT, load_run_table
+    from harness.release.source import stored_config
+
+    suite = stored_config(run).get("suite", {})
+    variants = bool(suite["variants"]) if "variants" in suite else None
+    pairing = run_roles(suite, list(run.arms or [])).candidate is not None
+    wanted = REPORT | set(fields) | ({"seed"} if pairing else set())
+    return load_run_table(store, run.id, wanted, with_variants=variants, with_notes=True)
+
+
+def report_of(
+    run: Run,
+    table: RunTable,
+    *,
+    n_resamples: int | None = None,
+    timings: dict[str, float] | None = None,
+) -> Report:
+    """The report data of a loaded run (pure: no store)."""
+    from harness.analysis import settings_of
+    from harness.release.source import stored_config
+    from harness.report.causes import agent_failure_rows, unresolved_causes, unresolved_rows
+    from harness.report.data import DEFAULT_RESAMPLES, build_report, scheduled_per_arm
+
     t1 = time.perf_counter()
-    info = _run_summary(run)
+    config = stored_config(run)
+    suite = config.get("suite", {})
     report = build_report(
-        info,
-        data,
-        settings=settings,
+        _run_summary(run),
+        table,
+        settings=settings_of(suite, run.trials_per_task),
         scheduled=scheduled_per_arm(
             config, run.trials_per_task, run.jobs_planned, len(run.arms or []) or 1
         ),
         n_resamples=n_resamples or DEFAULT_RESAMPLES,
         suite=suite,
     )
-    from harness.report.causes import unresolved_causes
-
-    causes = unresolved_causes(unresolved)
-    failures = unresolved_causes(agent_failed)
+    causes = unresolved_causes(unresolved_rows(table.notes))
+    failures = unresolved_causes(agent_failure_rows(table.notes))
     for name, arm in report["arms"].items():
         arm["unresolved_causes"] = causes.get(name, {"causes": [], "other": 0})
         arm["agent_failure_causes"] = failures.get(name, {"causes": [], "other": 0})
     t2 = time.perf_counter()
     report = clean(report)
     if timings is not None:
-        timings.update(data.timings)
-        timings.update(load_s=t1 - t0, statistics_s=t2 - t1, comparison_s=time.perf_counter() - t2)
+        timings.update(table.timings)
+        timings.update(statistics_s=t2 - t1, comparison_s=time.perf_counter() - t2)
     return report
 
 
@@ -138,34 +166,37 @@ def print_report(
 def _load(
     run_id: str | None, store_url: str | None, *, with_gate: bool
 ) -> tuple[Report, GateResult | str | None]:
-    """The report data, and the gate's verdict when the suite declares a gate."""
-    data = load_report(run_id, store_url)
-    if not with_gate:
-        return data, None
+    """The report data, and the gate's verdict when the suite declares a gate: one read of
+    the run's table for both."""
+    from harness.analysis.load import DECISIONS
+    from harness.release.source import suite_config
+
     store = Store(resolve_url(store_url))
     try:
-        return data, declared_gate(store, data["run"]["id"])
+        run = report_run(store, run_id)
+        gated = with_gate and bool(suite_config(run).get("gate"))
+        table = load_report_table(store, run, DECISIONS if gated else ())
+        gate = declared_gate(store, run, table) if gated else None
     finally:
         store.close()
+    return report_of(run, table), gate
 
 
-def declared_gate(store, run_id: str) -> GateResult | str | None:
+def declared_gate(store: Store, run: Run, table: RunTable) -> GateResult | str | None:
     """The gate's result when the run's suite declares a ``gate:`` policy; None when it
     declares none; ``GATE_NOT_EVALUATED`` when the gate could not be applied.
 
     The gate reports its own errors (``harness gate``); here a failing gate only says so,
     so the report is never lost over it.
     """
-    from harness.release.api import gate_run
-    from harness.release.source import stored_config
+    from harness.release.api import gate_policy, gate_trials
+    from harness.release.source import suite_config
     from harness.report.render.summary import GATE_NOT_EVALUATED
 
-    run = store.get_run(run_id)
-    suite = stored_config(run).get("suite", {}) if run is not None else {}
-    if run is None or not isinstance(suite, dict) or not suite.get("gate"):
+    if not suite_config(run).get("gate"):
         return None
     try:
-        result = gate_run(store, run.id)
+        result = gate_trials(store, run, table.trials, gate_policy(run))
     except Exception:  # noqa: BLE001 - optional section; never lose the report over it
         return GATE_NOT_EVALUATED
     return result if result.get("verdict") else GATE_NOT_EVALUATED

@@ -16,14 +16,15 @@ import numpy as np
 
 from harness import errors
 from harness.analysis import Settings, run_roles
+from harness.analysis.load import RunTable
 from harness.analysis.settings import ESTIMAND
+from harness.analysis.table import FAILED_CODE, PASSED_CODE, Trials
 from harness.release.run_config import StoredConfig, StoredSuite
 from harness.report import reliability as rel
 from harness.report import sections as sec
 from harness.report import usage as use
 from harness.report.compare import primary_comparison
 from harness.report.deltas import arm_settings, deltas_section, roles_record
-from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, RunData, empty_arm
 from harness.report.records import (
     ArmReport,
     PassAtK,
@@ -88,7 +89,7 @@ def scheduled_per_arm(
 
 def build_report(
     run: RunSummary,
-    data: RunData,
+    data: RunTable,
     *,
     settings: Settings,
     scheduled: tuple[int, int],
@@ -96,8 +97,8 @@ def build_report(
     prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
     suite: StoredSuite | None = None,
 ) -> Report:
-    """The whole report for one run (pure: arrays in, JSON-able dict out). ``suite`` is the
-    run's stored suite: arm roles and settings, and the description, come from it."""
+    """The whole report for one run (pure: the run table in, JSON-able dict out). ``suite``
+    is the run's stored suite: arm roles and settings, and the description, come from it."""
     seed = int(run.get("seed") or 0)
     suite = suite or {}
     analysis = settings
@@ -108,16 +109,15 @@ def build_report(
         bootstrap_seed=seed,
     )
     arm_names = list(run.get("arms") or [])
-    arm_names += [a for a in data.arms if a not in arm_names]
+    arm_names += [a for a in data.trials.arm.present() if a not in arm_names]
     arms: dict[str, ArmReport] = {}
     warnings: list[str] = []
     for name in arm_names:
         arms[name] = arm_report(
-            data.arms.get(name) or empty_arm(),
+            data.trials.of_arm(name),
             attempts=data.attempts.get(name, {}),
             attempt_cost=data.attempt_cost.get(name, {}),
             retried=data.retried.get(name, 0),
-            variants=data.variants.get(name),
             trials_per_task=int(run.get("trials_per_task") or 1),
             scheduled=scheduled,
             settings=shown,
@@ -139,7 +139,7 @@ def build_report(
         "settings": shown,
         "estimand": ESTIMAND,
         "sampling_unit": _sampling_unit(arms),
-        "versions": _versions(run, data),
+        "versions": _versions(run, data.trials.originals()),
         "arms": arms,
         "roles": roles_record(roles),
         "arm_settings": arm_settings(suite, roles),
@@ -176,29 +176,17 @@ def _sampling_unit(arms: dict[str, ArmReport]) -> str:
     return "per arm (see arms.*.unit)"
 
 
-def _versions(run: RunSummary, data: RunData) -> Versions:
-    import json
-
-    images: set[str] = set()
-    graders: dict[str, set[str]] = {}
-    for arm in data.arms.values():
-        images |= arm.image_ids
-        for text in arm.grader_versions:
-            try:
-                parsed = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(parsed, dict):
-                for g, v in parsed.items():
-                    graders.setdefault(str(g), set()).add(str(v))
+def _versions(run: RunSummary, trials: Trials) -> Versions:
+    """What the numbers were measured with: harness, config, seed, sandbox, the trials'
+    images and the grader versions behind their verdicts."""
     return {
         "harness_version": run.get("harness_version"),
         "config_hash": run.get("config_hash"),
         "seed": run.get("seed"),
         "sandbox": run.get("sandbox"),
         "image_ids": run.get("image_ids") or {},
-        "trial_image_ids": sorted(images),
-        "grader_versions": {g: sorted(v) for g, v in sorted(graders.items())},
+        "trial_image_ids": trials.texts("image"),
+        "grader_versions": {g: sorted(v) for g, v in sorted(trials.grader_versions().items())},
     }
 
 
@@ -224,7 +212,7 @@ def _empty_sections() -> ArmReport:
 
 
 def _arm_counts(
-    arm: ArmTrials,
+    arm: Trials,
     attempts: dict[str, int],
     scheduled: tuple[int, int],
     denominator: str,
@@ -235,11 +223,11 @@ def _arm_counts(
     retries."""
     codes, counts = np.unique(arm.status, return_counts=True)
     by_status = {errors.STATUSES[int(c)]: int(n) for c, n in zip(codes, counts, strict=True)}
-    completed = int(arm.status.size)
+    completed = len(arm)
     unresolved = completed - by_status.get(errors.PASSED, 0) - by_status.get(errors.FAILED, 0)
     return {
-        "tasks": int(arm.tasks.size),
-        "clusters": len(set(arm.clusters.tolist())),
+        "tasks": int(arm.task_ids.size),
+        "clusters": len(set(arm.per_task("cluster").tolist())),
         "trials_scheduled": int(scheduled[0]),
         "trials_completed": completed,
         "trials_unresolved": unresolved,
@@ -248,11 +236,9 @@ def _arm_counts(
         "by_status": by_status,
         "denominator": denominator,
         "infra": {
-            **use.infra_section(
-                by_status, attempts, confidence, retried, trials=int(arm.status.size)
-            ),
+            **use.infra_section(by_status, attempts, confidence, retried, trials=completed),
             "unresolved_by_class": use.unresolved_by_class(
-                arm.classes[arm.task_index],
+                arm.task_class.values(),
                 np.isin(arm.status, (PASSED_CODE, FAILED_CODE)),
                 confidence,
             ),
@@ -301,10 +287,9 @@ def _consistency(hat: list[PassAtK], trials_per_task: int) -> PassAtK | None:
 # long: it assembles the arm's sections in the order of the report schema (records.ArmReport), one call
 #   each.
 def arm_report(
-    arm: ArmTrials,
+    trials: Trials,
     *,
     attempts: dict[str, int],
-    variants,
     trials_per_task: int,
     attempt_cost: dict[str, tuple[float, int]] | None = None,
     retried: int = 0,
@@ -314,16 +299,18 @@ def arm_report(
     prediction_resamples: int,
     seed: int,
 ) -> ArmReport:
-    """One arm's sections."""
+    """One arm's sections, from its trials (variants feed only the robustness section)."""
+    arm = trials.originals()
     confidence = settings["confidence"]
     denominator = settings["denominator"]
     rng = np.random.default_rng(seed)
     out = _arm_counts(arm, attempts, scheduled, denominator, confidence, retried)
     outcomes = sec.task_outcomes(arm, denominator)
     inc = outcomes.include
-    out["tasks_without_resolved_trials"] = int(arm.tasks.size - inc.sum())
+    out["tasks_without_resolved_trials"] = int(arm.task_ids.size - inc.sum())
     n, c = outcomes.n[inc], outcomes.c[inc]
-    clusters = arm.clusters[inc]
+    task_clusters = arm.per_task("cluster")
+    clusters = task_clusters[inc]
     unit = choose_unit(clusters, settings["cluster_key"])
     out["unit"] = {
         "kind": unit.kind,
@@ -377,20 +364,20 @@ def arm_report(
     )
     unstable = (c > 0) & (c < n)
     out["unstable_tasks"] = int(unstable.sum())
-    out["unstable_task_ids"] = sorted(str(t) for t in arm.tasks[inc][unstable])[:50]
+    out["unstable_task_ids"] = sorted(str(t) for t in arm.task_ids[inc][unstable])[:50]
     out["slices"] = {
         "class": sec.slices_section(
-            arm.classes[inc], rates, n.astype(float), confidence, unit.labels
+            arm.per_task("task_class")[inc], rates, n.astype(float), confidence, unit.labels
         ),
         "cluster": sec.slices_section(clusters, rates, n.astype(float), confidence, unit.labels),
     }
     out["stratified"] = sec.stratified_section(
-        rates, arm.strata[inc], arm.weights[inc], unit, confidence
+        rates, arm.per_task("stratum")[inc], arm.per_task("weight")[inc], unit, confidence
     )
-    cluster_of = dict(zip(arm.tasks.tolist(), arm.clusters.tolist(), strict=True))
+    cluster_of = dict(zip(arm.task_ids.tolist(), task_clusters.tolist(), strict=True))
     out["reliability"] = {
         "consistency": _consistency(hat, trials_per_task),
-        "robustness": rel.robustness_section(variants, cluster_of, unit, denominator, confidence),
+        "robustness": rel.robustness_section(trials, cluster_of, unit, denominator, confidence),
         "calibration": rel.calibration_section(
             arm, unit, inc, n_resamples=n_resamples, rng=rng, confidence=confidence
         ),

@@ -8,12 +8,12 @@ the same numbers; the A/A arm's comparison is the noise floor.
 
 from __future__ import annotations
 
+from harness.analysis.load import RunTable
 from harness.analysis.paired import aa_floor, screens
 from harness.analysis.settings import Settings
 from harness.config.roles import Roles
 from harness.release.records import ClassScreen, Comparison
 from harness.release.run_config import StoredSuite
-from harness.report.load import RunData, comparison_rows, empty_arm
 from harness.report.records import ArmSetting, ClassDelta, ClassDeltas, PairedDelta
 
 DELTAS_METHOD = "weighted mean of per-task rate differences; the shared interval method"
@@ -66,7 +66,7 @@ def _delta(c: Comparison | ClassScreen) -> PairedDelta:
 
 
 def deltas_section(
-    data: RunData,
+    data: RunTable,
     roles: Roles,
     settings: Settings,
     comparison: Comparison | None,
@@ -76,16 +76,15 @@ def deltas_section(
     base, cand = roles.baseline, roles.candidate
     if not base or not cand or comparison is None or comparison.get("estimate") is None:
         return None
-    rows_b = comparison_rows(base, data.arms.get(base) or empty_arm())
-    rows_c = comparison_rows(cand, data.arms.get(cand) or empty_arm())
+    trials_b, trials_c = data.trials.of_arm(base), data.trials.of_arm(cand)
     by_class: list[ClassDelta] = [
         {"class": s["class"], **_delta(s)}
-        for s in screens(rows_b, rows_c, comparison, settings)["classes"]
+        for s in screens(trials_b, trials_c, comparison, settings)["classes"]
     ]
     floor = None
     if roles.aa:
-        rows_aa = comparison_rows(roles.aa, data.arms.get(roles.aa) or empty_arm())
-        floor = aa_floor(rows_b, rows_aa, roles.aa, settings, {"suite": suite or {}})
+        trials_aa = data.trials.of_arm(roles.aa)
+        floor = aa_floor(trials_b, trials_aa, roles.aa, settings, {"suite": suite or {}})
     return {
         "baseline": base,
         "candidate": cand,

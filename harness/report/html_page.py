@@ -1,5 +1,6 @@
-"""The HTML report's inputs, read from the store: the report data, the per-task rows, the
-error kinds and the gate's verdict; then ``harness.report.render.html.render`` draws them.
+"""The HTML report's inputs, from one read of the run's table: the report data, the
+per-task counts, the error kinds and the gate's verdict; then
+``harness.report.render.html.render`` draws them.
 
     write_html(run_id, store_url, path)          # what `harness html` and `report --html` call
 """
@@ -7,12 +8,17 @@ error kinds and the gate's verdict; then ``harness.report.render.html.render`` d
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.release.records import GateResult
+from harness.release.source import suite_config
 from harness.report import tasks as tk
 from harness.report.records import Report
 from harness.text import write_text
 from harness.viewer import DEFAULT_VIEWER_URL
+
+if TYPE_CHECKING:
+    from harness.analysis.load import RunTable
 
 
 def write_html(
@@ -36,27 +42,36 @@ def build_html(
     viewer_url: str | None = DEFAULT_VIEWER_URL,
     data: Report | None = None,
 ) -> str:
-    """Load the report data (unless given as ``data``), the per-task table and the gate's
-    verdict; render the page."""
-    from harness.report.cli import load_report
+    """Load the run's table once (what the report, the per-task table and the gate read),
+    build the report data (unless given as ``data``) and the gate's verdict; render."""
+    from harness.analysis.load import DECISIONS, TASK_TABLE, load_run_table
+    from harness.report.cli import load_report_table, report_of, report_run
     from harness.report.render.html import render
     from harness.store import Store, resolve_url
 
-    url = resolve_url(store_url)
-    data = data if data is not None else load_report(run_id, url)
-    store = Store(url)
+    store = Store(resolve_url(store_url))
     try:
-        rr = tk.load_rows(store, data)
-        kinds = tk.error_kinds(store, rr.run_id)
-        gate = gate_verdict(store, data)
+        run = report_run(store, data["run"]["id"] if data is not None else run_id)
+        gated = bool(suite_config(run).get("gate"))
+        fields = TASK_TABLE | (DECISIONS if gated else set())
+        if data is None:
+            table = load_report_table(store, run, fields)
+            data = report_of(run, table)
+        else:  # the report data is given: read only what the page adds to it
+            table = load_run_table(store, run.id, fields, with_notes=True)
+        gate = gate_verdict(store, run, table) if gated else None
     finally:
         store.close()
-    return render(data, rr, error_kinds=kinds, gate=gate, viewer_url=viewer_url)
+    tasks = tk.task_counts(table.trials, data)
+    return render(
+        data, tasks, error_kinds=tk.error_kinds(table.notes), gate=gate, viewer_url=viewer_url
+    )
 
 
-def gate_verdict(store, data: Report) -> GateResult | None:
-    """The release gate's verdict when the suite declares a ``gate:`` policy, else None."""
+def gate_verdict(store, run, table: RunTable) -> GateResult | None:
+    """The release gate's verdict on the run's suite ``gate:`` policy, or None (also when
+    the gate could not be applied: the page then leaves the section out)."""
     from harness.report.cli import declared_gate
 
-    gate = declared_gate(store, data["run"]["id"])
+    gate = declared_gate(store, run, table)
     return gate if isinstance(gate, dict) else None

@@ -5,9 +5,11 @@ stated confidence, and harm. Pure functions over arrays; statistics from ``harne
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials, VariantPairs
+from harness.analysis.table import FAILED_CODE, PASSED_CODE, Trials
 from harness.report.records import Calibration, DiagramBin, Harm, Robustness
 from harness.report.sections import boot_name, num
 from harness.stats import expected_calibration_error, harm_rate, mean_estimate, robustness_drop
@@ -17,16 +19,47 @@ from harness.stats.task_units import Unit, mean_interval
 ECE_BINS = 10
 
 
+@dataclass(frozen=True)
+class VariantPairs:
+    """Variant trials, each with the original trial of its (task, trial index)."""
+
+    task: np.ndarray
+    variant: np.ndarray
+    status: np.ndarray
+    """Status code of the variant trial."""
+    original_status: np.ndarray
+
+
+def variant_pairs(trials: Trials) -> VariantPairs:
+    """One arm's variant trials paired with its original trial of the same task and trial
+    index (hence the same seed); a variant without its original is left out."""
+    var, orig = trials.variants(), trials.originals()
+    width = int(trials.trial_index.max(initial=0)) + 1
+    key_o = orig.task.codes.astype(np.int64) * width + orig.trial_index
+    key_v = var.task.codes.astype(np.int64) * width + var.trial_index
+    order = np.argsort(key_o, kind="stable")
+    at = np.minimum(np.searchsorted(key_o[order], key_v), max(len(orig) - 1, 0))
+    hit = key_o[order][at] == key_v if len(orig) else np.zeros(len(var), dtype=bool)
+    return VariantPairs(
+        task=var.task.values()[hit],
+        variant=var.variant.values()[hit],
+        status=var.status[hit],
+        original_status=orig.status[order[at][hit]],
+    )
+
+
 def robustness_section(
-    pairs: VariantPairs | None,
+    trials: Trials,
     cluster_of: dict[str, str | None],
     unit: Unit,
     denominator: str,
     confidence: float,
 ) -> Robustness | None:
     """Paired change in success between variant trials and the original trial of the same
-    (task, trial index), hence the same seed; negative = a drop (metrics guide)."""
-    if pairs is None or pairs.task.size == 0:
+    (task, trial index), hence the same seed; negative = a drop (metrics guide). ``trials``:
+    the arm's trials, variants included."""
+    pairs = variant_pairs(trials)
+    if pairs.task.size == 0:
         return None
     resolved = np.isin(pairs.status, (PASSED_CODE, FAILED_CODE)) & np.isin(
         pairs.original_status, (PASSED_CODE, FAILED_CODE)
@@ -70,7 +103,7 @@ def robustness_section(
 
 
 def calibration_section(
-    arm: ArmTrials,
+    arm: Trials,
     unit: Unit,
     include: np.ndarray,
     *,
@@ -89,7 +122,7 @@ def calibration_section(
     # Bootstrap: per-group bin sums (count, Σ confidence, Σ outcome), resampled by unit.
     task = arm.task_index[has]
     if unit.kind == "cluster" and unit.labels is not None:  # per task first, then per trial
-        task_codes = np.zeros(arm.tasks.size, dtype=np.intp)
+        task_codes = np.zeros(arm.task_ids.size, dtype=np.intp)
         task_codes[include], g = group_codes(unit.labels)
         codes = task_codes[task]
     else:
@@ -136,7 +169,7 @@ def reliability_diagram(conf: np.ndarray, y: np.ndarray, bins: int) -> list[Diag
     ]
 
 
-def harm_section(arm: ArmTrials, unit: Unit, include: np.ndarray, confidence: float) -> Harm | None:
+def harm_section(arm: Trials, unit: Unit, include: np.ndarray, confidence: float) -> Harm | None:
     """Share of resolved trials with harm severity > 0, and mean severity (metrics guide).
 
     Per-task shares are averaged over tasks (equal to the trial share when every task has
@@ -147,7 +180,7 @@ def harm_section(arm: ArmTrials, unit: Unit, include: np.ndarray, confidence: fl
         return None
     sev = arm.harm[resolved]
     task = arm.task_index[resolved]
-    t = arm.tasks.size
+    t = arm.task_ids.size
     n_t = np.bincount(task, minlength=t)
     has = n_t > 0
     share_t = np.bincount(task, weights=(sev > 0).astype(float), minlength=t)[has] / n_t[has]

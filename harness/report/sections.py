@@ -1,4 +1,5 @@
-"""The report's core sections for one arm, as pure functions over arrays (``load.ArmTrials``).
+"""The report's core sections for one arm, as pure functions over its trials' arrays
+(``harness.analysis.table.Trials``).
 
 Per-task aggregation comes first everywhere: a task's trials are counted per task, and only
 then is an estimate or interval formed over tasks (or clusters of tasks), so repeated trials
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
+from harness.analysis.table import FAILED_CODE, PASSED_CODE, Trials
 from harness.report.records import Interval, PassAtK, Prediction, SliceRow, Stratified
 from harness.stats import (
     kish_effective_n,
@@ -50,8 +51,8 @@ class TaskOutcomes:
     """Tasks with n > 0: the tasks every estimate is over."""
 
 
-def task_outcomes(arm: ArmTrials, denominator: str) -> TaskOutcomes:
-    t = arm.tasks.size
+def task_outcomes(arm: Trials, denominator: str) -> TaskOutcomes:
+    t = arm.task_ids.size
     ti = arm.task_index
     resolved_trial = (arm.status == PASSED_CODE) | (arm.status == FAILED_CODE)
     completed = np.bincount(ti, minlength=t)

@@ -3,34 +3,22 @@ trials, the first (failing) trial id to link to, and paired discordance between 
 candidate; and unresolved trials grouped by error kind.
 
 Every statistic comes from the report data (``harness.report.load_report``); this module only
-counts trials per task for display. Rows come from ``Store.trial_columns`` (one query, columns
-as lists), so 50,000 trials cost one pass.
+counts the run table's trials (``harness.analysis.load``) per task for display, with numpy,
+so 50,000 trials cost a few array passes.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from harness.analysis.table import Trials
 from harness.errors import RESOLVED
 from harness.report.records import ErrorKind, Report
-from harness.store.tables import Trial, column_names
-
-TRIAL_COLUMNS = column_names(
-    Trial.id,
-    Trial.arm,
-    Trial.task_id,
-    Trial.variant,
-    Trial.trial_index,
-    Trial.cluster,
-    Trial.task_class,
-    Trial.status,
-    Trial.passed,
-    Trial.confidence,
-    Trial.cost_usd,
-    Trial.latency_s,
-)
+from harness.store.queries import Note
 
 
 @dataclass
@@ -40,8 +28,6 @@ class ArmTask:
     n: int = 0
     passed: int = 0
     unresolved: int = 0
-    outcomes: dict[tuple[int, str], int] = field(default_factory=dict)
-    """(trial_index, variant) -> 1/0 for resolved trials (failure-denominator for unresolved)."""
     first_fail: int | None = None
     first: int | None = None
 
@@ -67,99 +53,98 @@ class TaskRow:
 
 
 @dataclass
-class RunRows:
-    """The trial columns of one run, and the arms' roles."""
+class TaskCounts:
+    """The per-task rows, with the arms (in the report's order) and the policy they follow."""
 
-    run_id: str
-    cols: dict[str, list]
     arms: list[str]
     baseline: str | None
     candidate: str | None
-    aa_arm: str | None
-    denominator: str = "failure"
-    confidence: float = 0.95
-
-    def __len__(self) -> int:
-        return len(self.cols.get("id", []))
+    denominator: str
+    rows: list[TaskRow]
 
 
-def load_rows(store, report: Report) -> RunRows:
-    """The run's trial columns, with arm roles and policy from the report data."""
-    run_id = report["run"]["id"]
-    cols = store.trial_columns(run_id, TRIAL_COLUMNS)
+def task_counts(trials: Trials, report: Report) -> TaskCounts:
+    """Per-task, per-arm counts with the first (failing) trial id, and paired discordance,
+    under the report's arm roles and denominator (unresolved trials count as failures, or
+    are left out)."""
     roles = report.get("roles") or {}
     settings = report.get("settings")
+    denominator = settings["denominator"] if settings else "failure"
     arms = list(report.get("arms") or {})
-    for a in cols.get("arm", []):
-        if a not in arms:
-            arms.append(a)
-    return RunRows(
-        run_id=run_id,
-        cols=cols,
-        arms=arms,
-        baseline=roles.get("baseline"),
-        candidate=roles.get("candidate"),
-        aa_arm=roles.get("aa"),
-        denominator=settings["denominator"] if settings else "failure",
-        confidence=settings["confidence"] if settings else 0.95,
-    )
-
-
-def task_rows(rr: RunRows) -> list[TaskRow]:
-    """Per-task, per-arm counts with the first (failing) trial id, and paired discordance."""
-    out: dict[str, TaskRow] = {}
-    c = rr.cols
-    for i in range(len(rr)):
-        tid = c["task_id"][i]
-        row = out.get(tid)
-        if row is None:
-            row = out[tid] = TaskRow(tid, c["task_class"][i] or "", c["cluster"][i] or "")
-        at = row.arms.get(c["arm"][i])
-        if at is None:
-            at = row.arms[c["arm"][i]] = ArmTask()
-        status = c["status"][i]
-        resolved = status in RESOLVED
-        trial_id = c["id"][i]
-        if at.first is None:
-            at.first = trial_id
-        if not resolved:
-            at.unresolved += 1
-            if rr.denominator == "exclude":
-                continue
-        ok = bool(c["passed"][i]) and resolved
-        at.n += 1
-        at.passed += ok
-        at.outcomes[(c["trial_index"][i], c["variant"][i] or "")] = int(ok)
-        if not ok and at.first_fail is None:
-            at.first_fail = trial_id
-    if rr.baseline and rr.candidate:
-        for row in out.values():
-            b, k = row.arms.get(rr.baseline), row.arms.get(rr.candidate)
-            if b and k and b.n and k.n:
-                row.delta = k.rate - b.rate
-                row.discordant = sum(
-                    1 for key, y in b.outcomes.items() if key in k.outcomes and k.outcomes[key] != y
+    arms += [a for a in trials.arm.present() if a not in arms]
+    baseline, candidate = roles.get("baseline"), roles.get("candidate")
+    t = trials.where(np.argsort(trials.id, kind="stable"))  # oldest first: "first" is by id
+    ok = t.passed
+    counted = t.resolved if denominator == "exclude" else np.ones(len(t), dtype=bool)
+    n_arms = len(t.arm.names)
+    cell = t.task.codes.astype(np.int64) * n_arms + t.arm.codes
+    size = len(t.task.names) * n_arms
+    n = np.bincount(cell, weights=counted, minlength=size).astype(int)
+    passed = np.bincount(cell, weights=ok & counted, minlength=size).astype(int)
+    unresolved = np.bincount(cell, weights=~t.resolved, minlength=size).astype(int)
+    first = _first_id(t.id, cell)
+    first_fail = _first_id(t.id[counted & ~ok], cell[counted & ~ok])
+    discordant = _discordance(t, counted, baseline, candidate)
+    out: list[TaskRow] = []
+    task_names = t.task.names.tolist()
+    arm_names = t.arm.names.tolist()
+    codes, firsts = np.unique(t.task.codes, return_index=True)
+    for code, at_first in zip(codes.tolist(), firsts.tolist(), strict=True):
+        row = TaskRow(
+            task_names[code],
+            t.task_class.names[t.task_class.codes[at_first]] or "",
+            t.cluster.names[t.cluster.codes[at_first]] or "",
+        )
+        for a, arm in enumerate(arm_names):
+            j = code * n_arms + a
+            if j in first:
+                row.arms[arm] = ArmTask(
+                    int(n[j]), int(passed[j]), int(unresolved[j]), first_fail.get(j), first[j]
                 )
-    return sorted(out.values(), key=lambda r: r.task_id)
+        b, k = row.arms.get(baseline or ""), row.arms.get(candidate or "")
+        if baseline and candidate and b and k and b.n and k.n:
+            row.delta = k.rate - b.rate
+            row.discordant = discordant.get(code, 0)
+        out.append(row)
+    return TaskCounts(arms, baseline, candidate, denominator, out)
 
 
-def error_kinds(store, run_id: str) -> list[ErrorKind]:
+def _first_id(ids: np.ndarray, cell: np.ndarray) -> dict[int, int]:
+    """Cell → the id of its first trial (the trials come oldest first)."""
+    cells, at = np.unique(cell, return_index=True)
+    return dict(zip(cells.tolist(), ids[at].tolist(), strict=True))
+
+
+def _discordance(
+    t: Trials, counted: np.ndarray, baseline: str | None, candidate: str | None
+) -> dict[int, int]:
+    """Task code → matched (trial index, variant) pairs whose outcome differs between the
+    baseline and the candidate (counted trials only)."""
+    if not baseline or not candidate:
+        return {}
+    width_v = len(t.variant.names)
+    width_i = int(t.trial_index.max(initial=0)) + 1
+    key = (t.task.codes.astype(np.int64) * width_i + t.trial_index) * width_v + t.variant.codes
+    sides = []
+    for arm in (baseline, candidate):
+        code = t.arm.code(arm)
+        mask = counted & (t.arm.codes == (-1 if code is None else code))
+        sides.append((key[mask], t.passed[mask], t.task.codes[mask]))
+    (kb, yb, task), (kk, yk, _) = sides
+    _, ib, ik = np.intersect1d(kb, kk, assume_unique=True, return_indices=True)
+    differ = yb[ib] != yk[ik]
+    tasks, counts = np.unique(task[ib][differ], return_counts=True)
+    return dict(zip(tasks.tolist(), counts.tolist(), strict=True))
+
+
+def error_kinds(notes: list[Note]) -> list[ErrorKind]:
     """Unresolved trials by arm, status and error kind, most frequent first."""
-    from sqlalchemy import text
-
-    kinds: dict[tuple[str, str, str], int] = defaultdict(int)
-    with store.engine.connect() as conn:
-        for arm, status, error in conn.execute(
-            text(
-                "SELECT arm, status, error FROM trials WHERE run_id = :r "
-                "AND status NOT IN ('passed', 'failed')"
-            ),
-            {"r": run_id},
-        ):
-            kinds[(arm, status, error_kind(error))] += 1
+    kinds = Counter(
+        (n.arm, n.status, error_kind(n.error)) for n in notes if n.status not in RESOLVED
+    )
     return [
-        {"arm": a, "status": s, "kind": k, "count": n}
-        for (a, s, k), n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+        {"arm": a, "status": s, "kind": k, "count": c}
+        for (a, s, k), c in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
 
 

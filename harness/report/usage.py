@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness import errors
-from harness.report.load import FAILED_CODE, PASSED_CODE, ArmTrials
+from harness.analysis.table import FAILED_CODE, PASSED_CODE, Trials
 from harness.report.records import (
     AttemptSpend,
     ClassUnresolved,
@@ -27,7 +27,7 @@ LATENCY_WARN_TRIALS = 100
 
 
 def usage_section(
-    arm: ArmTrials,
+    arm: Trials,
     unit: Unit,
     include: np.ndarray,
     *,
@@ -105,12 +105,12 @@ def usage_section(
     return {"tokens": tokens, "cost": cost_out, "latency": latency, "steps": steps_out}
 
 
-def _tokens(arm: ArmTrials) -> Tokens:
+def _tokens(arm: Trials) -> Tokens:
     """Token sums and means per trial over the completed trials whose usage is known."""
-    n_completed = int(arm.status.size)
+    n_completed = len(arm)
     n_known = int(arm.usage_known.sum())
-    tok = arm.tokens.sum(axis=0) if arm.tokens.size else np.zeros(3)
-    sums = [int(t) if n_known else None for t in tok]
+    tok = [int(arm.tokens_in.sum()), int(arm.tokens_cached.sum()), int(arm.tokens_out.sum())]
+    sums = [t if n_known else None for t in tok]
     means = [num(t / n_known) if n_known else None for t in tok]
     unknown = n_completed - n_known
     note = None
@@ -132,7 +132,7 @@ def _tokens(arm: ArmTrials) -> Tokens:
     }
 
 
-def _why_unknown(arm: ArmTrials, resolved: np.ndarray) -> str:
+def _why_unknown(arm: Trials, resolved: np.ndarray) -> str:
     """Why resolved trials have no cost: no usage reported, or no price for the model."""
     unknown = np.isnan(arm.cost[resolved])
     no_usage = int((unknown & ~arm.usage_known[resolved]).sum())
@@ -143,7 +143,7 @@ def _why_unknown(arm: ArmTrials, resolved: np.ndarray) -> str:
 
 
 def _cost_ratio(
-    arm: ArmTrials,
+    arm: Trials,
     resolved: np.ndarray,
     known: np.ndarray,
     per: str,
@@ -154,7 +154,7 @@ def _cost_ratio(
     confidence: float,
 ) -> Interval:
     """Σ cost / Σ trials (or successes) over known-cost trials, cluster-bootstrap interval."""
-    t = arm.tasks.size
+    t = arm.task_ids.size
     task = arm.task_index[resolved][known]
     cost = arm.cost[resolved][known]
     denom = (

@@ -37,10 +37,9 @@ from harness.store import in_flight
 from harness.store.engine import make_engine, read_only_sqlite, sqlite_path
 from harness.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from harness.store.missing import refuse_missing
-from harness.store.queries import ReportRows, report_rows
+from harness.store.queries import RunRows, run_rows
 from harness.store.statements import insert_ignoring
 from harness.store.tables import (
-    TRIAL_COLUMNS,
     Attempt,
     AttemptRow,
     Blob,
@@ -384,54 +383,17 @@ class Store:
             b = s.get(Blob, ref)
             return b.data if b else None
 
-    def unresolved_trials(self, run_id: str) -> list[tuple[str, str, str, int]]:
-        """(arm, status, reason, trial id) of every trial without a verdict, oldest first."""
-        trial = table_of(Trial)
-        q = (
-            select(trial.c.arm, trial.c.status, trial.c.reason, trial.c.id)
-            .where(trial.c.run_id == run_id, trial.c.status.not_in(("passed", "failed")))
-            .order_by(trial.c.id)
-        )
-        with self.engine.connect() as conn:
-            return [(str(a), str(s), str(r or ""), int(i)) for a, s, r, i in conn.execute(q)]
-
-    def agent_failures(self, run_id: str) -> list[tuple[str, str, str, int]]:
-        """(arm, "failed: " + failure kind, reason, trial id) of every trial the agent failed
-        by its own fault (timeouts, malformed results, crashes, a broken sandbox), oldest
-        first: the same shape as ``unresolved_trials``, for the report's causes."""
-        trial = table_of(Trial)
-        q = (
-            select(trial.c.arm, trial.c.failure_kind, trial.c.reason, trial.c.id)
-            .where(trial.c.run_id == run_id, trial.c.failure_kind.is_not(None))
-            .order_by(trial.c.id)
-        )
-        with self.engine.connect() as conn:
-            return [
-                (str(a), "failed", f"{k}: {str(r or '').removeprefix('agent failure: ')}", int(i))
-                for a, k, r, i in conn.execute(q)
-            ]
-
-    def trial_columns(self, run_id: str, columns: Sequence[str]) -> dict[str, list[Any]]:
-        """Selected trial columns as lists (fast path for statistics over many rows).
-
-        ``columns`` are names of ``Trial`` columns (``tables.column_names`` spells them from
-        the model's attributes); any other name is refused before the query is built."""
-        unknown = [c for c in columns if c not in TRIAL_COLUMNS]
-        if unknown:
-            raise ValueError(f"not columns of the trials table: {', '.join(unknown)}")
-        cols = ", ".join(columns)
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                text(f"SELECT {cols} FROM trials WHERE run_id = :r ORDER BY id"), {"r": run_id}
-            ).all()
-        return {c: [r[i] for r in rows] for i, c in enumerate(columns)}
-
-    def report_rows(
-        self, run_id: str, *, with_variants: bool | None = None, with_pairing: bool = True
-    ) -> ReportRows:
-        """The rows the report reads for one run (``harness.store.queries``)."""
-        return report_rows(
-            self.engine, run_id, with_variants=with_variants, with_pairing=with_pairing
+    def run_rows(
+        self,
+        run_id: str,
+        packed: Sequence[str],
+        *,
+        with_variants: bool | None = None,
+        with_notes: bool = False,
+    ) -> RunRows:
+        """The rows the run table is read from (``harness.store.queries``)."""
+        return run_rows(
+            self.engine, run_id, packed, with_variants=with_variants, with_notes=with_notes
         )
 
     def close(self) -> None:

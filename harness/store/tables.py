@@ -193,16 +193,7 @@ def table_of(model: type[SQLModel]) -> Table:
     return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
 
-TRIAL_COLUMNS: frozenset[str] = frozenset(table_of(Trial).c.keys())
-"""Every column name of ``trials``: queries built from names check against this."""
-
-
 def column_name(attribute: Any) -> str:
     """A column's name from a table model's attribute (``Trial.cost_usd``), so a misspelt
     column fails at import and under mypy instead of in (or silently past) a query."""
     return cast(QueryableAttribute[Any], attribute).key
-
-
-def column_names(*attributes: Any) -> list[str]:
-    """``column_name`` of each attribute, in order."""
-    return [column_name(a) for a in attributes]

@@ -174,26 +174,28 @@ def _safe_url(url: str) -> str:
 
 def run_page(store_url: str, run) -> str:
     """Arms with their rates, and the per-task table linking to trials."""
+    from harness.analysis.load import TASK_TABLE
     from harness.report import tasks as tk
-    from harness.report.cli import load_report
+    from harness.report.cli import load_report_table, report_of
     from harness.report.render import html as report_html
     from harness.report.render import html_sections as hs
     from harness.store import Store
 
-    data = load_report(run.id, store_url)
     store = Store(store_url)
     try:
-        rr = tk.load_rows(store, data)
+        table = load_report_table(store, run, TASK_TABLE)
     finally:
         store.close()
-    colors = hs.arm_colors(rr.arms)
+    data = report_of(run, table)
+    tasks = tk.task_counts(table.trials, data)
+    colors = hs.arm_colors(tasks.arms)
     return _page(
         "run.html.j2",
         title=f"run {run.id}",
         run_id=run.id,
-        header=report_html.header(data, rr, colors),
-        headline=report_html.headline(data, rr, colors),
-        tasks=hs.task_table(tk.task_rows(rr), rr, "", task_link=f"/run/{run.id}/trials?task="),
+        header=report_html.header(data, tasks, colors),
+        headline=report_html.headline(data, tasks, colors),
+        tasks=hs.task_table(tasks, "", task_link=f"/run/{run.id}/trials?task="),
     )
 
 

@@ -104,6 +104,7 @@ def test_sample_report_has_every_section(browser, sample_run, tmp_path):
 def test_renderer_draws_only_the_sections_the_data_has(sample_run):
     """Optional sections (gate, deltas, predictions, cost, calibration) are left out when the
     report data has none, and markup in the data is escaped, never interpreted."""
+    from harness.analysis.load import TASK_TABLE, load_run_table
     from harness.report import load_report
     from harness.report import tasks as tk
     from harness.report.render.html import render
@@ -112,7 +113,7 @@ def test_renderer_draws_only_the_sections_the_data_has(sample_run):
     url, run_id = sample_run
     data = load_report(run_id, url, n_resamples=200)
     store = Store(url)
-    rr = tk.load_rows(store, data)
+    rr = tk.task_counts(load_run_table(store, run_id, TASK_TABLE).trials, data)
     store.close()
     full = render(data, rr)
     assert set(ALL_PLOTS) - {"forest"} <= _plots(full)

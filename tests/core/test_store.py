@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from harness.analysis.load import load_run_table
 from harness.store import SCHEMA_VERSION, Attempt, Run, Store, TrajectoryEvent, Trial, now
 
 
@@ -97,8 +98,8 @@ def _roundtrip(url: str) -> None:
     assert store.get_run("r1").status == "finished"
     assert store.latest_run().id == "r1"
     assert store.get_run("r1").image_ids == {"env": "sha256:abc"}
-    cols = store.trial_columns("r1", ["arm", "passed"])
-    assert cols["arm"] == ["a"] and bool(cols["passed"][0]) is True
+    table = load_run_table(store, "r1").trials
+    assert table.arm.values().tolist() == ["a"] and table.passed.tolist() == [True]
     # one final row per trial: a duplicate is refused by the database
     dup = trial.model_copy(update={"id": None})
     with pytest.raises(Exception):  # noqa: B017 - IntegrityError differs per driver
@@ -232,8 +233,8 @@ def test_misspelt_trial_field_is_refused(tmp_path):
     row |= {"started_at": now(), "finished_at": now()}
     with pytest.raises(ValueError, match="harm"):
         store.write_trial(row)
-    with pytest.raises(ValueError, match="not columns"):
-        store.trial_columns("r", ["harm"])
+    with pytest.raises(ValueError, match="not fields the run table can load: harm_severity"):
+        load_run_table(store, "r", ["harm_severity"])
     store.close()
 
 

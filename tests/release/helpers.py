@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from harness.analysis.table import Trials
+
 
 def row(arm, task, passed, *, index=0, cls="default", cluster=None, status=None, **extra):
     status = status or ("passed" if passed else "failed")
@@ -25,6 +27,16 @@ def row(arm, task, passed, *, index=0, cls="default", cluster=None, status=None,
         "image_id": None,
         **extra,
     }
+
+
+def table(rows: list[dict]) -> Trials:
+    """Row dicts as the trials table the release code reads (the columns the rows carry;
+    a row without ``attempts`` took one)."""
+    keys = [k for k in dict.fromkeys(k for r in rows for k in r) if k != "passed"]
+    cols = {k: [r.get(k) for r in rows] for k in keys} or {"task_id": [], "status": []}
+    if "attempts" in cols:
+        cols["attempts"] = [1 if a is None else a for a in cols["attempts"]]
+    return Trials.from_columns(cols)
 
 
 def seed001(branch: str) -> list[dict]:

@@ -12,7 +12,7 @@ from harness.release.compare import paired_comparison
 from harness.release.gate import interval_level, primary_verdict
 from harness.release.power import run_sensitivity, tasks_needed
 
-from .helpers import row
+from .helpers import row, table
 
 
 def test_selection_follows_discordance_never_one_arms_failure():
@@ -24,12 +24,12 @@ def test_selection_follows_discordance_never_one_arms_failure():
         "broke": (1, 0),
     }.items():
         rows += [row("base", t, a), row("cand", t, b)]
-    chosen = select_repeats(rows, ["base", "cand"], first_k=1, max_k=5, budget_trials=None)
+    chosen = select_repeats(table(rows), ["base", "cand"], first_k=1, max_k=5, budget_trials=None)
     assert sorted(t for t, _, _ in chosen) == ["broke", "fixed"]
     assert {n for _, n, _ in chosen} == {4}
     # a single arm that fails: nothing to repeat, whatever the settings
     only = [row("base", f"t{i}", 0) for i in range(5)]
-    assert select_repeats(only, ["base"], first_k=1, max_k=9, budget_trials=None) == []
+    assert select_repeats(table(only), ["base"], first_k=1, max_k=9, budget_trials=None) == []
 
 
 def test_unstable_tasks_and_the_budget():
@@ -38,7 +38,7 @@ def test_unstable_tasks_and_the_budget():
         row("cand", f"d{i}", 1) for i in range(5)
     ]
     rows += [row(a, f"d{i}", 1, index=1) for a in ("base", "cand") for i in range(5)]
-    chosen = select_repeats(rows, ["base", "cand"], first_k=2, max_k=4, budget_trials=10)
+    chosen = select_repeats(table(rows), ["base", "cand"], first_k=2, max_k=4, budget_trials=10)
     assert sum(n * 2 for _, n, _ in chosen) <= 10
     assert all(reason == "discordant" for _, _, reason in chosen)  # discordant come first
 
@@ -80,7 +80,7 @@ def _sim_adaptive(rng, p_a, p_b, first_k, max_k):
                 row("cand", f"t{j}", rng.random() < p_b[j], index=k),
             ]
     chosen = select_repeats(
-        rows, ["base", "cand"], first_k=first_k, max_k=max_k, budget_trials=None
+        table(rows), ["base", "cand"], first_k=first_k, max_k=max_k, budget_trials=None
     )
     for t, extra, _ in chosen:
         j = int(t[1:])
@@ -110,7 +110,7 @@ def test_adaptive_spends_fewer_trials_for_the_same_verdict():
     for rows in (adaptive, full):
         a = [r for r in rows if r["arm"] == "base"]
         b = [r for r in rows if r["arm"] == "cand"]
-        c = paired_comparison(a, b, confidence=interval_level(policy))
+        c = paired_comparison(table(a), table(b), confidence=interval_level(policy))
         verdicts.append(primary_verdict(c, policy)[0])
     assert verdicts == ["improvement", "improvement"]
     counts = {
@@ -135,6 +135,6 @@ def test_power_planning_matches_seed_001():
     assert given["paired"][0]["tasks"] == 1039  # the metrics guide's example
     a = [row("base", f"t{i}", i < 40) for i in range(50)]
     b = [row("cand", f"t{i}", i < 45) for i in range(50)]
-    s = run_sensitivity(a, b)
+    s = run_sensitivity(table(a), table(b))
     assert s["n_tasks"] == 50 and s["discordance"] == pytest.approx(0.1)
     assert s["mde_paired"] < s["mde_unpaired"]

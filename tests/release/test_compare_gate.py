@@ -13,7 +13,7 @@ from harness.release.gate import evaluate_gate, interval_level, primary_verdict
 from harness.report.render.junit import gate_junit
 from harness.report.render.release import gate_markdown
 
-from .helpers import row, seed001, simulate
+from .helpers import row, seed001, simulate, table
 
 IMPROVE = GatePolicy(rule="improvement")
 
@@ -23,17 +23,17 @@ def split(rows):
 
 
 @pytest.mark.parametrize(
-    ("branch", "table", "p", "verdict"),
+    ("branch", "counts", "p", "verdict"),
     [
         ("A", {"both_pass": 42, "fixed": 5, "broke": 0, "both_fail": 3}, 0.031, "improvement"),
         ("B", {"both_pass": 39, "fixed": 8, "broke": 3, "both_fail": 0}, 0.113, "inconclusive"),
     ],
 )
-def test_seed001_branches(branch, table, p, verdict):
+def test_seed001_branches(branch, counts, p, verdict):
     rows = seed001(branch)
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand"])
     c = g["primary"]
-    assert c["table"] == table
+    assert c["table"] == counts
     assert c["p_values"]["greater"] == pytest.approx(p, abs=5e-4)
     assert c["test"] == "exact McNemar on discordant tasks"
     assert c["estimate"] == pytest.approx(0.10)
@@ -44,7 +44,7 @@ def test_seed001_branches(branch, table, p, verdict):
 def test_paired_comparison_pairs_only_shared_tasks_and_names_the_pairing():
     a = [row("base", f"t{i}", i % 2, index=k) for i in range(10) for k in range(3)]
     b = [row("cand", f"t{i}", 1, index=k) for i in range(2, 12) for k in range(3)]
-    c = paired_comparison(a, b)
+    c = paired_comparison(table(a), table(b))
     assert c["n_tasks"] == 8
     assert c["dropped"]["n"] == 4
     assert c["dropped"]["baseline_only"] == ["t0", "t1"]
@@ -54,7 +54,7 @@ def test_paired_comparison_pairs_only_shared_tasks_and_names_the_pairing():
     assert c["estimate"] == pytest.approx(0.5)
     for r in b:
         r["seed"] += 1
-    assert paired_comparison(a, b)["pairing"] == "per-task"
+    assert paired_comparison(table(a), table(b))["pairing"] == "per-task"
 
 
 def test_denominator_and_unresolved_coverage_no_verdict():
@@ -62,11 +62,11 @@ def test_denominator_and_unresolved_coverage_no_verdict():
     for r in rows[:12]:
         if r["arm"] == "cand":
             r["status"], r["passed"] = "infra_error", None
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand"])
     assert g["verdict"] == "no-verdict" and g["exit_code"] == 13
     assert g["coverage"]["arms"]["cand"]["unresolved"] == 6
     assert "max_unresolved" in g["reasons"][0]
-    excl = paired_comparison(*split(rows), denominator="exclude")
+    excl = paired_comparison(*map(table, split(rows)), denominator="exclude")
     assert excl["n_tasks"] == 44 and excl["dropped"]["no_resolved_trial"]
 
 
@@ -75,11 +75,11 @@ def test_must_never_is_asserted_listed_first_and_blocks():
     for r in rows:
         r["task_class"] = "irreversible" if r["task_id"] in ("t00", "t01") else "ordinary"
     policy = GatePolicy(rule="improvement", must_never=["irreversible"])
-    g = evaluate_gate(rows, policy, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), policy, arms=["base", "cand"])
     assert g["verdict"] == "improvement"
     assert g["must_never"][0]["status"] == "held"
     next(r for r in rows if r["task_id"] == "t01" and r["arm"] == "cand")["status"] = "failed"
-    g = evaluate_gate(rows, policy, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), policy, arms=["base", "cand"])
     assert g["verdict"] == "no-verdict" and g["exit_code"] == 14
     assert g["blocked_by_must_never"] and "t01#0" in g["reasons"][0]
     md = gate_markdown(g)
@@ -95,7 +95,7 @@ def test_must_never_is_asserted_listed_first_and_blocks():
 def test_flagged_must_never_tasks_from_the_config():
     rows = seed001("B")
     g = evaluate_gate(
-        rows, IMPROVE, arms=["base", "cand"], config={"tasks": {"t40": {"must_never": True}}}
+        table(rows), IMPROVE, arms=["base", "cand"], config={"tasks": {"t40": {"must_never": True}}}
     )
     assert g["must_never"][0]["name"] == "must-never: tasks marked must_never"
     assert g["must_never"][0]["status"] == "violated"  # t40 broke (eval-harness guide branch B)
@@ -103,7 +103,7 @@ def test_flagged_must_never_tasks_from_the_config():
 
 def _verdict(rows, policy):
     a, b = split(rows)
-    c = paired_comparison(a, b, confidence=interval_level(policy))
+    c = paired_comparison(table(a), table(b), confidence=interval_level(policy))
     return primary_verdict(c, policy)[0]
 
 
@@ -138,7 +138,7 @@ def test_aa_false_regression_rate_at_most_alpha():
 
 def test_aa_arm_is_the_noise_floor_beside_the_comparison():
     rows = simulate(np.random.default_rng(5), 120, 0.1, arms=("base", "cand", "base-aa"))
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand", "base-aa"])
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand", "base-aa"])
     n = g["noise_floor"]
     assert n["arm"] == "base-aa" and n["lo"] <= 0 <= n["hi"]
     assert "noise floor (A/A" in gate_markdown(g)
@@ -163,7 +163,7 @@ def test_screens_call_out_opposite_moves_under_a_flat_headline():
             row("base", f"x{i}", ok, cls=f"other{i % 5}"),
             row("cand", f"x{i}", ok, cls=f"other{i % 5}"),
         ]
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand"])
     assert g["primary"]["estimate"] == pytest.approx(0.0)
     assert g["verdict"] == "inconclusive"
     s = g["screens"]

@@ -21,7 +21,7 @@ from harness.release.power import (
     tasks_for_threshold,
     tasks_needed,
 )
-from tests.release.helpers import row
+from tests.release.helpers import row, table
 
 IMPROVE = GatePolicy(rule="improvement")
 
@@ -77,7 +77,7 @@ def test_aa_false_regression_rate_with_the_independent_agent_is_at_most_alpha():
     for s in range(runs):
         a = _agent_rows("base", params, 120, s)
         b = _agent_rows("base-aa", params, 120, s)
-        c = paired_comparison(a, b, confidence=level)
+        c = paired_comparison(table(a), table(b), confidence=level)
         regressions += primary_verdict(c, IMPROVE)[0] == "regression"
     assert regressions / runs <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs)
 
@@ -87,12 +87,12 @@ def test_common_random_numbers_give_a_flagged_degenerate_floor():
     rows = _agent_rows("base", crn, 60, 1) + _agent_rows("cand", crn, 60, 1)
     rows += _agent_rows("base-aa", crn, 60, 1)
     config = {"suite": {"arms": [{"name": "base-aa", "params": crn}]}}
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand", "base-aa"], config=config)
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand", "base-aa"], config=config)
     floor = g["noise_floor"]
     assert floor["degenerate"] and "common_random_numbers" in floor["degenerate_reason"]
     assert floor["hi"] > floor["lo"]  # a bound, never a zero-width interval
     assert any("degenerate" in w for w in g["warnings"])
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand", "base-aa"])  # no config: by data
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand", "base-aa"])  # no config: by data
     assert (
         g["noise_floor"]["degenerate"] and "exactly zero" in g["noise_floor"]["degenerate_reason"]
     )
@@ -108,17 +108,17 @@ def test_threshold_gate_verdicts_exit_codes_and_posterior():
     rng = np.random.default_rng(4)
     policy = GatePolicy(rule="threshold", bar=0.8)
     good = _binary_rows(rng, 0.95, 200)
-    g = evaluate_gate(good, policy, arms=["cand"])
+    g = evaluate_gate(table(good), policy, arms=["cand"])
     assert g["verdict"] == "improvement" and g["verdict_label"] == "meets the bar"
     assert g["exit_code"] == 0 and g["threshold"]["lo"] > 0.8
     th = g["threshold"]
     s = round(th["estimate"] * 200)
     # tasks as units: n_eff = n − 1 from the CR2 SE, so the posterior is the estimands guide's at n ≈ 200
     assert th["p_above_bar"] == pytest.approx(posterior_prob_above(s, 200, 0.8), abs=0.02)
-    bad = evaluate_gate(_binary_rows(rng, 0.6, 200), policy, arms=["cand"])
+    bad = evaluate_gate(table(_binary_rows(rng, 0.6, 200)), policy, arms=["cand"])
     assert bad["verdict"] == "regression" and bad["verdict_label"] == "below the bar"
     assert bad["exit_code"] == 12
-    close = evaluate_gate(_binary_rows(rng, 0.8, 60), policy, arms=["cand"])
+    close = evaluate_gate(table(_binary_rows(rng, 0.8, 60)), policy, arms=["cand"])
     assert close["verdict"] == "inconclusive" and close["exit_code"] == 11
 
 
@@ -130,7 +130,7 @@ def test_threshold_plan_has_its_power_in_simulation():
     met = 0
     for _ in range(reps):
         t = threshold_check(
-            _binary_rows(rng, 0.9, n),
+            table(_binary_rows(rng, 0.9, n)),
             policy,
             cluster_key="cluster",
             denominator="failure",
@@ -145,11 +145,11 @@ def test_sequential_gate_spends_alpha_per_look():
     rows = [row("base", f"t{j}", rng.random() < 0.7) for j in range(100)]
     rows += [row("cand", f"t{j}", rng.random() < 0.7) for j in range(100)]
     policy = GatePolicy(rule="improvement", sequential=True)
-    g = evaluate_gate(rows, policy, arms=["base", "cand"], look=10)
+    g = evaluate_gate(table(rows), policy, arms=["base", "cand"], look=10)
     assert g["sequential"]["alpha"] == pytest.approx(0.05 * 6 / (math.pi**2 * 100))
     assert g["primary"]["interval_level"] == pytest.approx(1 - 2 * g["sequential"]["alpha"])
     planned = GatePolicy(rule="improvement", sequential=True, looks=5)
-    late = evaluate_gate(rows, planned, arms=["base", "cand"], look=6)
+    late = evaluate_gate(table(rows), planned, arms=["base", "cand"], look=6)
     assert late["verdict"] == "inconclusive" and "budget is spent" in late["reasons"][0]
 
 
@@ -191,7 +191,8 @@ def test_cluster_detectable_effect_uses_cluster_discordance_and_holds_power():
     # runs near the effect it finds, since D = Var + δ² is measured at the pilot's effect)
     pilot = _clustered_rows(rng, 400, size, 0.09, disc)
     s = run_sensitivity(
-        [r for r in pilot if r["arm"] == "base"], [r for r in pilot if r["arm"] == "cand"]
+        table([r for r in pilot if r["arm"] == "base"]),
+        table([r for r in pilot if r["arm"] == "cand"]),
     )
     d_cl = s["cluster_discordance"]
     assert d_cl < s["discordance"]  # independent tasks within clusters average out

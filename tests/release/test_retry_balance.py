@@ -11,7 +11,7 @@ from harness.release.gate import evaluate_gate
 from harness.report.render.junit import gate_junit
 from harness.report.render.release import gate_markdown
 
-from .helpers import row, seed001
+from .helpers import row, seed001, table
 
 IMPROVE = GatePolicy(rule="improvement")
 
@@ -25,7 +25,7 @@ def retry(rows, arm, n):
 
 def test_a_candidate_that_retried_much_more_is_inconclusive_not_shipped():
     rows = retry(seed001("A"), "cand", 10)  # 10/50 = 20 points more than the baseline
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand"])
     assert g["primary"]["verdict"] == "improvement"  # the statistics alone would ship
     assert g["verdict"] == "inconclusive" and g["exit_code"] == 11 and not g["may_ship"]
     assert g["balance"]["status"] == "imbalanced"
@@ -38,16 +38,16 @@ def test_a_candidate_that_retried_much_more_is_inconclusive_not_shipped():
 
 def test_gaps_inside_the_bound_or_inside_the_noise_keep_the_verdict():
     small = retry(seed001("A"), "cand", 2)  # 4 points: inside the 5-point bound
-    assert evaluate_gate(small, IMPROVE, arms=["base", "cand"])["verdict"] == "improvement"
+    assert evaluate_gate(table(small), IMPROVE, arms=["base", "cand"])["verdict"] == "improvement"
     both = retry(retry(seed001("A"), "cand", 10), "base", 9)  # alike in both arms
-    g = evaluate_gate(both, IMPROVE, arms=["base", "cand"])
+    g = evaluate_gate(table(both), IMPROVE, arms=["base", "cand"])
     assert g["verdict"] == "improvement" and g["balance"]["status"] == "ok"
     noisy = retry(seed001("A"), "cand", 4)  # 8 points, but 4/50 vs 0/50 is within noise
-    g = evaluate_gate(noisy, IMPROVE, arms=["base", "cand"])
+    g = evaluate_gate(table(noisy), IMPROVE, arms=["base", "cand"])
     assert g["balance"]["gaps"][0]["lo"] < 0 < g["balance"]["gaps"][0]["hi"]
     assert g["verdict"] == "improvement"
     loose = GatePolicy(rule="improvement", max_retry_gap=0.25)
-    assert evaluate_gate(retry(seed001("A"), "cand", 10), loose, arms=["base", "cand"])[
+    assert evaluate_gate(table(retry(seed001("A"), "cand", 10)), loose, arms=["base", "cand"])[
         "verdict"
     ] == ("improvement")
 
@@ -57,7 +57,7 @@ def test_unresolved_gap_counts_too_when_max_unresolved_allows_it():
     for r in [r for r in rows if r["arm"] == "base"][:8]:
         r["status"], r["passed"] = "infra_error", None
     policy = GatePolicy(rule="improvement", max_unresolved=0.5)
-    g = evaluate_gate(rows, policy, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), policy, arms=["base", "cand"])
     unresolved = g["balance"]["gaps"][1]
     assert unresolved["what"] == "unresolved" and unresolved["gap"] == -0.16
     assert unresolved["imbalanced"] and g["verdict"] == "inconclusive"
@@ -69,7 +69,7 @@ def test_balance_never_turns_a_block_into_anything_else_and_is_rendered():
         if r["arm"] == "cand":
             r["passed"], r["status"] = False, "failed"  # now a clear regression
     retry(rows, "cand", 20)
-    g = evaluate_gate(rows, IMPROVE, arms=["base", "cand"])
+    g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand"])
     assert g["verdict"] == "regression" and g["balance"]["status"] == "imbalanced"
     md = gate_markdown(g)
     assert "**Retry balance**" in md and "retried base 0/50 (0.0%), cand 20/50 (40.0%)" in md
@@ -81,9 +81,9 @@ def test_balance_never_turns_a_block_into_anything_else_and_is_rendered():
 def test_threshold_gate_without_a_baseline_has_nothing_to_balance():
     rows = [row("cand", f"t{i}", i % 5 != 0) for i in range(40)]
     policy = GatePolicy(rule="threshold", bar=0.5)
-    g = evaluate_gate(rows, policy, arms=["cand"])
+    g = evaluate_gate(table(rows), policy, arms=["cand"])
     assert g["balance"]["status"] == "not applicable" and g["balance"]["gaps"] == []
-    assert balance_check(None, ("cand", rows), 0.05, 0.95)["status"] == "not applicable"
+    assert balance_check(None, ("cand", table(rows)), 0.05, 0.95)["status"] == "not applicable"
 
 
 def test_error_rate_and_power_on_a_small_seeded_sample():

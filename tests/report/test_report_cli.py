@@ -8,8 +8,8 @@ import json
 import pytest
 from rich.console import Console
 
+from harness.analysis.load import RunTable
 from harness.report.compare import primary_comparison
-from harness.report.load import RunData
 from tests.conftest import run_cli
 
 
@@ -68,13 +68,13 @@ def test_report_markdown_and_terminal_on_demo_run(demo_store):
     assert "candidate − baseline: " in out and "PREDICTION" in out and "latency: p50" in out
 
 
-def test_comparison_receives_trial_rows(monkeypatch):
+def test_comparison_receives_the_arms_trials(monkeypatch):
     seen = {}
 
-    def fake(rows_a, rows_b, settings):
+    def fake(trials_a, trials_b, settings):
         seen.update(
-            a=rows_a,
-            b=rows_b,
+            a=trials_a,
+            b=trials_b,
             confidence=settings.confidence,
             key=settings.cluster_key,
             phase=settings.phase_one_trials,
@@ -82,30 +82,30 @@ def test_comparison_receives_trial_rows(monkeypatch):
         return {"estimate": 0.1, "lo": 0.0, "hi": 0.2}
 
     monkeypatch.setattr("harness.report.compare.compare_arms", fake)
-    import numpy as np
-
     from harness.analysis import Settings
+    from harness.analysis.table import Trials
     from harness.config.roles import Roles
-    from harness.report.load import empty_arm
 
-    arm = empty_arm()
-    arm.tasks = np.array(["t0"], dtype=object)
-    arm.clusters = np.array(["c0"], dtype=object)
-    arm.classes = np.array(["x"], dtype=object)
-    arm.weights = np.array([1.0])
-    arm.task_index = np.array([0, 0])
-    arm.status = np.array([0, 2], dtype=np.int8)
-    arm.trial_index = np.array([0, 1])
-    arm.seed = np.array([2**62 + 1, 5])
-    data = RunData(arms={"a": arm}, attempts={}, variants={})
+    trials = Trials.from_columns(
+        {
+            "arm": ["a", "a"],
+            "task_id": ["t0", "t0"],
+            "cluster": ["c0", "c0"],
+            "task_class": ["x", "x"],
+            "status": ["passed", "infra_error"],
+            "trial_index": [0, 1],
+            "seed": [2**62 + 1, 5],
+        }
+    )
+    data = RunTable("r", trials)
     settings = Settings(confidence=0.9, cluster_key="task", phase_one_trials=1)
     result, warning = primary_comparison(data, Roles("a", "b", None, "report"), settings)
     assert warning is None and result["baseline_arm"] == "a" and result["estimate"] == 0.1
     assert seen["phase"] == 1  # adaptive repeats: the headline reads phase one
-    assert len(seen["b"]["task_id"]) == 0 and seen["confidence"] == 0.9 and seen["key"] == "task"
-    a = {k: list(v) for k, v in seen["a"].items()}  # columns, one entry per trial
-    assert a["task_id"] == ["t0", "t0"] and a["cluster"] == ["c0", "c0"]
-    assert a["task_class"] == ["x", "x"] and a["weight"] == [1.0, 1.0]
-    assert a["status"] == ["passed", "infra_error"]
-    assert a["trial_index"] == [0, 1] and a["seed"] == [2**62 + 1, 5]
-    assert a["variant"] == ["", ""]
+    assert len(seen["b"]) == 0 and seen["confidence"] == 0.9 and seen["key"] == "task"
+    a = seen["a"]  # the baseline's trials, one entry per trial
+    assert a.task.values().tolist() == ["t0", "t0"] and a.cluster.values().tolist() == ["c0"] * 2
+    assert a.task_class.values().tolist() == ["x", "x"] and a.weight.tolist() == [1.0, 1.0]
+    assert a.status.tolist() == [0, 2] and a.passed.tolist() == [True, False]
+    assert a.trial_index.tolist() == [0, 1] and a.seed.tolist() == [2**62 + 1, 5]
+    assert a.variant.values().tolist() == ["", ""]

@@ -12,9 +12,10 @@ import re
 import pytest
 from rich.console import Console
 
+from harness.analysis.load import DECISIONS
 from harness.commands.options import REPORT_SECTIONS
 from harness.report import load_report
-from harness.report.cli import declared_gate
+from harness.report.cli import declared_gate, load_report_table
 from harness.report.render.markdown import render_markdown
 from harness.report.render.numbers import rate_text
 from harness.report.render.release import comparison_lines
@@ -122,7 +123,8 @@ def test_must_never_failures_are_beside_fixed_and_broke(tmp_path, monkeypatch):
     assert "gate: BLOCKED" in out.stdout or "do not ship" in out.stdout
     store = Store(url)
     try:
-        gate = declared_gate(store, "run-1")
+        run = store.get_run("run-1")
+        gate = declared_gate(store, run, load_report_table(store, run, DECISIONS))
     finally:
         store.close()
     md = render_markdown(load_report("run-1", url, n_resamples=200), gate=gate)

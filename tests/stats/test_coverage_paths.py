@@ -48,7 +48,7 @@ def test_adaptive_headline_is_unbiased_and_all_trials_is_not(results: list[dict]
 def test_class_screens_refuse_an_interval_below_the_minimum_clusters() -> None:
     """At 6 clusters every class holds at most 6: no interval (it would over-cover), a
     warning saying why, and the estimate and p-values kept; at 24 clusters intervals return."""
-    from benchmarks.coverage import _rows, plant
+    from benchmarks.coverage import _rows, _trials, plant
     from harness.release.slices import CLASS_MIN_CLUSTERS, class_screens
     from harness.report.render.release import _screen_rows
 
@@ -56,7 +56,9 @@ def test_class_screens_refuse_an_interval_below_the_minimum_clusters() -> None:
     for k, refused in ((6, True), (24, False)):
         pl = plant(rng, k, equal=False)
         z, o = np.zeros(pl.p_a.size, np.int64), np.ones(pl.p_a.size, np.int64)
-        sc = class_screens(_rows(pl, pl.p_a, o, rng, z), _rows(pl, pl.p_b, o, rng, z))
+        sc = class_screens(
+            _trials(_rows(pl, pl.p_a, o, rng, z)), _trials(_rows(pl, pl.p_b, o, rng, z))
+        )
         for s, row in zip(sc["classes"], _screen_rows(sc), strict=True):
             assert (s["n_clusters"] < CLASS_MIN_CLUSTERS) == refused
             assert (s["lo"] is None and s["hi"] is None) == refused

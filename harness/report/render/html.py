@@ -1,6 +1,6 @@
 """The HTML report: one self-contained file per run (inline CSS, JS and SVG; no network).
 
-    render(data, rows, error_kinds=..., gate=...)   # pure: report data in, one page out
+    render(data, tasks, error_kinds=..., gate=...)   # pure: report data in, one page out
 
 The store is read, and the gate applied, by ``harness.report.html_page`` (``write_html``,
 what `harness html` and `report --html` call); this module only renders.
@@ -52,26 +52,25 @@ BAD_VERDICTS = ("regression", "fail", "failed", "block", "blocked", "no-go")
 
 def render(
     data: Report,
-    rr: tk.RunRows,
+    tasks: tk.TaskCounts,
     *,
     error_kinds: list[ErrorKind] | None = None,
     gate: GateResult | None = None,
     viewer_url: str | None = DEFAULT_VIEWER_URL,
 ) -> str:
-    """The report page for report data ``data`` and the run's per-task rows ``rr``."""
+    """The report page for report data ``data`` and the run's per-task table ``tasks``."""
     t0 = time.perf_counter()
-    rows = tk.task_rows(rr)
-    colors = hs.arm_colors(rr.arms)
+    colors = hs.arm_colors(tasks.arms)
     context: ReportSections = {
-        "header": header(data, rr, colors),
+        "header": header(data, tasks, colors),
         "gate": gate_context(gate) if gate else None,
-        "headline": headline(data, rr, colors),
-        "forest": hs.forest(data, rr),
-        "passk": hs.passk(data, rr, colors),
-        "cost": hs.cost(data, rr, colors),
-        "calibration": hs.calibration(data, rr, colors),
-        "infra": hs.infra(data, rr, error_kinds or []),
-        "tasks": hs.task_table(rows, rr, None if viewer_url is None else viewer_url.rstrip("/")),
+        "headline": headline(data, tasks, colors),
+        "forest": hs.forest(data, tasks),
+        "passk": hs.passk(data, tasks, colors),
+        "cost": hs.cost(data, tasks, colors),
+        "calibration": hs.calibration(data, tasks, colors),
+        "infra": hs.infra(data, tasks, error_kinds or []),
+        "tasks": hs.task_table(tasks, None if viewer_url is None else viewer_url.rstrip("/")),
     }
     return render_template(
         "report.html.j2",
@@ -91,7 +90,7 @@ def _short_json(v: object, limit: int = 80) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def header(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> Header:
+def header(data: Report, tasks: tk.TaskCounts, colors: dict[str, str]) -> Header:
     """The run's facts (suite, status, versions, images) and its arms as declared."""
     info = data["run"]
     kv: list[tuple[str, object]] = [
@@ -126,7 +125,7 @@ def header(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> Header:
             "model": (specs.get(a) or {}).get("model") or "—",
             "params": _short_json((specs.get(a) or {}).get("params")),
         }
-        for a in rr.arms
+        for a in tasks.arms
     ]
     return {
         "run_id": info["id"],
@@ -193,12 +192,12 @@ def gate_context(gate: GateResult) -> GateSection:
     }
 
 
-def headline(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> HeadlineSection:
+def headline(data: Report, tasks: tk.TaskCounts, colors: dict[str, str]) -> HeadlineSection:
     """Success per arm with its interval and n, the primary comparison, class slices."""
     arms = data.get("arms") or {}
     rows: list[HeadlineRow] = []
     methods: set[str] = set()
-    for arm in rr.arms:
+    for arm in tasks.arms:
         a = arms.get(arm) or {}
         s = a.get("success") or {}
         method = s.get("method")
@@ -224,7 +223,7 @@ def headline(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> HeadlineSe
         "comparison": comp,
         "comparison_extra": _comparison_extra(comp) if comp else "",
         "warnings": [w for w in data.get("warnings") or [] if isinstance(w, str)],
-        "slices": class_slices(data, rr),
+        "slices": class_slices(data, tasks),
         "note": (
             f"Estimand: {data.get('estimand', 'success rate')}. "
             f"Interval{'s' if len(methods) > 1 else ''}: {'; '.join(sorted(methods)) or 'as reported'}, "
@@ -251,12 +250,12 @@ def _comparison_extra(comp: Comparison) -> str:
     return "; ".join(bits)
 
 
-def class_slices(data: Report, rr: tk.RunRows) -> ClassSlices | None:
+def class_slices(data: Report, tasks: tk.TaskCounts) -> ClassSlices | None:
     """Success by task class per arm (the report data's class slices); None below 2 classes."""
     arms = data.get("arms") or {}
     by_arm = {
         arm: {x["name"]: x for x in ((arms.get(arm) or {}).get("slices") or {}).get("class") or []}
-        for arm in rr.arms
+        for arm in tasks.arms
         if arm in arms
     }
     names = sorted({n for d in by_arm.values() for n in d})

@@ -103,7 +103,7 @@ def _delta_row(
             "n": n, "overall": overall, "warning": r.get("warning")}  # fmt: skip
 
 
-def forest(data: Report, rr: tk.RunRows) -> ForestSection | None:
+def forest(data: Report, tasks: tk.TaskCounts) -> ForestSection | None:
     """Per-class paired deltas of the report data (``class_deltas``: the class screens of the
     primary comparison ``compare`` and ``gate`` show), with its A/A noise floor."""
     from harness.report.render import plots
@@ -136,13 +136,13 @@ def forest(data: Report, rr: tk.RunRows) -> ForestSection | None:
     return {"plot": svg, "rows": rows, "noise": noise, "noise_row": noise_row, "note": method}
 
 
-def passk(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> PasskSection | None:
+def passk(data: Report, tasks: tk.TaskCounts, colors: dict[str, str]) -> PasskSection | None:
     """Observed pass^k and pass@k per arm with the report's beta-binomial predictions."""
     from harness.report.render import plots
 
     trials = int((data.get("run") or {}).get("trials_per_task") or 1)
     curves: dict[str, PasskCurve] = {}
-    for arm in rr.arms:
+    for arm in tasks.arms:
         a = _arm(data, arm)
         c: PasskCurve = {
             "pass_hat_k": a.get("pass_hat_k") or [],
@@ -176,7 +176,7 @@ def passk(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> PasskSection 
     return {"plot": svg, "ks": list(range(1, trials + 1)), "rows": rows, "note": note}
 
 
-def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> CostSection | None:
+def cost(data: Report, tasks: tk.TaskCounts, colors: dict[str, str]) -> CostSection | None:
     """Cost per trial against success per arm (``usage.cost.per_trial_usd``), with the Pareto
     front and the upper convex hull."""
     from harness.report.render import plots
@@ -185,7 +185,7 @@ def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> CostSection | 
     points: list[CostPoint] = []
     rows: list[CostRow] = []
     sources: set[str] = set()
-    for arm in rr.arms:
+    for arm in tasks.arms:
         a = _arm(data, arm)
         usage = a.get("usage")
         cst = (usage.get("cost") if usage else None) or None
@@ -214,7 +214,7 @@ def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> CostSection | 
         if cost_estimate is not None and success_estimate is not None:
             points.append({"arm": arm, "cost": cost_estimate, "estimate": success_estimate,
                            "lo": success.get("lo"), "hi": success.get("hi")})  # fmt: skip
-    unknown_tokens = any(_unknown_tokens(usage_of(data, arm)) for arm in rr.arms)
+    unknown_tokens = any(_unknown_tokens(usage_of(data, arm)) for arm in tasks.arms)
     if (not points or all(p["cost"] == 0 for p in points)) and not unknown_tokens:
         return None
     if not points:  # the table still says which arms' usage is unknown
@@ -239,12 +239,14 @@ def cost(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> CostSection | 
     return {"plot": svg, "rows": rows, "note": note}
 
 
-def calibration(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> CalibrationSection | None:
+def calibration(
+    data: Report, tasks: tk.TaskCounts, colors: dict[str, str]
+) -> CalibrationSection | None:
     """Reliability diagram and ECE per arm, from ``reliability.calibration``."""
     from harness.report.render import plots
 
     arms: dict[str, CalibrationArm] = {}
-    for arm in rr.arms:
+    for arm in tasks.arms:
         rel = _arm(data, arm).get("reliability")
         cal = rel["calibration"] if rel else None
         if cal:
@@ -265,13 +267,13 @@ def calibration(data: Report, rr: tk.RunRows, colors: dict[str, str]) -> Calibra
     }
 
 
-def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> InfraSection | None:
+def infra(data: Report, tasks: tk.TaskCounts, error_kinds: list[ErrorKind]) -> InfraSection | None:
     """Trials by final status per arm, retried attempts, crash rate, and error kinds."""
     from harness.report.render import plots
 
     counts = {
         arm: {k: int(v) for k, v in _arm(data, arm)["by_status"].items()}
-        for arm in rr.arms
+        for arm in tasks.arms
         if _arm(data, arm).get("by_status")
     }
     if not counts:
@@ -295,18 +297,18 @@ def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> InfraSe
     note = (
         "Infrastructure crashes are retried and counted, never hidden; a trial that still has "
         "no verdict after its retries is unresolved and "
-        + ("counts as a failure." if rr.denominator == "failure" else "is excluded from rates.")
+        + ("counts as a failure." if tasks.denominator == "failure" else "is excluded from rates.")
     )
     causes: list[ArmCause] = [
-        {"arm": arm, **c} for arm in rr.arms for c in _causes(_arm(data, arm))["causes"]
+        {"arm": arm, **c} for arm in tasks.arms for c in _causes(_arm(data, arm))["causes"]
     ]
     agent_failures: list[ArmCause] = [
         {"arm": arm, **c}
-        for arm in rr.arms
+        for arm in tasks.arms
         for c in _causes(_arm(data, arm), "agent_failure_causes")["causes"]
     ]
     agent_other = {
-        arm: _causes(_arm(data, arm), "agent_failure_causes")["other"] for arm in rr.arms
+        arm: _causes(_arm(data, arm), "agent_failure_causes")["other"] for arm in tasks.arms
     }
     return {
         "plot": svg,
@@ -321,15 +323,16 @@ def infra(data: Report, rr: tk.RunRows, error_kinds: list[ErrorKind]) -> InfraSe
 
 
 def task_table(
-    rows: list[tk.TaskRow], rr: tk.RunRows, base: str | None, *, task_link: str | None = None
+    tasks: tk.TaskCounts, base: str | None, *, task_link: str | None = None
 ) -> TaskTable | None:
     """The per-task table; ``base`` is the viewer's URL ("" for same-origin links, None for
     no links), ``task_link`` a URL prefix the task id is appended to (quoted)."""
     from urllib.parse import quote
 
+    rows = tasks.rows
     if not rows:
         return None
-    paired = bool(rr.baseline and rr.candidate)
+    paired = bool(tasks.baseline and tasks.candidate)
     link = None if base is None else f"{base}/trial/"
     out: list[TaskTableRow] = []
     n_unstable = n_disc = 0
@@ -338,7 +341,7 @@ def task_table(
         n_unstable += unstable
         n_disc += r.discordant > 0
         cells: list[TaskCell | None] = []
-        for a in rr.arms:
+        for a in tasks.arms:
             at = r.arms.get(a)
             if not at:
                 cells.append(None)
@@ -369,14 +372,14 @@ def task_table(
     note = (
         f"{len(rows)} tasks; {n_unstable} unstable (some trials pass, some fail, on one arm)"
         + (
-            f"; {n_disc} with discordant matched trials between {rr.baseline} and "
-            f"{rr.candidate} (same trial index, same seed)"
+            f"; {n_disc} with discordant matched trials between {tasks.baseline} and "
+            f"{tasks.candidate} (same trial index, same seed)"
             if paired
             else ""
         )
         + ". Counts are passed/counted trials (unresolved trials "
-        + ("count as failures" if rr.denominator == "failure" else "are left out")
+        + ("count as failures" if tasks.denominator == "failure" else "are left out")
         + "); each links to the first failing trial (else the first trial) in the viewer. "
         "Click a header to sort."
     )
-    return {"arms": rr.arms, "paired": paired, "rows": out, "note": note}
+    return {"arms": tasks.arms, "paired": paired, "rows": out, "note": note}
