@@ -219,6 +219,13 @@ class Sandbox(abc.ABC):
         next are final. Default: ``sweep``."""
         await self.sweep()
 
+    async def open_process(self, cmd: str, *, stderr: Any) -> Any | None:
+        """Start a long-lived ``bash -c cmd`` in the sandbox with its stdin and stdout
+        attached (a task's tool server), its stderr to the file descriptor ``stderr``;
+        killed with the sandbox. Default: this backend cannot keep a process attached
+        (None: the tool server is not offered)."""
+        return None
+
 
 class SandboxProvider(abc.ABC):
     """A sandbox backend, registered by name in ``harness.sandbox.BACKENDS``.

@@ -72,6 +72,9 @@ class FaultySandbox(Sandbox):
     async def stop_agent(self) -> None:
         await self.inner.stop_agent()
 
+    async def open_process(self, cmd: str, *, stderr: Any) -> Any | None:
+        return await self.inner.open_process(cmd, stderr=stderr)
+
     async def export(self, paths: list[str]) -> WorkProduct:
         await self._maybe_kill()
         return await self.inner.export(paths)

@@ -2,7 +2,8 @@
 environment's server once per trial in the sandbox, send it tool calls and snapshot requests.
 
 A sandbox backend that can keep a process running with its stdin and stdout attached
-declares ``open_process(cmd, *, stderr)`` (local, bwrap and Docker do). Without it, the
+overrides ``Sandbox.open_process(cmd, *, stderr)`` (local, bwrap and Docker do; the faulty
+backend forwards it); the base class answers None, and then the
 environment's per-call tool commands are used instead.
 """
 
@@ -109,14 +110,13 @@ class ToolServer:
     async def start(cls, sandbox: Any, spec: ToolServerSpec) -> ToolServer | None:
         """Start the server and wait for its ready line; None when the backend cannot keep
         a process attached. A server that does not come up is a broken environment."""
-        opener = getattr(sandbox, "open_process", None)
-        if opener is None:
-            return None
         stderr = _StderrTail()
         try:
-            process = await opener(spec.command, stderr=stderr.fd)
+            process = await sandbox.open_process(spec.command, stderr=stderr.fd)
         finally:
             stderr.started()
+        if process is None:
+            return None
         server = cls(process, stderr)
         try:
             with anyio.fail_after(spec.startup_timeout_s):

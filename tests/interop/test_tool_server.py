@@ -87,3 +87,28 @@ def test_state_lives_in_the_server_until_it_dies(env: Environment) -> None:
             await sandbox.destroy()
 
     anyio.run(go)
+
+
+def test_open_process_is_a_declared_capability(env: Environment) -> None:
+    """The faulty backend forwards ``open_process`` to the backend it wraps (it used to drop
+    it, so tool servers never ran under fault injection); a sandbox without the capability
+    answers the base class's None and gets no server."""
+    from harness.sandbox.base import Sandbox
+    from harness.sandbox.faulty import FaultySandbox
+    from harness.trial_steps import NoSandbox
+
+    assert "open_process" not in vars(NoSandbox)  # inherits the declared default
+
+    async def go() -> None:
+        inner = await LocalProvider().create(SandboxRequest(environment=env, image_id=None))
+        sandbox = FaultySandbox(inner, kill_at=None)
+        try:
+            server = await ToolServer.start(sandbox, env.spec.tool_server)
+            assert server is not None and server.tools == ["add", "crash", "hang"]
+            assert await server.call("add", {"k": 2}, 5) == (True, "2")
+            await server.close()
+            assert await Sandbox.open_process(sandbox, "true", stderr=None) is None
+        finally:
+            await sandbox.destroy()
+
+    anyio.run(go)
