@@ -85,8 +85,15 @@ class CircuitBreaker:
 
     @property
     def is_open(self) -> bool:
+        """Most recent attempts crashed (``threshold`` of the window), or the last
+        ``min_calls`` did in a row: the infrastructure just went down, however many
+        attempts had gone well before (with few trials in flight, the window alone opened
+        only after each trial had spent most of its attempts on the outage)."""
         w = self.window
-        return len(w) >= self.min_calls and w.count(False) / len(w) >= self.threshold
+        if len(w) >= self.min_calls and w.count(False) / len(w) >= self.threshold:
+            return True
+        recent = list(w)[-self.min_calls :]
+        return len(recent) == self.min_calls and not any(recent)
 
     async def before_attempt(self) -> None:
         """Wait while the breaker is open: one task probes, the others wait for its result."""

@@ -236,69 +236,13 @@ def fresh_pg(postgres_url):
 
 @pytest.fixture
 def second_docker_daemon(docker_ready):
-    """Another dockerd on this machine, empty: a stand-in for a worker node's own daemon.
+    """Another dockerd on this machine, empty (``tests.dockerd``): a stand-in for a worker
+    node's own daemon. Yields its ``DOCKER_HOST`` URL; stopped and removed afterwards."""
+    from tests.dockerd import PrivateDockerd
 
-    Own data root, exec root, socket and bridge interface, no iptables rules (sandboxes
-    have no network). Never ``--bridge=none``: that makes dockerd delete the host's
-    ``docker0``, which the first daemon needs. Yields its ``DOCKER_HOST`` URL; stopped and
-    removed afterwards.
-    """
-    if os.geteuid() != 0 or shutil.which("dockerd") is None or shutil.which("ip") is None:
-        unavailable("a second dockerd needs root, dockerd and ip")
-    tag = uuid.uuid4().hex[:6]
-    base = Path(f"/tmp/hx-d2-{tag}")  # short: unix socket paths are limited
-    base.mkdir()
-    bridge = f"hxd2{tag}"
-    for cmd in (
-        ["ip", "link", "add", bridge, "type", "bridge"],
-        ["ip", "addr", "add", "10.231.47.1/24", "dev", bridge],
-        ["ip", "link", "set", bridge, "up"],
-    ):
-        subprocess.run(cmd, check=True, capture_output=True)
-    sock = base / "docker.sock"
-    log = open(base / "dockerd.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [
-            "dockerd",
-            f"--data-root={base / 'root'}",
-            f"--exec-root={base / 'exec'}",
-            f"--pidfile={base / 'docker.pid'}",
-            f"--host=unix://{sock}",
-            f"--bridge={bridge}",
-            "--iptables=false",
-            "--ip6tables=false",
-            "--ip-masq=false",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"unix://{sock}"
+    daemon = PrivateDockerd()
     try:
-        import docker
-
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError((base / "dockerd.log").read_text(errors="replace")[-2000:])
-            try:
-                client = docker.DockerClient(base_url=url, timeout=5)
-                client.ping()
-                client.close()
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        yield url
+        daemon.start()
+        yield daemon.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-        log.close()
-        subprocess.run(["umount", "-R", str(base / "root")], capture_output=True)
-        subprocess.run(["ip", "link", "del", bridge], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+        daemon.remove()

@@ -141,6 +141,21 @@ def test_breaker_holds_attempts_until_the_infrastructure_answers():
     anyio.run(main)
 
 
+def test_breaker_opens_on_a_run_of_crashes_after_a_good_window():
+    """An outage after a long good stretch: five crashes in a row open the breaker at once,
+    not after the window's share of crashes reaches the threshold."""
+    b = CircuitBreaker(window=20, threshold=0.8, min_calls=5)
+    for _ in range(20):
+        b.after_attempt(True)
+    for _ in range(4):
+        b.after_attempt(False)
+    assert not b.is_open
+    b.after_attempt(False)
+    assert b.is_open
+    b.after_attempt(True)
+    assert not b.is_open
+
+
 @pytest.mark.slow
 def test_faulty_run_completes_with_crash_counts(tmp_path, cli):
     suite = _suite_with_env(
