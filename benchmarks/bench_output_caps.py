@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.checkout_child import run_in  # noqa: E402
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -73,17 +75,7 @@ anyio.run(main)
 
 
 def measure(root: Path, backend: str, mb: int) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, backend, str(mb)],
-        cwd=root,
-        env={"PYTHONPATH": str(root), "PATH": "/usr/local/bin:/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if done.returncode != 0:
-        return {"backend": backend, "error": done.stderr.strip().splitlines()[-1:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {"backend": backend, **run_in(root, _CHILD, backend, str(mb))}
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ bottom; errors are typed so the retry decision stays a lookup."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Awaitable
@@ -166,6 +167,10 @@ async def after_agent(sandbox: Sandbox, step: Awaitable[T], what: str) -> T:
         return await step
     except BadWorkProduct as exc:
         raise grading.agent_fault(exc, what) from exc
+    except OSError as exc:  # a host-side step (bwrap) on a trial's full disk quota
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise grading.agent_fault(exc, what) from exc  # "No space left on device"
     except errors.SandboxError as exc:
         cause = await sandbox.death_cause()
         if cause is None and not await _alive(sandbox):

@@ -243,7 +243,11 @@ class CommandAgent(Agent):
         ctx.trajectory.record(
             "command",
             tool="agent",
-            args={"command": params.command, "where": where},  # the user's, not the relay's
+            args={  # the user's command, not the relay's; the bytes past the output cap
+                "command": params.command,
+                "where": where,
+                "output_dropped": outcome.get("dropped", 0),
+            },
             content=_tail(stdout + ("\n" + stderr if stderr else ""), 4000),
             ok=code == 0,
             latency_s=elapsed,
@@ -359,6 +363,7 @@ class CommandAgent(Agent):
                 "stdout": result.stdout,
                 "stderr": result.stderr,
                 "timed_out": result.timed_out,
+                "dropped": result.dropped,
             }
         host_jail.require(f"arms.{ctx.arm.name}.params.where")
         assert files.host_cwd is not None  # a host program's files are on the host

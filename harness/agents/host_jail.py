@@ -95,6 +95,8 @@ class ProgramRun(TypedDict, total=False):
     stdout: str
     stderr: str
     timed_out: bool
+    dropped: int
+    """Bytes of its output over the cap, not kept (``harness.sandbox.output``)."""
     error: Exception
     """What running it raised (re-raised once the task group is left)."""
 
@@ -147,6 +149,7 @@ async def run(
         "exit_code": proc.returncode,
         "stdout": text.decode(out.value()),
         "stderr": text.decode(err.value()),
+        "dropped": out.dropped + err.dropped,
     }
 
 

@@ -26,6 +26,18 @@ Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
 Money = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
 
 
+def parse_bytes(text: str) -> int:
+    """``512m`` / ``1g`` / ``1gb`` / ``1048576`` -> bytes (Docker's memory syntax; the
+    sizes of ``limits``)."""
+    units = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+    t = text.strip().lower()
+    if len(t) > 1 and t.endswith("b") and t[-2] in "kmgt":
+        t = t[:-1]
+    if t and t[-1] in units:
+        return int(float(t[:-1]) * units[t[-1]])
+    return int(t)
+
+
 class FieldError(ValueError):
     """A model validator's error about one field below the model (``("report", "primary",
     "baseline")``): the loader reports that field and its line, not the model's first."""

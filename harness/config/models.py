@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.config.base import (
     MAX_ATTEMPTS,
@@ -23,6 +23,7 @@ from harness.config.base import (
     Seconds,
     Seed,
     Strict,
+    parse_bytes,
 )
 from harness.config.environment import Environment as Environment
 from harness.config.environment import EnvironmentSpec as EnvironmentSpec
@@ -98,17 +99,31 @@ class Retries(Strict):
 
 
 class Limits(Strict):
-    """Resource limits applied to each sandbox (Docker backend)."""
+    """Resource limits applied to each sandbox (Docker and bwrap)."""
 
     memory: str = Field(
         "1g",
         pattern=r"^[0-9]+(\.[0-9]+)?[bkmgtBKMGT]?[bB]?$",
         description="bytes, or a number with a unit: 512m, 1g",
     )
+    disk: str = Field(
+        "1g",
+        pattern=r"^[0-9]+(\.[0-9]+)?[bkmgtBKMGT]?[bB]?$",
+        description="each trial's disk quota, for every place its agent may write (work "
+        "dir, /tmp) together: a size-limited tmpfs, so it also counts against memory; at "
+        "least 1m; enforced when the harness runs as root",
+    )
     pids: int = Field(256, strict=True, ge=16, le=1_000_000)
     """most processes and threads the sandbox may hold at once"""
     cpus: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
     """CPUs the sandbox may use (fractions allowed: 0.5)"""
+
+    @field_validator("disk")
+    @classmethod
+    def _disk_at_least_1m(cls, value: str) -> str:
+        if parse_bytes(value) < 1 << 20:  # a tmpfs of size 0 would have no limit at all
+            raise ValueError(f"disk quota {value!r} is below 1m")
+        return value
 
 
 class ModelSettings(Strict):

@@ -15,8 +15,8 @@ command runs in a NEW ``bwrap`` sandbox over that directory:
   ends and the kernel kills everything it started: nothing outlives a command, let alone
   the agent's turn. State persists between commands only in files.
 * limits from the suite's ``limits`` (see ``bwrap_limits``): a cgroup per trial (pids,
-  memory with swap) when the host allows, else ``ulimit -v``; time from each command's
-  timeout and the agent's budget.
+  memory with swap) when the host allows, else ``ulimit -v``; a disk quota (``disk_quota``);
+  time from each command's timeout and the agent's budget.
 * two more read-only host paths, only when the trial's arm asks: the metering proxy's
   socket directory at ``SOCKET_MOUNT`` (the in-sandbox relay reaches the proxy through it;
   the network stays unshared), and a ready-made agent's staged executable at
@@ -44,7 +44,7 @@ from pydantic import Field
 from harness import text
 from harness.config.models import Limits, Options
 from harness.errors import EnvironmentBuildError, SandboxError
-from harness.sandbox import bwrap_limits, grading_material, trial_dirs
+from harness.sandbox import bwrap_limits, disk_quota, grading_material, trial_dirs
 from harness.sandbox.base import (
     SOCKET_MOUNT,
     AgentBuild,
@@ -60,6 +60,7 @@ from harness.sandbox.bwrap_root import (
     bwrap_available,
     launch_env,
     make_trial_root,
+    remove_trial_root,
     system_binds,
 )
 from harness.sandbox.local import _dir_digest
@@ -281,7 +282,7 @@ class BwrapSandbox(Sandbox):
 
     async def copy_in(self, src: Path, dest: str) -> None:
         target = self._host_path(dest)
-        await anyio.to_thread.run_sync(lambda: shutil.copytree(src, target, dirs_exist_ok=True))
+        await anyio.to_thread.run_sync(trial_dirs.copy_tree, Path(src), target)
 
     def _host_of(self, path: str) -> Path | None:
         """The host path of an absolute sandbox path under the work dir or /tmp (links are
@@ -345,7 +346,7 @@ class BwrapSandbox(Sandbox):
         def remove() -> None:
             if self._cgroup is not None:
                 self._cgroup.remove()
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_trial_root(self.root)
 
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(remove)
@@ -379,7 +380,8 @@ class BwrapProvider(SandboxProvider):
         """``AgentBuild.key`` -> (build, staged host executable, its SHA-256)."""
         self._agent_lock: anyio.Lock | None = None
         self.cgroups = bwrap_limits.mechanism()
-        log.info("bwrap sandbox: limits via %s", self.cgroups)
+        self.quota = disk_quota.mechanism_for(self.name)
+        log.info("bwrap sandbox: limits via %s, disk quota via %s", self.cgroups, self.quota)
         if self.cgroups == "none":
             log.warning(
                 "sandbox 'bwrap': no writable cgroup on this host: memory is capped per "
@@ -449,13 +451,14 @@ class BwrapProvider(SandboxProvider):
             image_id = f"{image_id}+{request.agent.key}@sha256:{digest[:12]}"
 
         def make() -> BwrapSandbox:
-            root = make_trial_root(self.base_dir, request.environment.files_dir)
+            disk = request.limits.disk if self.quota == "tmpfs" else None
+            root = make_trial_root(self.base_dir, request.environment.files_dir, disk)
             try:
                 cgroup = bwrap_limits.create(
                     root.name, self.cgroups, request.limits.memory, request.limits.pids
                 )
             except BaseException:
-                shutil.rmtree(root, ignore_errors=True)
+                remove_trial_root(root)
                 raise
             return BwrapSandbox(
                 root,

@@ -21,17 +21,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.config.base import parse_bytes
+
 ROOT = Path("/sys/fs/cgroup")
 _GROUP = "harness"
-
-
-def parse_bytes(text: str) -> int:
-    """``512m`` / ``1g`` / ``1048576`` -> bytes (Docker's memory syntax)."""
-    units = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-    t = text.strip().lower()
-    if t and t[-1] in units:
-        return int(float(t[:-1]) * units[t[-1]])
-    return int(t)
 
 
 def _writable(path: Path) -> bool:

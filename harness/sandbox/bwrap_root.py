@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.sandbox import trial_dirs
+from harness.sandbox import disk_quota, trial_dirs
 
 UID = 1000
 _ETC = (
@@ -30,11 +30,14 @@ _PASSWD = f"root:x:0:0::/root:/usr/sbin/nologin\nsandbox:x:{UID}:{UID}::/work:/b
 _GROUP = f"root:x:0:\nsandbox:x:{UID}:\n"
 
 
-def make_trial_root(base_dir: str | None, files: Path | None) -> Path:
+def make_trial_root(base_dir: str | None, files: Path | None, disk: str | None = None) -> Path:
     """A fresh trial directory only this user can enter: ``work`` (a copy of the
-    environment's ``files``), ``tmp``, and the sandbox's ``passwd`` and ``group``."""
+    environment's ``files``), ``tmp``, and the sandbox's ``passwd`` and ``group``; a tmpfs
+    of ``disk`` bytes (the trial's disk quota, ``disk_quota``) when given."""
     root = trial_dirs.make_trial_dir("harness-bwrap", base_dir)
     try:
+        if disk is not None:
+            disk_quota.mount_quota(root, disk)
         os.chmod(root, 0o700)
         (root / "work").mkdir()
         (root / "tmp").mkdir()
@@ -43,9 +46,15 @@ def make_trial_root(base_dir: str | None, files: Path | None) -> Path:
         if files and files.is_dir():
             shutil.copytree(files, root / "work", dirs_exist_ok=True)
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        remove_trial_root(root)
         raise
     return root
+
+
+def remove_trial_root(root: Path) -> None:
+    """Detach the trial's disk quota (if it has one) and remove the directory."""
+    disk_quota.unmount(root)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def launch_env() -> dict[str, str]:

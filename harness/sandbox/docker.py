@@ -50,7 +50,6 @@ from harness.config.models import Options
 from harness.errors import EnvironmentBuildError, SandboxError
 from harness.sandbox import docker_agent_images, docker_gc, docker_images, docker_network
 from harness.sandbox.base import (
-    SOCKET_MOUNT,
     AgentBuild,
     BackendOptions,
     Environment,
@@ -62,7 +61,9 @@ from harness.sandbox.base import (
 from harness.sandbox.docker_calls import DaemonCalls, DaemonTimeout
 from harness.sandbox.docker_container import DockerSandbox, docker_errors
 from harness.sandbox.docker_images import PinnedImage
+from harness.sandbox.docker_mounts import host_mounts
 from harness.sandbox.docker_preflight import check_base_images
+from harness.sandbox.docker_quota import Quotas, TrialDisk
 from harness.sandbox.lock_compare import check_lock
 
 log = logging.getLogger(__name__)
@@ -169,6 +170,7 @@ class DockerProvider(SandboxProvider):
         """The run's open-egress bridge (made when a sandbox first asks for it)."""
         self._network_lock: anyio.Lock | None = None
         self._agent_lock: anyio.Lock | None = None
+        self._quotas = Quotas(self._client.api, self._run, docker_errors())  # docker_quota
 
     async def _run(
         self,
@@ -274,7 +276,7 @@ class DockerProvider(SandboxProvider):
 
     # ------------------------------------------------------------------ sandboxes
     def _create_kwargs(
-        self, request: SandboxRequest, image_id: str, network: str
+        self, request: SandboxRequest, image_id: str, network: str, disk: TrialDisk | None
     ) -> dict[str, Any]:
         spec = request.environment.spec
         pinned = self._pinned[spec.name]
@@ -297,7 +299,7 @@ class DockerProvider(SandboxProvider):
             mem_limit=limits.memory,
             memswap_limit=limits.memory,
             nano_cpus=int(cpus * 1e9),
-            mounts=self._socket_mounts(request),
+            **host_mounts(request, disk),
         )
         return dict(
             image=image_id,
@@ -313,15 +315,6 @@ class DockerProvider(SandboxProvider):
             # Never inject the host's proxy settings (~/.docker/config.json) as env vars.
             use_config_proxy=False,
         )
-
-    @staticmethod
-    def _socket_mounts(request: SandboxRequest) -> list | None:
-        """No host mounts, except the proxy's socket directory when asked, read-only."""
-        if request.socket_dir is None:
-            return None
-        from docker.types import Mount
-
-        return [Mount(SOCKET_MOUNT, request.socket_dir, type="bind", read_only=True)]
 
     def _create_sync(self, kwargs: dict[str, Any]) -> str:
         # Low-level calls: create + start, no extra inspect round trip.
@@ -346,7 +339,9 @@ class DockerProvider(SandboxProvider):
         else:  # a grading sandbox reaches nothing unless its request says so
             hosts = [] if request.grading else network_hosts(env)
         network = await self._network_for(env, hosts, request.internet)
-        kwargs = self._create_kwargs(request, image_id, network)
+        disk = await self._quotas.disk(env, pinned.image_id, request.limits.disk)
+        kwargs = self._create_kwargs(request, image_id, network, disk)
+        self._quotas.keep(kwargs["name"], disk)
         try:
             cid = await self._run("create", self._create_sync, kwargs, container=kwargs["name"])
         except docker_errors() as exc:
@@ -360,6 +355,7 @@ class DockerProvider(SandboxProvider):
             with anyio.CancelScope(shield=True):
                 await self._remove(kwargs["name"])
             raise
+        self._quotas.rename(kwargs["name"], cid)
         box = DockerSandbox(
             self, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
         )
@@ -388,6 +384,7 @@ class DockerProvider(SandboxProvider):
             log.warning("could not remove container %s (left to gc): %s", container[:12], exc)
         else:
             self._live.discard(container)
+        await self._quotas.release(container)
 
     async def healthy(self) -> bool:
         """Does the daemon answer? (The circuit breaker's probe while Docker is down.)"""
@@ -414,6 +411,7 @@ class DockerProvider(SandboxProvider):
                     log.warning("network %s left for `harness gc`: %s", net.network_name, exc)
             self._allowlists.clear()
             self._open = None
+            await self._quotas.close()
         if self._abandoned:
             log.warning(
                 "%d sandbox(es) could not be removed in time (%s); `harness gc` removes them",
@@ -423,8 +421,8 @@ class DockerProvider(SandboxProvider):
         self._client.close()
 
     def gc(self, running_run_ids: Iterable[str] | None = None) -> list[str]:
-        """Synchronous: remove leftover harness containers (see ``docker_gc``)."""
-        return docker_gc.gc(self._client, running_run_ids)
+        """Synchronous: remove leftover harness containers and quota dirs (``docker_gc``)."""
+        return docker_gc.gc(self._client, running_run_ids) + Quotas.gc()
 
     def pinned_images(self) -> dict[str, PinnedImage]:
         """The images this provider pinned, per environment, each with the agent-CLI images

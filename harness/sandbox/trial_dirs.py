@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.sandbox.docker_gc import _pid_start
 
-PREFIXES = ("harness-bwrap", "harness-trial")
+PREFIXES = ("harness-bwrap", "harness-trial", "harness-quota")
 
 
 def base_dir(base: str | None = None) -> Path:
@@ -30,6 +30,17 @@ def make_trial_dir(prefix: str, base: str | None = None) -> Path:
     pid = os.getpid()
     owner = f"{pid}-{_pid_start(pid) or 0}"
     return Path(tempfile.mkdtemp(prefix=f"{prefix}-{owner}-", dir=base_dir(base)))
+
+
+def copy_tree(src: Path, dest: Path) -> None:
+    """Copy a host directory's contents into ``dest`` (merging), raising the first
+    ``OSError`` as it is (``shutil.copytree`` gathers them and loses the errno: a full disk
+    quota must read as ENOSPC)."""
+    for top, _dirs, files in os.walk(src):
+        rel = Path(top).relative_to(src)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            shutil.copy2(Path(top) / name, dest / rel / name)
 
 
 def _owner_dead(name: str) -> bool:
@@ -71,13 +82,18 @@ def leftovers(base: str | None = None) -> list[Path]:
     )
 
 
-def gc(base: str | None = None) -> list[Path]:
-    """Remove leftover trial directories (and the cgroups named after them); return them."""
+def gc(base: str | None = None, prefixes: tuple[str, ...] = PREFIXES) -> list[Path]:
+    """Remove leftover trial directories whose name starts with one of ``prefixes`` (and
+    the cgroups and disk-quota mounts named after them); return them."""
     from harness.sandbox.bwrap_limits import remove_cgroups_named
+    from harness.sandbox.disk_quota import unmount
 
     removed = []
     for path in leftovers(base):
+        if not path.name.startswith(prefixes):
+            continue
         remove_cgroups_named(path.name)
+        unmount(path)
         shutil.rmtree(path, ignore_errors=True)
         if not path.exists():
             removed.append(path)

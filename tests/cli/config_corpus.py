@@ -270,6 +270,9 @@ def number_cases() -> list[Case]:
         suite("memory-lots", "limits.memory", "lots"),
         suite("memory-negative", "limits.memory", "-1g"),
         suite("memory-list", "limits.memory", ["1g"]),
+        suite("disk-zero", "limits.disk", "0"),  # a tmpfs of size 0 has no limit at all
+        suite("disk-tiny", "limits.disk", "512k"),
+        suite("disk-lots", "limits.disk", "lots"),
         suite("pids-tiny", "limits.pids", 1),
         suite("pids-true", "limits.pids", True),
         suite_raw("cpus-inf", "limits.cpus", ".inf"),

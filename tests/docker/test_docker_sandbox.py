@@ -237,7 +237,13 @@ async def test_hardening_caps_nonewprivs_user_and_no_mounts(
         host = info["HostConfig"]
         assert host["NetworkMode"] == "none"
         assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"]
-        assert host["Privileged"] is False and not host["Binds"] and not info["Mounts"]
+        assert host["Privileged"] is False
+        # The only host mounts: the trial's disk quota, one tmpfs directory of its own whose
+        # subdirectories are bound over the image's writable places.
+        sources = {m["Source"].rsplit("/", 1)[0] for m in info["Mounts"]}
+        assert len(sources) == 1 and "/harness-quota-" in sources.pop()
+        assert {m["Destination"] for m in info["Mounts"]} >= {"/work", "/tmp", "/var/tmp"}
+        assert all(m["Type"] == "bind" for m in info["Mounts"])
         assert host["Init"] is True
         assert info["Config"]["User"] == "agent"
         assert info["Config"]["Labels"]["harness"] == "1"
