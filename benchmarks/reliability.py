@@ -25,7 +25,7 @@ Not covered here (measured by their own tests): Docker container kill/pause
 (``tests/faults/test_docker_hangs.py``, ``tests/faults/test_docker_faults.py``) and Ray
 worker loss (``tests/cluster/``).
 
-The full output is written with ``--json benchmarks/results/reliability.json``; the test
+The full output is checked in (``--json benchmarks/results/reliability.json``); the test
 suite recomputes ``--sample`` live (``tests/faults/test_reliability.py``).
 """
 
