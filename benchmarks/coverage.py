@@ -16,6 +16,14 @@ estimator; the all-trials delta's bias is measured beside it.
 
 Run: python benchmarks/coverage.py [--reps 2000] [--clusters 6 12 24 60] [--sizes equal unequal]
 [--paired-only]  (the last two run a subset of the rows, or only the paired-delta columns)
+
+``--grid`` instead runs the cells of ``benchmarks/coverage_grid.py`` (the gate's one-sided
+errors at bars 0.5–0.95, 12–60 clusters, equal and unequal sizes, mild and strong cluster
+spread, 1 or 3 trials; two-sided coverage of success, paired delta and pass^k) and writes
+them with ``--json`` (``benchmarks/results/coverage_grid.json``, from which
+``python benchmarks/tables.py`` writes the docs' tables):
+
+    nice -n 10 python -m benchmarks.coverage --grid --reps 4000 --json benchmarks/results/coverage_grid.json
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import argparse
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -288,8 +297,14 @@ def main() -> None:
         action="store_true",
         help="only the paired-delta columns (compare, gate, adaptive repeats)",
     )
+    parser.add_argument("--grid", action="store_true", help="the cells of coverage_grid.py")
+    parser.add_argument("--json", type=Path, help="with --grid: write the rows to this file")
     args = parser.parse_args()
     t0 = time.perf_counter()
+    if args.grid:
+        _grid(args.reps, args.seed, args.json)
+        print(f"({time.perf_counter() - t0:.0f} s)")
+        return
     sizes = tuple(args.sizes or ("equal", "unequal"))
     table = run(args.reps, args.clusters, args.seed, sizes, args.paired_only)
     t = truths()
@@ -312,6 +327,22 @@ def main() -> None:
             f"{row['adaptive bias: phase one']:+.4f}, all-trials {row['adaptive bias: all trials']:+.4f}"
             f" (all-trials coverage {row['adaptive all-trials coverage']:.1%})"
         )
+
+
+def _grid(reps: int, seed: int, out: Path | None) -> None:
+    """Every cell of ``coverage_grid.grid()``; one JSON line per cell as it finishes."""
+    import json
+
+    from benchmarks.coverage_grid import grid, run_cell
+
+    rows = []
+    for cell, k in grid():
+        rows.append(run_cell(cell, k, reps, seed))
+        print(json.dumps(rows[-1]), flush=True)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"reps": reps, "seed": seed, "command": "python -m benchmarks.coverage --grid"}
+        out.write_text(json.dumps({"settings": meta, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

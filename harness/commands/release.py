@@ -199,18 +199,46 @@ def plan_cmd(
         ),
     ] = 1.0,
     alpha: Annotated[
-        float, typer.Option(metavar="LEVEL", help="Two-sided significance level.")
+        float,
+        typer.Option(
+            metavar="LEVEL",
+            help="The gate's one-sided error rate (1 − confidence) when no --policy is given.",
+        ),
     ] = 0.05,
     power: Annotated[
         float, typer.Option(metavar="P", help="Chance of detecting the effect if it is real.")
     ] = 0.8,
+    policy: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--policy",
+            metavar="FILE",
+            help="The gate policy that will judge the run (default: the run's suite gate:, "
+            "else the improvement rule, one-sided at --alpha).",
+        ),
+    ] = None,
+    heterogeneity: Annotated[
+        float,
+        typer.Option(
+            metavar="SD",
+            help="With --run: how much the change varies between clusters (SD on the logit "
+            "scale; 0 assumes it helps every cluster alike).",
+        ),
+    ] = 0.5,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Power planning: tasks needed for a lift (--base, --lift), tasks to show a rate above a
-    bar (--bar, --rate; one-sided α), or the smallest effect a finished run could have
-    detected (--run), unpaired and paired."""
+    """Power planning, by simulating the gate that will judge the run: tasks needed for a lift
+    (--base, --lift), tasks to show a rate above a bar (--bar, --rate), or the smallest lift
+    the gate would pass on the next run of a finished run's suite (--run). Each plan names
+    the rule and test it assumed and the model it simulated."""
     from harness.report.render.planning import print_plan
+
+    gate_policy = None
+    if policy is not None:
+        from harness.release.api import load_policy
+
+        gate_policy = load_policy(policy)
 
     if bar is not None:
         from harness.release.power import tasks_for_threshold
@@ -220,7 +248,7 @@ def plan_cmd(
             raise typer.Exit(exitcodes.BAD_CONFIG)
         out: TasksNeeded | Sensitivity | ThresholdPlan
         try:
-            out = tasks_for_threshold(rate, bar, alpha, power, design_effect)
+            out = tasks_for_threshold(rate, bar, alpha, power, design_effect, gate_policy)
         except ValueError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exitcodes.BAD_CONFIG) from None
@@ -229,7 +257,14 @@ def plan_cmd(
         from harness.store.refs import no_arm
 
         why = "the sensitivity is of the run's declared comparison"
-        out = run_power(_store(store), no_arm(run, "plan --run", why) or "latest", alpha, power)
+        out = run_power(
+            _store(store),
+            no_arm(run, "plan --run", why) or "latest",
+            alpha,
+            power,
+            heterogeneity,
+            gate_policy,
+        )
     else:
         if base is None or lift is None:
             typer.echo("error: give --base and --lift, or --run RUN", err=True)
@@ -237,7 +272,7 @@ def plan_cmd(
         from harness.release.power import tasks_needed
 
         try:
-            out = tasks_needed(base, lift, discordance, alpha, power)
+            out = tasks_needed(base, lift, discordance, alpha, power, gate_policy)
         except ValueError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exitcodes.BAD_CONFIG) from None

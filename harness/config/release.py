@@ -55,16 +55,16 @@ class GatePolicy(Strict):
     )
     sequential: bool = Field(
         False,
-        description="the gate is read run after run (nightly): each look spends part of the "
-        "error rate, so a season of looks keeps 1 − confidence overall",
+        description="the gate is read run after run (nightly): evidence is pooled over the "
+        "season's nights, at most 1 − confidence false alarms per season",
     )
     looks: int | None = Field(
         None,
         strict=True,
         ge=1,
         le=100_000,
-        description="sequential: looks planned in a season (each spends α/looks); default an "
-        "open-ended schedule that spends α·6/(π²k²) at look k",
+        description="sequential: nights per season (the false-alarm statement is per season; "
+        "a new season starts after it); default 60",
     )
     margin: float | None = Field(
         None, gt=0, lt=1, description="tolerated loss for non-inferiority, a rate (0.02 = 2 points)"
@@ -95,8 +95,8 @@ class GatePolicy(Strict):
         strict=True,
         ge=1000,
         le=10_000_000,
-        description="no longer read: the gate's intervals are analytic (CR1 + t); accepted so "
-        "existing policies still validate",
+        description="no longer read: the gate's intervals are analytic (CR2 + t); accepted "
+        "so existing policies still validate",
     )
 
     @field_validator("margin", "bar", "max_unresolved", "max_retry_gap", mode="before")

@@ -169,12 +169,6 @@ def gate_trials(
     from harness.release.gate import evaluate_gate
     from harness.release.source import stored_config
 
-    look = None
-    if policy.sequential:
-        earlier = [
-            r for r in store.list_runs(run.suite_name, 100_000) if r.started_at <= run.started_at
-        ]
-        look = max(1, len(earlier))
     out = evaluate_gate(
         trials,
         policy,
@@ -182,16 +176,72 @@ def gate_trials(
         config=stored_config(run),
         trials_per_task=run.trials_per_task,
         run_id=run.id,
-        look=look,
+        earlier=_earlier_nights(store, run, trials, policy) if policy.sequential else None,
     )
     out["suite"] = run.suite_name
     out["policy_source"] = str(policy_path) if policy_path else "suite gate:"
     return out
 
 
-def run_power(store, run_id: str, alpha: float, power: float) -> Sensitivity:
-    """``harness plan --run RUN``: what the run's primary comparison could have detected."""
-    from harness.analysis import run_roles
+MAX_NIGHTS = 1000
+"""Most earlier runs a nightly gate reads back (a season rarely holds more than 60)."""
+
+
+def _earlier_nights(store, run, trials: Trials, policy) -> list:
+    """The nights of the suite's runs before ``run`` back to the last restart that the run
+    itself can see (``harness.release.nightly.RESTART``: tasks, graders, images or the two
+    arms' configuration changed), oldest first."""
+    import numpy as np
+
+    from harness.analysis import settings_of
+    from harness.release.gate import gate_roles
+    from harness.release.history import fingerprint, why_unpairable
+    from harness.release.nightly import Night, night_reading
+    from harness.release.source import suite_config
+
+    suite = suite_config(run)
+    roles = gate_roles(policy, suite, list(run.arms))
+    pair = [a for a in (roles.baseline, roles.candidate) if a]
+
+    def shape(cfg: StoredSuite, arm: str) -> tuple[object, str, str]:
+        spec: dict = next((dict(a) for a in cfg.get("arms", []) if a.get("name") == arm), {})
+        return (spec.get("agent"), repr(spec.get("params")), repr(spec.get("model")))
+
+    prints = {a: fingerprint(trials.of_arm(a)) for a in pair}
+    shapes = {a: shape(suite, a) for a in pair}
+    before = [
+        r
+        for r in store.list_runs(run.suite_name, MAX_NIGHTS + 1)
+        if r.started_at < run.started_at and r.id != run.id
+    ]
+    nights = []
+    for old in sorted(before, key=lambda r: r.started_at, reverse=True):
+        cfg = suite_config(old)
+        if any(a not in old.arms or shape(cfg, a) != shapes[a] for a in pair):
+            break
+        old_trials = _trials(store, old.id)
+        by_arm = {a: old_trials.of_arm(a) for a in pair}
+        if any(why_unpairable(fingerprint(by_arm[a]), prints[a]) for a in pair):
+            break
+        none = old_trials.where(np.zeros(len(old_trials), bool))
+        reading = night_reading(
+            by_arm.get(roles.baseline or "", none),
+            by_arm[roles.candidate or ""],
+            policy,
+            settings_of(cfg, old.trials_per_task),
+        )
+        if reading is not None:
+            nights.append(Night(old.id, *reading))
+    return nights[::-1]
+
+
+def run_power(
+    store, run_id: str, alpha: float, power: float, heterogeneity: float = 0.5, policy=None
+) -> Sensitivity:
+    """``harness plan --run RUN``: the smallest lift the gate (``policy``, else the run's
+    suite ``gate:``, else the improvement rule) would pass on the next run of this suite."""
+    from harness.analysis import run_roles, settings_of
+    from harness.config.models import GatePolicy
     from harness.release.power import run_sensitivity
     from harness.release.source import get_run, suite_config
 
@@ -202,12 +252,23 @@ def run_power(store, run_id: str, alpha: float, power: float) -> Sensitivity:
         raise ConfigError(run.id, "", "the run has a single arm: nothing was compared")
     # First-phase trials only: with adaptive repeats, later trials follow discordance.
     trials = _trials(store, run.id).first(run.trials_per_task)
+    suite = suite_config(run)
+    settings = settings_of(suite, run.trials_per_task)
+    if policy is None and suite.get("gate"):
+        policy = GatePolicy.model_validate(suite["gate"])
+    if policy is not None and policy.rule == "threshold":
+        raise ConfigError(
+            run.id, "gate", "plan --run plans a comparison; use --bar for a threshold"
+        )
     out = run_sensitivity(
         trials.of_arm(baseline),
         trials.of_arm(candidate),
         alpha,
         power,
-        suite_config(run).get("denominator", "failure"),
+        settings.denominator,
+        policy=policy,
+        cluster_key=settings.cluster_key,
+        heterogeneity=heterogeneity,
     )
     out.update({"run_id": run.id, "baseline": baseline, "candidate": candidate})
     return out
@@ -221,21 +282,15 @@ def history(
     sequential: bool = False,
 ) -> History:
     """``harness history SUITE``: the suite's last ``limit`` runs, oldest first; with
-    ``sequential`` each move's look number counts every run of the suite, shown or not."""
+    ``sequential`` the moves are read as nights over the listed runs."""
     from harness.release.history import suite_history
 
     runs = store.list_runs(suite_name, limit)
-    first_look = 1
-    if sequential and runs:
-        oldest = min(r.started_at for r in runs)
-        every = store.list_runs(suite_name, 1_000_000)
-        first_look = sum(1 for r in every if r.started_at < oldest) + 1
     out = suite_history(
         runs,
         {r.id: _trials(store, r.id) for r in runs},
         confidence=confidence,
         sequential=sequential,
-        first_look=first_look,
     )
     out["suite"] = suite_name
     return out

@@ -52,6 +52,21 @@ def task_rates(
     return t.ids[keep].tolist(), rates.tolist(), t.cluster[keep].tolist()
 
 
+def task_counts(
+    trials: Trials, denominator: str = "failure"
+) -> tuple[list[str], list[int], list[int], list[str]]:
+    """(task ids, passes, counted trials, clusters) of the tasks ``task_rates`` reads (the
+    same tasks, in order): the counts behind each per-task rate."""
+    t = _by_task(trials, denominator, "cluster")
+    keep = t.trials > 0
+    return (
+        t.ids[keep].tolist(),
+        t.successes[keep].astype(int).tolist(),
+        t.trials[keep].tolist(),
+        t.cluster[keep].tolist(),
+    )
+
+
 @dataclass
 class _Tasks:
     """Per-task counts of one arm (tasks in sorted id order)."""
@@ -149,10 +164,12 @@ def paired_comparison(
 
     Estimand: Σ_j w_j (p̂_Bj − p̂_Aj) / Σ_j w_j, the weighted mean over paired tasks of the
     per-task success-rate difference (candidate − baseline; positive means the candidate is
-    better). Interval: ``harness.stats.mean_estimate`` on the per-task differences (the one
-    method every view uses: CR1 + t on clusters, a bound when no unit varied, the whole range
-    for one unit) at ``confidence`` (a one-sided bound at level 1 − α is the lower or upper
-    end of the two-sided interval at 1 − 2α); each arm's rate gets the same function. Test: exact McNemar on discordant tasks when every paired
+    better). Interval: ``harness.stats.paired_estimate`` (the one method every view uses:
+    MOVER from the two arms' logit-scale CR2 intervals over clusters, or their Wilson
+    intervals over independent tasks; a bound when no unit varied; the whole range for one
+    unit) at ``confidence`` (a one-sided bound at level 1 − α is the lower or upper end of the
+    two-sided interval at 1 − 2α, which is what the gate reads); each arm's rate by
+    ``mean_estimate``. Test: exact McNemar on discordant tasks when every paired
     task has exactly one trial per arm, else the exact sign test on per-task differences;
     ``p_value`` is two-sided, ``p_values`` holds the one-sided tails too ("greater": the
     candidate is better).
@@ -182,7 +199,7 @@ def paired_comparison(
             denominator=denominator,
             weights=weights,
         )
-    from harness.stats import mean_estimate, sign_test
+    from harness.stats import mean_estimate, paired_estimate, sign_test
 
     ta = _by_task(trials_a, denominator, cluster_key)
     tb = _by_task(trials_b, denominator, cluster_key)
@@ -246,7 +263,7 @@ def paired_comparison(
     rb = tb.successes[ib] / nb
     clusters = ta.cluster[ia].tolist()
     w = ta.weight[ia] if weights else None
-    diff = mean_estimate(rb - ra, clusters, weights=w, kind="difference", confidence=confidence)
+    diff = paired_estimate(ra, rb, clusters, weights=w, confidence=confidence, trials=(na, nb))
     # Equal weights make the arms' rates the plain mean of per-task rates, which is the
     # report's headline: pass none, so both get the same method (Wilson over tasks).
     wr = None if w is None or not w.size or bool(np.all(w == w[0])) else w

@@ -22,7 +22,8 @@ Order of checks (eval-harness guide and when-not-to-ship guide):
      bar"); upper bound < bar → regression ("below the bar"); otherwise inconclusive; with the
      posterior P(p > bar) beside it. Same verdicts and exit codes as the comparative rules.
    Under adaptive repeats every number is the phase-one estimate (unbiased); with
-   ``sequential: true`` each look tests at its share of the error rate (``stats.sequential``).
+   ``sequential: true`` the verdict is the season's, evidence pooled over the nights
+   (``harness.release.nightly``).
    One-sided at confidence c uses the bound of the two-sided (2c − 1) interval and one-sided
    p ≤ 1 − c; two-sided uses the c interval and two-sided p ≤ 1 − c.
 Beside it: the A/A delta (noise floor) when the run has an A/A arm, and class screens.
@@ -50,6 +51,7 @@ from harness.release.run_config import StoredConfig, StoredSuite
 
 if TYPE_CHECKING:
     from harness.config.models import GatePolicy
+    from harness.release.nightly import Night
 
 VERDICTS = ("improvement", "non-inferior", "inconclusive", "regression", "no-verdict")
 MAY_SHIP = ("improvement", "non-inferior")
@@ -105,15 +107,26 @@ def primary_verdict(
     lo, hi = comparison.get("lo"), comparison.get("hi")
     if comparison.get("estimate") is None or lo is None or hi is None:
         return "no-verdict", "no task has a verdict in both arms: nothing to compare"
-    c = policy.confidence if confidence is None else confidence
-    alpha = 1 - c
+    import numpy as np
+
+    from harness.stats import GateRule
+    from harness.stats.gate_rule import VERDICT_NAMES
+
+    rule = GateRule.of(policy, confidence)
+    c, alpha = rule.confidence, rule.alpha
     bound = "one-sided" if policy.sides == "one-sided" else "two-sided"
     ci = f"{bound} {_level(c)} bounds [{lo:+.3f}, {hi:+.3f}]"
+    pv = comparison.get("p_values") or {}
+    code = rule.verdicts(
+        np.array([lo]),
+        np.array([hi]),
+        np.array([pv.get("greater", 1.0)]),
+        np.array([pv.get("less", 1.0)]),
+        np.array([pv.get("two-sided", 1.0)]),
+    )
+    v = VERDICT_NAMES[int(code[0])]
     if policy.rule == "non-inferiority":
-        from harness.stats import noninferiority_verdict
-
         m = policy.margin
-        v = noninferiority_verdict((lo, hi), m)
         why = {
             "non-inferior": f"lower bound {lo:+.3f} > {-m:+.3f} (−margin) ({ci}); "
             "this bounds the loss, it does not show a gain",
@@ -121,16 +134,13 @@ def primary_verdict(
             "inconclusive": f"the interval crosses {-m:+.3f} (−margin) ({ci})",
         }[v]
         return v, why
-    pv = comparison["p_values"]
     test = comparison["test"]
-    if policy.sides == "one-sided":
-        p_up, p_down = pv["greater"], pv["less"]
-    else:
-        p_up = p_down = pv["two-sided"]
-    if lo > 0 and p_up <= alpha:
-        return "improvement", f"lower bound {lo:+.3f} > 0 and {test} p = {p_up:.3g} ≤ {alpha:.3g}"
-    if hi < 0 and p_down <= alpha:
-        return "regression", f"upper bound {hi:+.3f} < 0 and {test} p = {p_down:.3g} ≤ {alpha:.3g}"
+    p_up = pv["greater"] if policy.sides == "one-sided" else pv["two-sided"]
+    p_down = pv["less"] if policy.sides == "one-sided" else pv["two-sided"]
+    if v == "improvement":
+        return v, f"lower bound {lo:+.3f} > 0 and {test} p = {p_up:.3g} ≤ {alpha:.3g}"
+    if v == "regression":
+        return v, f"upper bound {hi:+.3f} < 0 and {test} p = {p_down:.3g} ≤ {alpha:.3g}"
     return "inconclusive", (
         f"improvement not shown: {ci}, {test} p = {p_up:.3g} (needs lower bound > 0 and "
         f"p ≤ {alpha:.3g}); not a regression either"
@@ -159,7 +169,7 @@ def threshold_check(
     uniform prior on the effective sample size n_eff = p̂(1 − p̂)/SE² (clusters and repeats
     counted through the SE; the Beta-binomial model of the estimands guide, scaled to the design).
     """
-    from harness.release.compare import task_rates
+    from harness.release.compare import task_counts, task_rates
     from harness.stats import mean_estimate, posterior_prob_above
 
     if phase_one_trials is not None:
@@ -174,6 +184,8 @@ def threshold_check(
         clusters,
         kind="rate",
         confidence=interval_level(policy, confidence),
+        cautious=True,
+        trials=task_counts(trials, denominator)[2],
     )
     p = est.estimate
     if est.se:
@@ -214,14 +226,15 @@ def evaluate_gate(
     config: StoredConfig | None = None,
     trials_per_task: int = 1,
     run_id: str | None = None,
-    look: int | None = None,
+    earlier: list[Night] | None = None,
 ) -> GateResult:
     """Apply a ``GatePolicy`` to one run's trials; returns the verdict with its numbers.
 
     ``config`` is the run's stored resolved config (suite settings, tasks with their
     ``must_never`` flags); the primary arms come from the policy, else the suite's primary
-    comparison, else the first two arms. ``look`` is this run's 1-based place among the
-    suite's gated runs, read when the policy is ``sequential``. Pure: no store access.
+    comparison, else the first two arms. ``earlier``: under ``sequential``, the nights of the
+    suite's earlier gated runs since the last restart (``harness.release.nightly``), oldest
+    first. Pure: no store access.
     """
     from harness.analysis import settings_of
     from harness.analysis.paired import aa_floor, compare_arms
@@ -236,7 +249,7 @@ def evaluate_gate(
 
     config = config or {}
     suite: StoredSuite = config.get("suite") or {}
-    roles = _roles(policy, suite, arms)
+    roles = gate_roles(policy, suite, arms)
     baseline, candidate = roles.baseline, roles.candidate
     assert candidate is not None  # _roles refuses a run without one
     settings = settings_of(suite, trials_per_task)
@@ -255,22 +268,12 @@ def evaluate_gate(
         policy.max_retry_gap,
         policy.confidence,
     )
-    sequential = _sequential(policy, look)
-    spent = bool(sequential and sequential["alpha"] == 0.0)
-    confidence = sequential["confidence"] if sequential and not spent else policy.confidence
-    # A look past the season has no error rate left: its numbers are shown at the policy's
-    # own level, for reading only (an interval at 100% says nothing).
+    confidence = policy.confidence
     level = interval_level(policy, confidence)
 
     primary = compare_arms(trials_a, trials_b, settings, level) if baseline else None
     threshold = None
-    if spent:
-        stat_verdict = "inconclusive"
-        why = (
-            f"look {look} is beyond the planned season of {policy.looks} looks: its error "
-            "budget is spent, so no statistical verdict can be read"
-        )
-    elif policy.rule == "threshold":
+    if policy.rule == "threshold":
         threshold = threshold_check(
             trials_b,
             policy,
@@ -290,12 +293,19 @@ def evaluate_gate(
         stat_verdict, why = primary_verdict(primary, policy, confidence)
     if settings.phase_one_trials is not None and primary is not None:
         why += f"; estimator: {primary['estimator']}"
-    if sequential:
-        why += f"; sequential look {look}: {sequential['spent']}"
+    sequential = None
+    if policy.sequential:
+        stat_verdict, why, sequential = _nightly(
+            trials_a, trials_b, policy, settings, run_id, earlier, why
+        )
 
     noise = None
     if baseline and roles.aa and roles.aa in trials.arm.present():
-        noise = aa_floor(trials_a, trials.of_arm(roles.aa), roles.aa, settings, config, level)
+        # the floor is read as the run's noise, at the policy's two-sided level (the decision
+        # level 2c − 1 would flag a clean A/A arm in one run in ten)
+        noise = aa_floor(
+            trials_a, trials.of_arm(roles.aa), roles.aa, settings, config, policy.confidence
+        )
 
     violated = [c for c in must_never if c["status"] == "violated"]
     reasons = _blocking_reasons(must_never, coverage, policy.max_unresolved)
@@ -386,24 +396,24 @@ def _gate_warnings(
     return warnings
 
 
-def _sequential(policy, look: int | None) -> Sequential | None:
-    """This look's share of the season's error rate, or None for a one-off gate."""
-    if not policy.sequential:
-        return None
-    from harness.stats import alpha_for_look, schedule_name
+def _nightly(
+    trials_a: Trials,
+    trials_b: Trials,
+    policy: GatePolicy,
+    settings,
+    run_id: str | None,
+    earlier: list[Night] | None,
+    tonight_why: str,
+) -> tuple[str, str, Sequential | None]:
+    """The season's verdict with this run as its latest night (``harness.release.nightly``)."""
+    from harness.release.nightly import Night, night_reading, season_reading
 
-    k = look or 1
-    alpha = alpha_for_look(1 - policy.confidence, k, policy.looks)
-    return {
-        "look": k,
-        "alpha": alpha,
-        "confidence": 1 - alpha,
-        "schedule": schedule_name(policy.looks),
-        "spent": (
-            f"{schedule_name(policy.looks)}; this look tests at α = {alpha:.3g} so the season "
-            f"stays at {1 - policy.confidence:g}"
-        ),
-    }
+    reading = night_reading(trials_a, trials_b, policy, settings)
+    if reading is None:
+        return "no-verdict", "no task has a verdict tonight: nothing to add to the season", None
+    nights = [*(earlier or []), Night(run_id or "this run", *reading)]
+    verdict, why, record = season_reading(nights, policy)
+    return verdict, f"{why} (tonight alone: {tonight_why})", record
 
 
 def _limits(policy, verdict: str) -> list[str]:
@@ -428,7 +438,7 @@ def policy_record(policy: GatePolicy) -> GatePolicyRecord:
     return cast("GatePolicyRecord", policy.model_dump(mode="json"))
 
 
-def _roles(policy: GatePolicy, suite: StoredSuite, arms: list[str]) -> Roles:
+def gate_roles(policy: GatePolicy, suite: StoredSuite, arms: list[str]) -> Roles:
     """The run's roles with the policy's pair first; a threshold rule without a declared
     pair on a run with one arm (besides A/A copies) judges that arm alone."""
     from harness.analysis import run_roles

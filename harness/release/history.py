@@ -23,6 +23,7 @@ from harness.release.records import (
     History,
     HistoryArm,
     HistoryRun,
+    Move,
 )
 
 
@@ -110,7 +111,6 @@ def suite_history(
     *,
     confidence: float | None = None,
     sequential: bool = False,
-    first_look: int = 1,
 ) -> History:
     """Runs oldest first; per arm: headline rate with interval, cost, versions, and the move
     from the previous run of the same arm (paired when pairable), flagged against the A/A
@@ -118,26 +118,27 @@ def suite_history(
     when its interval excludes 0.
 
     Read night after night, a fixed 95% interval raises a false regression in most seasons
-    (when-not-to-ship guide). ``sequential`` spends the error rate over the looks instead: the move into
-    the run at look k (``first_look`` is the first listed run's place among all the suite's
-    runs) gets an interval at 1 − α·6/(π²k²) (``stats.sequential``), so the chance of any
-    false call in a season of looks stays at most 1 − ``confidence``. ``confidence``: the
-    interval level; default each run's ``report.confidence``, as its report uses."""
+    (when-not-to-ship guide). ``sequential`` reads each arm's runs as nights instead: the
+    e-detector on the recursive residuals of its nightly rate (``harness.release.nightly``),
+    evidence pooled over the listed runs since the arm's last unpairable change, at most
+    1 − ``confidence`` false alarms per 60 nights; a move's ``call`` is then the detector's.
+    ``confidence``: the interval level; default each run's ``report.confidence``, as its
+    report uses."""
     from harness.analysis import run_roles, settings_of
     from harness.analysis.paired import aa_floor, compare_arms
+    from harness.release.nightly import RESTART, Night, drift_call, drift_reading
     from harness.release.source import stored_config, suite_config
-    from harness.stats import alpha_for_look, schedule_name
 
     entries: list[HistoryRun] = []
     base_levels: list[float] = []
     last: dict[str, tuple[Any, Trials, Fingerprint]] = {}
-    for look, run in enumerate(sorted(runs, key=lambda r: r.started_at), start=first_look):
+    seasons: dict[str, list[Night]] = {}
+    for run in sorted(runs, key=lambda r: r.started_at):
         trials = trials_by_run[run.id]
         suite = suite_config(run)
         settings = settings_of(suite, run.trials_per_task).at(confidence)
         base_level = settings.confidence
         base_levels.append(base_level)
-        level = 1 - alpha_for_look(1 - base_level, look) if sequential else base_level
         denominator = settings.denominator
         roles = run_roles(suite, list(run.arms or []))
         noise = None
@@ -170,17 +171,18 @@ def suite_history(
                 prun, prows, pfp = prev
                 problems = why_unpairable(pfp, fp)
                 if problems:
+                    seasons.pop(arm, None)
                     entry["move"] = {
                         "from_run": prun.id,
                         "paired": False,
                         "cannot_pair": problems,
                     }
                 else:
-                    c = compare_arms(prows, ar, settings, level)
+                    c = compare_arms(prows, ar, settings)
                     flagged = None
                     if noise is not None and c["estimate"] is not None:
                         flagged = abs(c["estimate"]) > noise["floor"]
-                    entry["move"] = {
+                    move: Move = {
                         "from_run": prun.id,
                         "paired": True,
                         "estimate": c["estimate"],
@@ -188,11 +190,24 @@ def suite_history(
                         "hi": c["hi"],
                         "n": c["n"],
                         "unit": c["unit"],
-                        "level": level,
-                        "look": look,
+                        "level": base_level,
                         "call": _call(c),
                         "beyond_noise_floor": flagged,
                     }
+                    entry["move"] = move
+                    reading = drift_reading(ar, prows, settings) if sequential else None
+                    if reading is not None:
+                        season = seasons.setdefault(arm, [])
+                        if not season:  # the season's first night: its SE is tonight's drift
+                            season.append(Night(prun.id, *_rate_of(prows, reading[1], settings)))
+                        season.append(Night(run.id, *reading))
+                        flagged_now, evidence, alarm = drift_call(season, 1 - base_level)
+                        move["call"] = "regression" if flagged_now else "none"
+                        move["look"] = len(season)
+                        move["evidence"] = evidence
+                        move["alarm_at"] = alarm
+                        if flagged_now:  # the season restarts on the next night
+                            seasons.pop(arm)
             last[arm] = (run, ar, fp)
             arms_out.append(entry)
         entries.append(
@@ -205,12 +220,27 @@ def suite_history(
                 "arms": arms_out,
             }
         )
+    level = confidence if confidence is not None else (base_levels or [0.95])[-1]
     return {
         "runs": entries,
-        "confidence": confidence if confidence is not None else (base_levels or [0.95])[-1],
+        "confidence": level,
         "sequential": sequential,
-        "schedule": schedule_name(None) if sequential else "none: each move at its own level",
+        "schedule": (
+            "each arm's runs read as nights: e-detector on the recursive residuals of its "
+            f"nightly rate (≤ {1 - level:g} false alarms per 60 nights); {RESTART}"
+            if sequential
+            else "none: each move at its own level"
+        ),
     }
+
+
+def _rate_of(trials: Trials, se: float, settings) -> tuple[float, float]:
+    """(mean per-task rate, ``se``) of a season's first night, whose SE only the next run's
+    drift can tell."""
+    from harness.release.compare import task_rates
+
+    _, rates, _ = task_rates(trials, settings.denominator)
+    return float(sum(rates) / len(rates)) if rates else float("nan"), se
 
 
 def _call(c: Comparison) -> str:

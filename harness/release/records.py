@@ -235,13 +235,22 @@ class Balance(TypedDict):
 
 
 class Sequential(TypedDict):
-    """This look's share of the season's error rate."""
+    """The nightly reading (``harness.release.nightly``): this season's nights and evidence."""
 
-    look: int
+    look: int  # this run's night within the season (1-based)
+    season_looks: int
+    nights: list[str]  # the season's run ids, oldest first (this run last)
+    estimates: list[float]
+    ses: list[float]
+    regression_evidence: float
+    """The e-detector R after this night; a regression is flagged at ``regression_threshold``."""
+    regression_threshold: float
+    ship_evidence: float
+    """The confirming test martingale M after this night; shipping needs ``ship_threshold``."""
+    ship_threshold: float
     alpha: float
-    confidence: float
     schedule: str
-    spent: str
+    restart: str
 
 
 class ThresholdCheck(TypedDict, total=False):
@@ -366,10 +375,14 @@ class Move(TypedDict, total=False):
     n: int
     unit: str
     level: float
-    """The interval's confidence (below ``confidence`` under sequential looks)."""
-    look: int
+    """The interval's confidence."""
+    look: int  # under ``--sequential``: this run's night in the arm's season
     call: str
-    """'regression', 'improvement' or 'none', read off the interval."""
+    """'regression', 'improvement' or 'none': read off the interval, or under
+    ``--sequential`` the detector's ('regression' once its evidence reaches ``alarm_at``)."""
+    evidence: float
+    """Under ``--sequential``: the e-detector R after this night."""
+    alarm_at: float
     beyond_noise_floor: bool | None
 
 
@@ -410,10 +423,14 @@ class TasksNeeded(TypedDict):
     lift: float
     alpha: float
     power: float
-    unpaired_per_arm: int
+    unpaired_per_arm: int  # two independent runs (formula; no gate reads an unpaired design)
     paired: list[dict[str, float | int | None]]
-    """Per discordance: tasks, win rate, discordant tasks, the exact test's needs."""
+    """Per discordance: tasks (None: more than the search limit), the gate's simulated power
+    there, win rate, discordant tasks."""
     discordance_assumed: bool
+    rule: str  # the gate rule and test the plan simulated
+    model: str
+    simulated_runs: int
 
 
 @final
@@ -429,10 +446,13 @@ class Sensitivity(TypedDict, total=False):
     discordant_tasks: int
     alpha: float
     power: float
-    mde_unpaired: float | None
-    mde_paired: float | None
-    cluster_discordance: float
-    mde_paired_clusters: float
+    mde: float | None
+    """The smallest lift the gate passes with ``power`` (None: not reachable below 100%)."""
+    simulated_power: float
+    simulated_runs: int
+    heterogeneity: float
+    rule: str
+    model: str
     run_id: str
     baseline: str | None
     candidate: str
@@ -448,4 +468,10 @@ class ThresholdPlan(TypedDict):
     power: float
     sides: str
     design_effect: float
-    tasks: int
+    tasks: int | None
+    """Tasks needed (None: more than the search limit)."""
+    independent_tasks: int | None
+    simulated_power: float
+    simulated_runs: int
+    rule: str
+    model: str

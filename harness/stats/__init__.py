@@ -59,7 +59,9 @@ from harness.stats.estimate import (
     Estimate,
     mean_estimate,
     no_variation_interval,
+    paired_estimate,
 )
+from harness.stats.gate_rule import GateRule
 from harness.stats.infra import RerunTrap, rerun_trap
 from harness.stats.intervals import (
     quantile_interval,
@@ -86,6 +88,12 @@ from harness.stats.passk import (
     plugin_pass_at_k,
     plugin_pass_hat_k,
 )
+from harness.stats.plan_sim import (
+    PilotModel,
+    independent_tasks_power,
+    simulated_mde,
+    threshold_tasks_power,
+)
 from harness.stats.power import (
     cases_needed,
     cases_needed_paired,
@@ -102,7 +110,14 @@ from harness.stats.reliability import (
     robustness_drop,
     unstable_tasks,
 )
-from harness.stats.sequential import alpha_for_look, schedule_name
+from harness.stats.sequential import (
+    alarm_threshold,
+    confirmation,
+    detector,
+    drift_se,
+    innovations,
+    night_look,
+)
 from harness.stats.stratified import (
     finite_population_se,
     kish_effective_n,
@@ -114,10 +129,20 @@ __all__ = [
     "FEW_CLUSTERS",
     "Estimate",
     "mean_estimate",
+    "paired_estimate",
+    "GateRule",
     "quantile_interval",
     "no_variation_interval",
-    "alpha_for_look",
-    "schedule_name",
+    "alarm_threshold",
+    "confirmation",
+    "detector",
+    "drift_se",
+    "innovations",
+    "night_look",
+    "PilotModel",
+    "independent_tasks_power",
+    "simulated_mde",
+    "threshold_tasks_power",
     "BootstrapResult",
     "MeanInterval",
     "PairedBootstrapResult",

@@ -3,17 +3,19 @@
 Every view (report, compare, gate, class and cluster slices, HTML, Markdown, JSON) asks this
 module for the interval of a mean of per-task values, so the same quantity never gets two
 intervals. The choice reads only the design: how many tasks, how many independent clusters,
-and whether the values are rates, paired differences or scores (metrics guide, agent-evaluation guide and when-not-to-ship guide: match
-the interval to the sampling unit; with few clusters use a method that holds its level).
+and whether the values are rates (in [0, 1]) or unbounded scores (metrics guide,
+agent-evaluation guide and when-not-to-ship guide: match the interval to the sampling unit;
+with few clusters use a method that holds its level). Formulas: docs/statistics.md.
 
-- Clusters coarser than tasks: the bias-reduced cluster-robust (CR2) standard error with a
-  Student t on Bell-McCaffrey degrees of freedom (``cr2_bm``). With equal cluster sizes it is
-  exactly CR1 with t on C − 1 df, the one-sample t interval on cluster means; with unequal
-  sizes CR1 + t(C − 1) under-covers (88–90% at 24 clusters of sizes 2–18) and CR2 + BM does
-  not. ``benchmarks/coverage.py`` measures it at 6 to 60 clusters.
-- Every task its own unit: a rate of per-task rates gets the Wilson interval over tasks
-  (metrics guide and eval-harness guide: Wald fails near 0 and 1); a difference or a weighted mean gets CR1 + t on
-  n − 1 df with each task its own cluster.
+- Clusters coarser than tasks, or task weights: the bias-reduced cluster-robust (CR2)
+  standard error with Student t on Imbens–Kolesár degrees of freedom (``ClusterDesign``).
+  A rate's interval is formed on the logit scale (``harness.stats.bounds``): near the top of
+  the scale the symmetric t bound lands above the truth too often.
+- Every task its own unit, equal weights: a rate gets the Wilson interval over tasks.
+- A paired difference (``paired_estimate``): MOVER from the two arms' intervals and their
+  correlation, so each arm's skew carries over.
+- Decisions (``cautious=True``, the gate's bounds): the more cautious end of the logit-scale
+  CR2, cluster-jackknife and Hall skew-corrected bounds.
 - No variation between units (every unit shows the same value, e.g. an A/A arm that agreed
   on every task): no standard error can be estimated, and zero width would be false. The
   population mean can differ from the shared value only through units unlike every observed
@@ -33,9 +35,12 @@ from typing import Literal, TypedDict
 
 import numpy as np
 
-from harness.stats._util import as_1d_float, encode_labels, z_two_sided
+from harness.stats._util import as_1d_float, encode_labels
+from harness.stats.cluster_design import DENSE_LIMIT, ClusterDesign
 
 Kind = Literal["rate", "difference", "score"]
+"""'rate' and 'score' for ``mean_estimate`` (values in [0, 1], unbounded); 'difference' names
+the range of a paired difference (``paired_estimate``)."""
 
 
 class _Design(TypedDict):
@@ -48,8 +53,8 @@ class _Design(TypedDict):
 
 
 FEW_CLUSTERS = 10
-"""Below this many independent clusters an interval carries a warning: CR1 with t(C − 1)
-is the method that holds its level there, but it is wide and leans on similar cluster sizes."""
+"""Below this many independent clusters an interval carries a warning: CR2 with t on
+Imbens–Kolesár df holds its level there, but it is wide and leans on the working model."""
 
 _RANGES: dict[str, tuple[float, float]] = {
     "rate": (0.0, 1.0),
@@ -93,7 +98,8 @@ class Estimate:
     method: str
     """One sentence naming the method, for every view to print."""
     method_key: str
-    """'cr2-bm', 'wilson', 'no-variation' or 'one-unit'."""
+    """'logit-cr2', 'cr2-ik' (unbounded scores), 'wilson', 'mover', 'cautious',
+    'no-variation' or 'one-unit'."""
     df: float | None
     confidence: float
     warning: str | None = None
@@ -118,90 +124,66 @@ class Estimate:
 
 def icc_anova(values: np.ndarray, codes: np.ndarray) -> float:
     """One-way ANOVA intra-cluster correlation of per-task values, clipped to [0, 1]."""
-    g = int(codes.max()) + 1
-    m = np.bincount(codes, minlength=g).astype(float)
-    n = float(m.sum())
-    if g < 2 or n <= g:
-        return 0.0
-    means = np.bincount(codes, weights=values, minlength=g) / m
-    grand = float(values.mean())
-    msb = float(np.dot(m, (means - grand) ** 2)) / (g - 1)
-    msw = float(np.sum((values - means[codes]) ** 2)) / (n - g)
-    m0 = (n - float(np.dot(m, m)) / n) / (g - 1)
-    den = msb + (m0 - 1.0) * msw
-    return float(min(1.0, max(0.0, (msb - msw) / den))) if den > 0 else 1.0
+    return float(ClusterDesign.of(codes).icc(np.asarray(values, dtype=float)[None, :])[0])
 
 
-def cr2_bm(
+def cr2_ik(
     values: np.ndarray,
     codes: np.ndarray,
     w: np.ndarray,
     groups: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    """(SE, degrees of freedom) of a weighted mean by CR2 with Bell-McCaffrey df.
+    """(SE, degrees of freedom) of a weighted mean by CR2 with Imbens–Kolesár df.
 
     CR2 (Bell & McCaffrey 2002) removes the downward bias of the cluster-robust variance that
     unequal cluster sizes cause: for a weighted mean the cluster's leverage is its weight
     share h_c = W_c/W, and its score is inflated by 1/sqrt(1 − h_c) (with equal sizes that is
     CR1's sqrt(C/(C − 1)) exactly). The df are Satterthwaite's for the variance estimator under
     Imbens and Kolesár's (2016) working model, tasks equicorrelated within clusters with the
-    ANOVA intra-cluster correlation: with equal sizes exactly C − 1, with unequal sizes fewer,
-    which keeps the t interval at its level where CR1 + t(C − 1) under-covers. ``groups``
-    (strata) centre residuals on group means instead; the leverage then uses CR1's factor.
+    ANOVA intra-cluster correlation: with equal sizes exactly C − 1, with unequal sizes fewer
+    (``ClusterDesign``). ``groups`` (strata) centre residuals on group means instead; the
+    leverage then uses the equal-size factor C/(C − 1).
     """
+    if groups is None:
+        _, se_a, df_a = ClusterDesign.of(codes, w).cr2(values[None, :])
+        return float(se_a[0]), float(df_a[0])
     g = int(codes.max()) + 1
     total = float(w.sum())
     wc = np.bincount(codes, weights=w, minlength=g)
-    if groups is None:
-        centres = np.full(values.size, float(np.dot(w, values)) / total)
-        a2 = 1.0 / np.maximum(1.0 - wc / total, 1e-12)
-    else:
-        gw = np.bincount(groups, weights=w)
-        centres = (np.bincount(groups, weights=w * values) / np.where(gw > 0, gw, 1.0))[groups]
-        a2 = np.full(g, g / (g - 1.0))
+    gw = np.bincount(groups, weights=w)
+    centres = (np.bincount(groups, weights=w * values) / np.where(gw > 0, gw, 1.0))[groups]
+    a2 = np.full(g, g / (g - 1.0))
     sums = np.bincount(codes, weights=w * (values - centres), minlength=g)
     var = float(np.sum(a2 * sums * sums)) / (total * total)
-    df = _bm_df(values, codes, w, wc, total, a2, groups)
+    df = _stratified_df(values, codes, w, wc, total, a2, groups)
     return math.sqrt(max(var, 0.0)), df
 
 
-_DENSE_LIMIT = 4_000_000
-"""Largest tasks × clusters (stratified) or clusters² matrix the df computation builds; past
-it t on C − 1 df is used (by then t is all but normal)."""
-
-
-def _bm_df(
+def _stratified_df(
     values: np.ndarray,
     codes: np.ndarray,
     w: np.ndarray,
     wc: np.ndarray,
     total: float,
     a2: np.ndarray,
-    groups: np.ndarray | None,
+    groups: np.ndarray,
 ) -> float:
-    """Satterthwaite df of V = Σ_c a_c² S_c² / W², S = R'y with R = P'U_w (P centres y,
-    U_w[i, c] = w_i when task i is in cluster c), y ~ (·, Ω) under the working model
-    Ω = (1 − ρ)I + ρ·UU': df = tr(DQ)² / tr((DQ)²), Q = R'ΩR, D = diag(a²)."""
+    """Satterthwaite df of the stratified variance under the Imbens–Kolesár working model
+    (the unstratified case lives in ``ClusterDesign.df``): df = tr(DQ)²/tr((DQ)²)."""
     g = wc.size
-    if g * g > _DENSE_LIMIT or (groups is not None and values.size * g > _DENSE_LIMIT):
+    if g * g > DENSE_LIMIT or values.size * g > DENSE_LIMIT:
         return float(g - 1)
     rho = icc_anova(values, codes) if g < values.size else 0.0
-    if groups is None:
-        s2 = np.bincount(codes, weights=w * w, minlength=g)
-        rr = np.diag(s2) - (np.outer(s2, wc) + np.outer(wc, s2)) / total
-        rr += float(np.dot(w, w)) * np.outer(wc, wc) / (total * total)
-        ur = np.diag(wc) - np.outer(wc, wc) / total
-    else:
-        n = values.size
-        uw = np.zeros((n, g))
-        uw[np.arange(n), codes] = w
-        gw = np.bincount(groups, weights=w)
-        per_group = np.zeros((int(groups.max()) + 1, g))
-        np.add.at(per_group, groups, uw)
-        r = uw - (w / gw[groups])[:, None] * per_group[groups]
-        rr = r.T @ r
-        ur = np.zeros((g, g))
-        np.add.at(ur, codes, r)
+    n = values.size
+    uw = np.zeros((n, g))
+    uw[np.arange(n), codes] = w
+    gw = np.bincount(groups, weights=w)
+    per_group = np.zeros((int(groups.max()) + 1, g))
+    np.add.at(per_group, groups, uw)
+    r = uw - (w / gw[groups])[:, None] * per_group[groups]
+    rr = r.T @ r
+    ur = np.zeros((g, g))
+    np.add.at(ur, codes, r)
     q = (1.0 - rho) * rr + rho * (ur.T @ ur)
     dq = a2[:, None] * q
     tr1 = float(np.trace(dq))
@@ -233,57 +215,32 @@ def no_variation_interval(
     value: float, n_units: int, kind: Kind, confidence: float
 ) -> tuple[float, float]:
     """Interval for a mean whose G units all showed ``value`` (see the module docstring)."""
+    from harness.stats.mean_intervals import no_variation_bounds
+
     lo_r, hi_r = _RANGES[kind]
     if not (math.isfinite(lo_r) and math.isfinite(hi_r)):
         return -math.inf, math.inf
-    z = z_two_sided(confidence)
-    u = z * z / (n_units + z * z)
-    return max(lo_r, value - u * (value - lo_r)), min(hi_r, value + u * (hi_r - value))
+    lo, hi = no_variation_bounds(np.array([value]), n_units, lo_r, hi_r, confidence)
+    return float(lo[0]), float(hi[0])
 
 
-# long: the choice of interval method by design (one unit, no variation, clusters, tasks) stays in
-#   one place so every view shares it.
-def mean_estimate(
-    values: object,
-    clusters: object | None = None,
-    *,
-    weights: object | None = None,
-    kind: Kind = "rate",
-    confidence: float = 0.95,
-    strata: object | None = None,
-) -> Estimate:
-    """Estimate and interval for the (weighted) mean of per-task values, method by design.
+def _units_text(unit: str, g: int) -> str:
+    return f"{g} clusters" if unit == "cluster" else f"{g} tasks (each its own unit)"
 
-    Estimand: Σ_i w_i x_i / Σ_i w_i over the population of clusters (or tasks) the suite was
-    drawn from, x_i a task's rate (mean over its trials), paired difference (candidate −
-    baseline per-task rates) or score. ``clusters`` labels each task's cluster (None: tasks
-    are independent). ``strata`` (optional) labels each task's stratum: residuals are then
-    taken from stratum means (a stratified estimate with fixed stratum shares, estimands guide,
-    made cluster-aware). Rate and difference intervals are clipped to their range.
-    """
-    x = as_1d_float(values, "values")
-    n = int(x.size)
-    if n == 0:
-        raise ValueError("no tasks: nothing to estimate")
-    w = _weights(weights, n)
-    unit, codes = _unit_codes(clusters, n)
-    g = int(codes.max()) + 1
-    total = float(w.sum())
-    mean = float(np.dot(w, x) / total)
-    lo_r, hi_r = _RANGES[kind]
-    s_codes = None
-    if strata is not None:
-        _, s_codes = encode_labels(np.asarray(strata).astype(str))
-        if s_codes.size != n:
-            raise ValueError("strata must have one label per task")
-    base = _Design(n=n, unit=unit, n_units=g, confidence=confidence)
-    few = unit == "cluster" and g < FEW_CLUSTERS
-    if g < 2:
+
+def _edge_case(
+    mean: float, case: int, lo: float, hi: float, unit: str, g: int, base: _Design
+) -> Estimate | None:
+    """The Estimate of a sample with one unit or no variation, else None."""
+    from harness.stats.mean_intervals import NO_VARIATION, ONE_UNIT
+
+    units = "clusters" if unit == "cluster" else "tasks"
+    if case == ONE_UNIT:
         what = "cluster" if unit == "cluster" else "task"
         return Estimate(
             estimate=mean,
-            lo=lo_r,
-            hi=hi_r,
+            lo=lo,
+            hi=hi,
             se=None,
             method=f"one {what}: no interval can be estimated; the whole range is shown",
             method_key="one-unit",
@@ -291,12 +248,7 @@ def mean_estimate(
             warning=f"only one independent {what}: the interval is the whole range",
             **base,
         )
-    se, df = cr2_bm(x, codes, w, s_codes)
-    spread = float(np.max(x) - np.min(x))
-    if se == 0.0 or spread == 0.0:
-        value = mean
-        lo, hi = no_variation_interval(value, g, kind, confidence)
-        units = "clusters" if unit == "cluster" else "tasks"
+    if case == NO_VARIATION:
         return Estimate(
             estimate=mean,
             lo=lo,
@@ -314,43 +266,232 @@ def mean_estimate(
             ),
             **base,
         )
-    if unit == "task" and kind == "rate" and weights is None and strata is None:
-        from harness.stats.intervals import wilson_interval
+    return None
 
-        w_lo, w_hi = wilson_interval(min(max(mean, 0.0), 1.0) * n, n, confidence)
-        return Estimate(
-            estimate=mean,
-            lo=float(w_lo),
-            hi=float(w_hi),
-            se=se,
-            method=f"Wilson score interval over {n} tasks, mean of per-task rates",
-            method_key="wilson",
-            df=None,
-            **base,
-        )
-    from scipy.special import stdtrit
 
-    q = float(stdtrit(df, 0.5 + confidence / 2.0))
-    lo, hi = max(lo_r, mean - q * se), min(hi_r, mean + q * se)
-    units = f"{g} clusters" if unit == "cluster" else f"{g} tasks (each its own unit)"
-    strat = "stratified (residuals from stratum means); " if strata is not None else ""
-    warning = None
-    if few:
-        warning = (
-            f"only {g} clusters (fewer than {FEW_CLUSTERS}): the interval uses CR2 with t on "
-            f"{df:.1f} df, which holds its level with few clusters but is wide"
+def _few_warning(unit: str, g: int, df: float) -> str | None:
+    if unit != "cluster" or g >= FEW_CLUSTERS:
+        return None
+    return (
+        f"only {g} clusters (fewer than {FEW_CLUSTERS}): the interval uses CR2 with t on "
+        f"{df:.1f} Imbens–Kolesár df, which holds its level with few clusters but is wide"
+    )
+
+
+CAUTIOUS = (
+    "the more cautious end of three logit-scale bounds (CR2, cluster jackknife, Hall's "
+    "skewness correction)"
+)
+
+
+def mean_estimate(
+    values: object,
+    clusters: object | None = None,
+    *,
+    weights: object | None = None,
+    kind: Kind = "rate",
+    confidence: float = 0.95,
+    strata: object | None = None,
+    cautious: bool = False,
+    trials: object | None = None,
+) -> Estimate:
+    """Estimate and interval for the (weighted) mean of per-task values, method by design.
+
+    Estimand: Σ_i w_i x_i / Σ_i w_i over the population of clusters (or tasks) the suite was
+    drawn from, x_i a task's rate (mean over its trials, in [0, 1]: ``kind="rate"``) or an
+    unbounded score (``kind="score"``: CR2 + t, symmetric). ``clusters`` labels each task's
+    cluster (None: tasks are independent). ``strata`` (optional) labels each task's stratum:
+    residuals are then taken from stratum means (a stratified estimate with fixed stratum
+    shares, estimands guide, made cluster-aware). ``cautious``: the decision bound of a rate
+    (the gate's), the more cautious end of the logit-scale constructions; ``trials`` (counted
+    trials per task, default 1) tells its skewness correction how binomial each task is.
+    Assumes clusters are independent draws; a paired difference goes through
+    ``paired_estimate``.
+    """
+    x = as_1d_float(values, "values")
+    n = int(x.size)
+    if n == 0:
+        raise ValueError("no tasks: nothing to estimate")
+    if kind == "difference":
+        raise ValueError("a paired difference goes through paired_estimate")
+    w = _weights(weights, n)
+    unit, codes = _unit_codes(clusters, n)
+    g = int(codes.max()) + 1
+    base = _Design(n=n, unit=unit, n_units=g, confidence=confidence)
+    if strata is not None:
+        return _stratified(x, codes, w, strata, kind, unit, g, base)
+    design = ClusterDesign.of(codes, w)
+    if kind == "score":
+        return _score(design, x, unit, g, base)
+    from harness.stats.mean_intervals import rate_intervals
+
+    wilson = unit == "task" and strata is None and bool(np.all(w == w[0]))
+    t = None if trials is None else as_1d_float(trials, "trials")
+    iv = rate_intervals(design, x[None, :], confidence, cautious=cautious, wilson=wilson, trials=t)
+    mean, lo, hi = float(iv.mean[0]), float(iv.lo[0]), float(iv.hi[0])
+    edge = _edge_case(mean, int(iv.case[0]), lo, hi, unit, g, base)
+    if edge is not None:
+        return edge
+    se, df = float(iv.se[0]), float(iv.df[0])
+    if cautious:
+        key, text = "cautious", f"{CAUTIOUS} over {_units_text(unit, g)}, t with {df:.1f} "
+        text += "Imbens–Kolesár df"
+        if wilson:
+            text = f"the more cautious of Wilson over {n} tasks and {text}"
+    elif wilson:
+        key, text = "wilson", f"Wilson score interval over {n} tasks, mean of per-task rates"
+    else:
+        key = "logit-cr2"
+        text = (
+            f"cluster-robust (CR2) SE over {_units_text(unit, g)}, interval on the logit "
+            f"scale, Student t with {df:.1f} Imbens–Kolesár df"
         )
     return Estimate(
         estimate=mean,
         lo=lo,
         hi=hi,
         se=se,
-        method=(
-            f"{strat}cluster-robust (CR2) SE over {units}, Student t with {df:.1f} "
-            "Bell-McCaffrey df"
-        ),
-        method_key="cr2-bm",
+        method=text,
+        method_key=key,
+        df=None if key == "wilson" else round(df, 3),
+        warning=_few_warning(unit, g, df),
+        **base,
+    )
+
+
+def _score(design: ClusterDesign, x: np.ndarray, unit: str, g: int, base: _Design) -> Estimate:
+    """An unbounded mean: CR2 + t on Imbens–Kolesár df, symmetric."""
+    from harness.stats.mean_intervals import METHOD, NO_VARIATION, ONE_UNIT, t_quantile
+
+    mean, se_a, df_a = design.cr2(x[None, :])
+    m, se, df = float(mean[0]), float(se_a[0]), float(df_a[0])
+    case = ONE_UNIT if g < 2 else NO_VARIATION if se == 0 or np.ptp(x) == 0 else METHOD
+    edge = _edge_case(m, case, -math.inf, math.inf, unit, g, base)
+    if edge is not None:
+        return edge
+    q = float(t_quantile(np.array([df]), base["confidence"])[0])
+    return Estimate(
+        estimate=m,
+        lo=m - q * se,
+        hi=m + q * se,
+        se=se,
+        method=f"cluster-robust (CR2) SE over {_units_text(unit, g)}, Student t with {df:.1f} "
+        "Imbens–Kolesár df",
+        method_key="cr2-ik",
         df=round(df, 3),
-        warning=warning,
+        warning=_few_warning(unit, g, df),
+        **base,
+    )
+
+
+def _stratified(
+    x: np.ndarray,
+    codes: np.ndarray,
+    w: np.ndarray,
+    strata: object,
+    kind: Kind,
+    unit: str,
+    g: int,
+    base: _Design,
+) -> Estimate:
+    """Residuals from stratum means, summed per cluster; CR2 + t, on the logit scale for a rate."""
+    from harness.stats.bounds import logit_bounds
+    from harness.stats.mean_intervals import NO_VARIATION, ONE_UNIT, t_quantile
+
+    _, s_codes = encode_labels(np.asarray(strata).astype(str))
+    if s_codes.size != x.size:
+        raise ValueError("strata must have one label per task")
+    mean = float(np.dot(w, x) / w.sum())
+    lo_r, hi_r = _RANGES[kind]
+    if g < 2:
+        edge = _edge_case(mean, ONE_UNIT, lo_r, hi_r, unit, g, base)
+        assert edge is not None
+        return edge
+    se, df = cr2_ik(x, codes, w, s_codes)
+    if se == 0.0 or np.ptp(x) == 0.0:
+        lo, hi = no_variation_interval(mean, g, kind, base["confidence"])
+        edge = _edge_case(mean, NO_VARIATION, lo, hi, unit, g, base)
+        assert edge is not None
+        return edge
+    q = t_quantile(np.array([df]), base["confidence"])
+    if kind == "rate":
+        lo_a, hi_a = logit_bounds(np.array([mean]), np.array([se]), q)
+        lo, hi, scale = float(lo_a[0]), float(hi_a[0]), " on the logit scale"
+    else:
+        lo, hi, scale = mean - float(q[0]) * se, mean + float(q[0]) * se, ""
+    return Estimate(
+        estimate=mean,
+        lo=lo,
+        hi=hi,
+        se=se,
+        method=(
+            f"stratified (residuals from stratum means); cluster-robust (CR2) SE over "
+            f"{_units_text(unit, g)}{scale}, Student t with {df:.1f} Imbens–Kolesár df"
+        ),
+        method_key="logit-cr2" if kind == "rate" else "cr2-ik",
+        df=round(df, 3),
+        warning=_few_warning(unit, g, df),
+        **base,
+    )
+
+
+def paired_estimate(
+    baseline: object,
+    candidate: object,
+    clusters: object | None = None,
+    *,
+    weights: object | None = None,
+    confidence: float = 0.95,
+    trials: tuple[object, object] | None = None,
+) -> Estimate:
+    """Estimate and interval for the (weighted) mean of candidate − baseline per-task rates.
+
+    Estimand: Σ_i w_i (b_i − a_i) / Σ_i w_i over the population of clusters (or tasks), b_i
+    and a_i the two arms' rates on task i. Interval: MOVER (Zou and Donner 2008) from each
+    arm's interval — logit-scale CR2 over clusters or weighted tasks, Wilson over equally
+    weighted independent tasks (then it is Newcombe's paired method) — at the critical value
+    of the difference's own Imbens–Kolesár df, with the CR2 correlation of the arms' means.
+    The gate reads the ends of this interval at level 2c − 1 (its one-sided errors are
+    measured in ``benchmarks/coverage.py``). ``trials``: each arm's counted trials per task
+    (default 1). Assumes independent clusters; the arms' trials need not share seeds.
+    """
+    from harness.stats.mean_intervals import paired_intervals
+
+    a = as_1d_float(baseline, "baseline")
+    b = as_1d_float(candidate, "candidate")
+    if a.shape != b.shape:
+        raise ValueError("baseline and candidate need one rate per task each")
+    n = int(a.size)
+    if n == 0:
+        raise ValueError("no tasks: nothing to estimate")
+    w = _weights(weights, n)
+    unit, codes = _unit_codes(clusters, n)
+    g = int(codes.max()) + 1
+    base = _Design(n=n, unit=unit, n_units=g, confidence=confidence)
+    design = ClusterDesign.of(codes, w)
+    wilson = unit == "task" and bool(np.all(w == w[0]))
+    t = None
+    if trials is not None:
+        t = (as_1d_float(trials[0], "trials"), as_1d_float(trials[1], "trials"))
+    iv = paired_intervals(design, a[None, :], b[None, :], confidence, wilson=wilson, trials=t)
+    mean, lo, hi = float(iv.mean[0]), float(iv.lo[0]), float(iv.hi[0])
+    edge = _edge_case(mean, int(iv.case[0]), lo, hi, unit, g, base)
+    if edge is not None:
+        return edge
+    df = float(iv.df[0])
+    arm = (
+        f"Wilson over {n} tasks"
+        if wilson
+        else f"logit-scale CR2 over {_units_text(unit, g)}, t with {df:.1f} Imbens–Kolesár df"
+    )
+    return Estimate(
+        estimate=mean,
+        lo=lo,
+        hi=hi,
+        se=float(iv.se[0]),
+        method=f"paired MOVER from each arm's interval ({arm}) and their correlation",
+        method_key="mover",
+        df=round(df, 3),
+        warning=_few_warning(unit, g, df),
         **base,
     )

@@ -23,6 +23,29 @@ def _binom_half_sf(x: int, n: int) -> float:
     return float(bdtrc(x - 1, n, 0.5))
 
 
+def sign_test_tails(positive: np.ndarray, negative: np.ndarray) -> dict[str, np.ndarray]:
+    """Exact sign-test p-values for many samples at once: ``positive`` and ``negative`` count
+    the tasks whose difference is above / below 0 (ties dropped). Returns the "greater",
+    "less" and "two-sided" p-values elementwise, equal to ``sign_test`` (and, for 0/1
+    outcomes, to ``mcnemar_exact``)."""
+    from scipy.special import bdtrc
+
+    pos = np.asarray(positive, dtype=np.int64)
+    neg = np.asarray(negative, dtype=np.int64)
+    n = pos + neg
+
+    def upper(x: np.ndarray) -> np.ndarray:  # P(X >= x), X ~ Binomial(n, 1/2)
+        tail = np.where(n > 0, bdtrc(np.maximum(x - 1, 0), np.maximum(n, 1), 0.5), 1.0)
+        return np.where(x <= 0, 1.0, np.where(x > n, 0.0, tail))
+
+    greater, less = upper(pos), upper(neg)
+    return {
+        "greater": greater,
+        "less": less,
+        "two-sided": np.minimum(1.0, 2.0 * np.minimum(greater, less)),
+    }
+
+
 def _exact_binomial_half(successes: int, n: int, alternative: str) -> float:
     if alternative not in _ALTERNATIVES:
         raise ValueError(f"alternative must be one of {_ALTERNATIVES}")

@@ -17,7 +17,8 @@ from harness.stats.records import Interval
 MIN_CLUSTERS = 2
 """Clusters needed for a cluster-level interval. With one cluster nothing can be said about
 clusters beyond it, so intervals describe its tasks (with a warning); from two clusters on the
-interval is cluster-robust (CR1 + t on C − 1 df), and below ``FEW_CLUSTERS`` it warns."""
+interval is cluster-robust (CR2 + t on Imbens–Kolesár df), and below ``FEW_CLUSTERS`` it
+warns."""
 
 
 def clip01(x: float) -> float:
@@ -77,8 +78,8 @@ def mean_interval(
 ) -> Interval:
     """Estimate and interval for the (weighted) mean of per-task values, as a report record.
 
-    The method is ``harness.stats.mean_estimate``'s, the one every view uses: CR1 + t on
-    C − 1 df over clusters; Wilson over tasks for an unweighted rate with tasks as the unit;
+    The method is ``harness.stats.mean_estimate``'s, the one every view uses: CR2 + t on
+    Imbens–Kolesár df over clusters (on the logit scale for a rate); Wilson over tasks for an unweighted rate with tasks as the unit;
     a bound when every unit shows the same value. ``bounded=False`` (or ``kind="score"``)
     leaves the interval unclipped.
     """

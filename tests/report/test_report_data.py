@@ -54,7 +54,12 @@ def test_sections_match_direct_statistics(known, store_url):
     mi = hs.mean_ci_clustered(rates, labels, 0.95)
     s = arm["success"]
     assert s["estimate"] == pytest.approx(rates.mean())
-    assert (s["lo"], s["hi"]) == pytest.approx((max(0, mi.lo), min(1, mi.hi)))
+    # the audited CR1 + t(C − 1) SE (equal cluster sizes: CR2 is CR1), interval on the logit
+    # scale (docs/statistics.md)
+    from harness.stats.bounds import logit_bounds
+
+    lo, hi = logit_bounds(np.array([mi.estimate]), np.array([mi.se]), np.array([mi.critical]))
+    assert (s["lo"], s["hi"]) == pytest.approx((lo[0], hi[0]))
     assert s["n"] == 36 and s["n_clusters"] == 12 and "cluster-robust" in s["method"]
 
     assert [p["k"] for p in arm["pass_hat_k"]] == [1, 2, 3, 4]
@@ -354,13 +359,13 @@ def test_few_clusters_keep_clusters_with_t_and_a_warning(tmp_path):
     make_store(url, grid_rows("a", outcomes, clusters), trials=3)
     data = _report(url)
     arm = data["arms"]["a"]
-    # Few clusters never fall back to tasks (that under-covers): CR1 + t on 2 df, warned.
+    # Few clusters never fall back to tasks (that under-covers): CR2 + t on 2 df, warned.
     assert arm["unit"]["kind"] == "cluster"
-    assert "Student t with 2.0 Bell-McCaffrey df" in arm["success"]["method"]
+    assert "Student t with 2.0 Imbens–Kolesár df" in arm["success"]["method"]
     assert "only 3 clusters" in arm["success"]["warning"]
     assert any("only 3 clusters" in w for w in data["warnings"])
     for p in arm["pass_hat_k"]:
-        assert "t with 2.0 Bell" in p["method"] and p["hi"] > p["lo"]
+        assert "t with 2.0 Imbens–Kolesár" in p["method"] and p["hi"] > p["lo"]
 
     url = f"sqlite:///{tmp_path / 'one.db'}"
     make_store(url, grid_rows("a", outcomes, {t: "c0" for t in outcomes}), trials=3)
@@ -398,12 +403,13 @@ def test_pass_k_uses_the_shared_interval_method(tmp_path):
     make_store(url, grid_rows("a", outcomes, clusters), trials=3)
     arm = _report(url)["arms"]["a"]
     p = arm["pass_hat_k"][1]
-    assert "CR2" in p["method"] and "t with 39.0 Bell-McCaffrey df" in p["method"]
+    assert "CR2" in p["method"] and "t with 39.0 Imbens–Kolesár df" in p["method"]
     tasks = sorted(outcomes)
     n = np.full(80, 3)
     c = np.array([sum(outcomes[t]) for t in tasks])
-    exact = hs.mean_ci_clustered(hs.pass_hat_k(n, c, 2), [clusters[t] for t in tasks])
-    assert p["lo"] == pytest.approx(max(0.0, exact.lo)) and p["hi"] == pytest.approx(exact.hi)
+    exact = hs.mean_estimate(hs.pass_hat_k(n, c, 2), [clusters[t] for t in tasks])
+    assert (p["lo"], p["hi"]) == pytest.approx((exact.lo, exact.hi))
+    assert exact.method_key == "logit-cr2"
     # with 40 clusters a cluster bootstrap agrees to within a few points
     ref = hs.cluster_bootstrap_ci(
         hs.pass_hat_k(n, c, 2), [clusters[t] for t in tasks], n_resamples=RESAMPLES, rng=1

@@ -1,5 +1,5 @@
 """The one interval method (stats.mean_estimate) against scipy, statsmodels, a direct matrix
-CR2 / Bell-McCaffrey computation and the seeds' worked numbers; alpha spending."""
+CR2 / Imbens–Kolesár df computation and the seeds' worked numbers."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from harness.stats import (
-    alpha_for_look,
     mean_ci_clustered,
     mean_estimate,
+    paired_estimate,
     stratified_estimate,
     wilson_interval,
 )
-from harness.stats.estimate import cr2_bm, icc_anova
+from harness.stats.estimate import cr2_ik, icc_anova
 
 Z95 = 1.959963984540054
 
@@ -30,7 +30,7 @@ def test_equal_clusters_are_the_t_interval_on_cluster_means():
     means = x.reshape(12, 4).mean(axis=1)
     lo, hi = stats.t.interval(0.95, 11, loc=means.mean(), scale=stats.sem(means))
     assert (e.lo, e.hi) == pytest.approx((lo, hi), rel=1e-12)
-    assert e.df == pytest.approx(11) and e.method_key == "cr2-bm"
+    assert e.df == pytest.approx(11) and e.method_key == "cr2-ik"
     m = mean_ci_clustered(x, cl)  # the audited CR1 + t(C − 1) core
     assert (e.lo, e.hi) == pytest.approx((m.lo, m.hi), rel=1e-12)
 
@@ -46,8 +46,9 @@ def test_cr1_se_agrees_with_statsmodels_when_sizes_are_equal():
     assert mean_estimate(x, cl, kind="score").se == pytest.approx(float(fit.bse[0]), rel=1e-10)
 
 
-def _dense_cr2_bm(x: np.ndarray, cl: np.ndarray) -> tuple[float, float]:
-    """CR2 and Bell-McCaffrey df for an unweighted mean, straight from the matrix definitions."""
+def _dense_cr2_ik(x: np.ndarray, cl: np.ndarray) -> tuple[float, float]:
+    """CR2 and its Imbens–Kolesár df for an unweighted mean, straight from the matrix
+    definitions."""
     from scipy.linalg import fractional_matrix_power
 
     n = x.size
@@ -79,8 +80,8 @@ def test_cr2_and_bell_mccaffrey_df_match_the_matrix_definition():
     sizes = [1, 2, 2, 3, 5, 8, 13]
     cl = np.repeat(np.arange(len(sizes)), sizes)
     x = rng.random(cl.size) + 0.3 * rng.normal(size=len(sizes))[cl]
-    se, df = cr2_bm(x, cl, np.ones(cl.size))
-    ref_se, ref_df = _dense_cr2_bm(x, cl)
+    se, df = cr2_ik(x, cl, np.ones(cl.size))
+    ref_se, ref_df = _dense_cr2_ik(x, cl)
     assert se == pytest.approx(ref_se, rel=1e-10)
     assert df == pytest.approx(ref_df, rel=1e-8)
     assert df < len(sizes) - 1  # unequal sizes cost degrees of freedom
@@ -88,7 +89,7 @@ def test_cr2_and_bell_mccaffrey_df_match_the_matrix_definition():
 
 def test_no_variation_is_a_bound_never_zero_width():
     # an A/A arm that agreed on all 20 tasks: the bound is Wilson's at 0 of 20
-    e = mean_estimate(np.zeros(20), kind="difference")
+    e = paired_estimate(np.ones(20), np.ones(20))
     u = Z95**2 / (20 + Z95**2)
     assert e.method_key == "no-variation" and e.hi - e.lo > 0
     assert (e.lo, e.hi) == pytest.approx((-u, u))
@@ -99,7 +100,7 @@ def test_no_variation_is_a_bound_never_zero_width():
 
 
 def test_one_cluster_shows_the_whole_range_with_a_warning():
-    e = mean_estimate([0.25, 0.25, 0.5], ["c", "c", "c"], kind="difference")
+    e = paired_estimate([0.5, 0.5, 0.5], [0.25, 0.75, 1.0], ["c", "c", "c"])
     assert e.n_units == 1 and (e.lo, e.hi) == (-1.0, 1.0) and "one independent" in e.warning
 
 
@@ -120,13 +121,6 @@ def test_stratified_reduces_to_seed_002_with_independent_tasks():
     est, se = stratified_estimate([0.6, 0.95], [200, 100], [0.2, 0.8])
     assert e.estimate == pytest.approx(0.88) == pytest.approx(est)
     assert e.se == pytest.approx(se * math.sqrt(300 / 299), rel=1e-9)
-
-
-def test_alpha_spending_sums_to_alpha():
-    assert sum(alpha_for_look(0.05, k) for k in range(1, 100_000)) < 0.05
-    assert sum(alpha_for_look(0.05, k) for k in range(1, 100_000)) > 0.0499
-    assert alpha_for_look(0.05, 3, planned_looks=60) == pytest.approx(0.05 / 60)
-    assert alpha_for_look(0.05, 61, planned_looks=60) == 0.0
 
 
 def test_quantile_interval_uses_the_binomial_order_statistics():

@@ -18,38 +18,36 @@ def print_plan(p: TasksNeeded | Sensitivity | ThresholdPlan) -> None:
 
     con = Console()
     if "bar" in p:
+        tasks = f"{p['tasks']:,} tasks" if p["tasks"] else "more than 20,000 tasks"
         con.print(
             f"[bold]Tasks needed[/] to show the rate exceeds {pct(p['bar'])} when it is "
-            f"{pct(p['rate'])} (α = {p['alpha']:g} one-sided, power {p['power']:.0%}): "
-            f"{p['tasks']:,} tasks"
+            f"{pct(p['rate'])} (power {p['power']:.0%}): {tasks}"
             + (f" (design effect {p['design_effect']:g})" if p["design_effect"] != 1 else "")
         )
-        con.print(
-            "  [dim]independent tasks assumed; with clusters pass --design-effect 1 + (m − 1)ρ[/]"
-        )
+        _assumed(con, p)
         return
     if "unpaired_per_arm" in p:
         con.print(
-            f"[bold]Tasks needed[/] to detect {pct(p['base'])} → {pct(p['base'] + p['lift'])} "
-            f"(α = {p['alpha']:g} two-sided, power {p['power']:.0%})"
+            f"[bold]Tasks needed[/] for the gate to pass {pct(p['base'])} → "
+            f"{pct(p['base'] + p['lift'])} with power {p['power']:.0%}, both arms on the same "
+            "tasks:"
         )
-        con.print(f"  unpaired (two independent runs): {p['unpaired_per_arm']:,} tasks per arm")
-        if p["discordance_assumed"]:
-            con.print("  paired (both arms on the same tasks), at assumed discordance:")
         for row in p["paired"]:
-            con.print(
-                f"    discordance {row['discordance']:.0%}: {row['tasks']:,} tasks, of which "
-                f"about {row['discordant_tasks']} discordant ({row['discordance']:.0%} of "
-                f"{row['tasks']:,})"
+            needed = row["tasks"]
+            what = (
+                f"{needed:,} tasks (about {row['discordant_tasks']} discordant); simulated "
+                f"power there {row['simulated_power']:.1%}"
+                if needed
+                else "more than 20,000 tasks"
             )
-            if row.get("exact_discordant_needed"):
-                con.print(
-                    f"      [dim]the exact McNemar test at this win rate "
-                    f"({row['win_rate']:.0%}) needs about {row['exact_discordant_needed']} "
-                    f"discordant tasks: {row['tasks_for_exact_test']:,} tasks[/]"
-                )
+            con.print(f"  discordance {row['discordance']:.0%}: {what}")
         if p["discordance_assumed"]:
             con.print("  [dim]measure the discordance from a pilot run: harness plan --run RUN[/]")
+        con.print(
+            f"  [dim]two independent runs instead would need {p['unpaired_per_arm']:,} tasks "
+            "per arm (normal formula; the gate compares arms on the same tasks)[/]"
+        )
+        _assumed(con, p)
         return
     if not p.get("n_tasks"):
         con.print("no paired tasks in this run")
@@ -61,17 +59,23 @@ def print_plan(p: TasksNeeded | Sensitivity | ThresholdPlan) -> None:
         f"(n={p['n_tasks']} tasks), measured "
         f"discordance {p['discordance']:.1%} ({p['discordant_tasks']} tasks differ)"
     )
-    con.print(
-        f"  smallest lift detectable (α = {p['alpha']:g}, power {p['power']:.0%}): paired "
-        f"{pts(p['mde_paired'], False) if p['mde_paired'] else '—'} pts; unpaired "
-        f"{pts(p['mde_unpaired'], False) if p['mde_unpaired'] else '—'} pts"
-    )
-    if p.get("mde_paired_clusters"):
+    if p.get("mde") is None:
         con.print(
-            f"  counting clusters, not tasks, as the independent unit (cluster-level "
-            f"discordance {p['cluster_discordance']:.1%}): paired "
-            f"{pts(p['mde_paired_clusters'], False)} pts"
+            f"  the gate would not reach power {p['power']:.0%} on this suite for any lift "
+            f"(at most {p['simulated_power']:.0%}): add tasks or clusters"
         )
+    else:
+        con.print(
+            f"  smallest lift the gate passes with power {p['power']:.0%} on the next run: "
+            f"{pts(p['mde'], False)} pts (simulated power there {p['simulated_power']:.1%})"
+        )
+    _assumed(con, p)
+
+
+def _assumed(con, p: TasksNeeded | Sensitivity | ThresholdPlan) -> None:
+    """What the plan assumed: the rule and test, and the model it simulated."""
+    con.print(f"  [dim]gate assumed: {p['rule']}[/]")
+    con.print(f"  [dim]simulated: {p['model']}; {p['simulated_runs']:,} runs per point[/]")
 
 
 def print_history(h: History) -> None:

@@ -288,8 +288,11 @@ def decision_lines(g: GateResult) -> tuple[str, list[str]]:
     seq = g.get("sequential")
     if seq:
         lines.append(
-            f"sequential look {seq['look']}: tested at α = {seq['alpha']:.3g} ({seq['schedule']})"
+            f"night {seq['look']} of the season ({len(seq['nights'])} pooled): evidence for "
+            f"shipping {seq['ship_evidence']:.3g} (needs {seq['ship_threshold']:.3g}), for a "
+            f"regression {seq['regression_evidence']:.3g} (needs {seq['regression_threshold']:.4g})"
         )
+        lines.append(f"{seq['schedule']}; {seq['restart']}")
     return head, lines
 
 
