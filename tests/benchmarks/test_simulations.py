@@ -1,0 +1,63 @@
+"""CI recomputes a seeded sample of every simulation behind the docs' tables (seconds each),
+and checks the tables in docs/statistics.md are the ones the checked-in results give.
+
+The full runs (thousands of replications per cell) are the commands named in each results
+file; here a few of their cells run small, with binomial tolerances.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from benchmarks.tables import DOC, RESULTS, render_doc
+
+
+def _se(p: float, n: int) -> float:
+    return math.sqrt(p * (1 - p) / n)
+
+
+def test_the_docs_tables_are_the_checked_in_results():
+    for name in ("coverage_grid", "nightly", "plan_power"):
+        data = json.loads((RESULTS / f"{name}.json").read_text())
+        assert data["rows"] and data["settings"]
+    text = DOC.read_text()
+    assert render_doc(text) == text, "run python -m benchmarks.tables"
+
+
+def test_coverage_grid_sample():
+    from benchmarks.coverage_grid import grid, run_cell
+
+    reps = 500
+    for cell, k in grid(quick=True):
+        row = run_cell(cell, k, reps, seed=99)
+        if "false pass" in row:
+            assert row["false pass"] <= 0.05 + 3 * _se(0.05, reps), row
+            assert row["false fail"] <= 0.05 + 3 * _se(0.05, reps), row
+        assert 0.93 - 3 * _se(0.95, reps) <= row["coverage"] <= 0.97 + 3 * _se(0.95, reps), row
+
+
+def test_nightly_sample():
+    from benchmarks.nightly import run
+
+    seasons = 200
+    rows = {r["reading"]: r for r in run(seasons, 60, 100, 25, 31, 0.10, seed=99)}
+    for name in ("gate sequential", "history --sequential"):
+        assert rows[name]["false alarms"] <= 0.05 + 3 * _se(0.05, seasons)
+        assert rows[name]["caught within 10 nights"] >= 0.8 - 3 * _se(0.8, seasons)
+    assert rows["before: gate sequential"]["caught within 10 nights"] < 0.2
+
+
+def test_plan_sample():
+    from benchmarks.plan_power import run_cell
+
+    row = run_cell(60, 0.7, "mild", 1, pilots=3, runs=200, plan_runs=400, seed=99)
+    assert row["mean power"] is not None and 0.6 <= row["mean power"] <= 0.97
+
+
+@pytest.mark.parametrize("name", ["coverage_grid", "nightly", "plan_power"])
+def test_results_name_the_command_that_made_them(name):
+    data = json.loads((RESULTS / f"{name}.json").read_text())
+    assert "benchmarks" in json.dumps(data["settings"]) or data["settings"].get("command")
