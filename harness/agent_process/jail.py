@@ -117,6 +117,17 @@ def view_for(target: str) -> JailView:
     return JailView(kept, tuple(agent))
 
 
+def jail_python() -> str:
+    """This interpreter by a path that exists in the jail: the jail binds the resolved
+    prefixes, so a virtualenv reached through a symlink (``.venv -> /opt/venvs/x``) is run
+    from where it really is (still as the venv: its ``pyvenv.cfg`` is there)."""
+    exe = Path(sys.executable)
+    try:
+        return str(Path(sys.prefix).resolve() / exe.relative_to(sys.prefix))
+    except ValueError:
+        return sys.executable
+
+
 def _under(path: str, roots: set[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -313,7 +324,7 @@ class Template:
             args += ["--ro-bind", path, path]
         args += ["--bind", self.spool, SPOOL, "--proc", "/proc", "--dev", "/dev"]
         args += ["--dir", "/run/harness", "--dir", "/run/stash", "--remount-ro", "/"]
-        args += ["--chdir", "/", "--", sys.executable, "-c", TEMPLATE_MAIN]
+        args += ["--chdir", "/", "--", jail_python(), "-c", TEMPLATE_MAIN]
         keep = [p for p in self.view.binds if p.startswith("/tmp/")]
         return [*args, str(control_fd), SPOOL, json.dumps(keep)]
 

@@ -60,6 +60,9 @@ def test_every_output_names_the_cause(tmp_path):
     # resolved as failed, with its kind, and never an unresolved harness error.
     assert code == 0, err
     needle = "No module named 'no_such_module_xyz'"
+    # the run ends with the one-screen summary; the causes are in the report's section
+    code, terminal, _ = _main("report", "--section", "unresolved", "--store", store)
+    assert code == 0
     assert "6× failed: agent_error" in terminal and needle in terminal
 
     code, out, _ = _main("report", "--json", "--store", store)
