@@ -40,7 +40,10 @@ def test_example_agent_and_grader_run_from_the_suite_folder(tmp_path):
         "arithmetic/add-decimals": "passed",
         "arithmetic/multiply": "failed",  # it only adds: the example shows a failure too
     }
-    assert "short_answer" in out  # the custom grader's version is reported
+    # the custom grader's version is reported (the run ends with the summary; versions
+    # are a section of the report)
+    code, out, _ = _main("report", "--section", "versions", "--store", f"sqlite:///{db}")
+    assert code == 0 and "short_answer" in out
 
 
 def test_example_grader_params_are_checked(tmp_path):
