@@ -28,7 +28,12 @@ HERE = Path(__file__).resolve().parent
 SHELL = ("shell/config-port", "shell/fix-mean", "shell/json-retries", "shell/backup-script")
 RETAIL = ("retail/refuse-cancel-delivered-w1003",)
 OWN = ("ri-tests", "ri-state")
-HARBOR = ("harbor/count-errors", "harbor/set-port", "harbor/sum-invoices")
+HARBOR = (
+    "harbor/count-errors",
+    "harbor/set-port",
+    "harbor/sum-invoices",
+    "harbor/separate-verifier",
+)
 # (attack, task) -> the failure kind a correct harness gives (else: a plain wrong result)
 KINDS = {
     ("deep_state", "retail/refuse-cancel-delivered-w1003"): "broke_environment",

@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def _suite(tmp_path: Path, backend: str, base_dir: Path | None) -> Path:
 
 def _run_measured(tmp_path: Path, *args: str) -> tuple[int, str, int, int]:
     """`harness ARGS` in a subprocess: (exit code, stderr, peak RSS in MiB of the harness
-    process and the processes it waited for, its pid)."""
+    process or any process it started on the host, its pid)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("HARNESS_STORE", None)
     err = tmp_path / "stderr.txt"
@@ -93,14 +94,56 @@ def _run_measured(tmp_path: Path, *args: str) -> tuple[int, str, int, int]:
             stdout=out,
             stderr=fh,
         )
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not the session's
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return (
-        proc.returncode,
-        err.read_text(errors="backslashreplace"),
-        usage.ru_maxrss // 1024,
-        proc.pid,
-    )
+        peak = _PeakRss(proc.pid)
+        proc.wait()
+        peak.stop()
+    return proc.returncode, err.read_text(errors="backslashreplace"), peak.mib, proc.pid
+
+
+class _PeakRss:
+    """The largest VmHWM of a process tree, sampled every 50 ms while it runs.
+
+    Not ``wait4``'s ``ru_maxrss``: a child made by vfork/exec inherits its parent's high-water
+    mark, so a pytest process grown to 900 MiB over a long session reported 900 MiB for a
+    harness that never held 150. VmHWM belongs to the process's own address space."""
+
+    def __init__(self, pid: int) -> None:
+        self.root, self.kib, self._done = pid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    @property
+    def mib(self) -> int:
+        return self.kib // 1024
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.05):
+            for pid in _tree(self.root):
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.kib = max(self.kib, int(line.split()[1]))
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and every descendant still alive."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                todo += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+        except OSError:
+            continue
+    return found
 
 
 def _mounts_under(prefix: str) -> list[str]:
