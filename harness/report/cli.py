@@ -76,6 +76,7 @@ def report_of(
     from harness.release.source import stored_config
     from harness.report.causes import agent_failure_rows, unresolved_causes, unresolved_rows
     from harness.report.data import DEFAULT_RESAMPLES, build_report, scheduled_per_arm
+    from harness.report.provenance import provenance, provenance_warnings
 
     t1 = time.perf_counter()
     config = stored_config(run)
@@ -95,6 +96,8 @@ def report_of(
     for name, arm in report["arms"].items():
         arm["unresolved_causes"] = causes.get(name, {"causes": [], "other": 0})
         arm["agent_failure_causes"] = failures.get(name, {"causes": [], "other": 0})
+    report["provenance"] = provenance(config, run.sandbox, table.trials)
+    report["warnings"] = report["warnings"] + provenance_warnings(report["provenance"])
     t2 = time.perf_counter()
     report = clean(report)
     if timings is not None:

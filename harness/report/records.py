@@ -398,6 +398,19 @@ class RunSummary(TypedDict, total=False):
     arms: list[str]
 
 
+class TaskProvenance(TypedDict):
+    task: str
+    why: str
+    """The task's ``grade_in_place`` reason, or the environment that sets ``user: root``."""
+    trials: dict[str, int]
+    """arm → trials of this task in the report."""
+
+
+class Provenance(TypedDict):
+    graded_in_place: list[TaskProvenance]
+    agent_root: list[TaskProvenance]
+
+
 class Report(TypedDict, total=False):
     """The whole report of one run: the contract the renderers and the viewer read.
 
@@ -424,6 +437,9 @@ class Report(TypedDict, total=False):
     class_deltas: ClassDeltas | None
     """The primary comparison per task class, with the A/A arm's as the noise floor."""
     warnings: list[str]
+    provenance: Provenance
+    """Tasks graded in the agent's own sandbox and tasks whose agent ran as root, with
+    their trials per arm (also named in ``warnings``)."""
 
 
 class ClassUnresolved(TypedDict):
