@@ -36,6 +36,14 @@ from harness.stats.bootstrap import (
     paired_cluster_bootstrap,
     percentile_interval,
 )
+from harness.stats.classification import (
+    Classification,
+    Confusion,
+    classification_metrics,
+    confusion,
+    f_beta,
+    trial_predictions,
+)
 from harness.stats.clustered import (
     MeanInterval,
     clustered_se,
@@ -144,6 +152,12 @@ __all__ = [
     "simulated_mde",
     "threshold_tasks_power",
     "BootstrapResult",
+    "Classification",
+    "Confusion",
+    "classification_metrics",
+    "confusion",
+    "f_beta",
+    "trial_predictions",
     "MeanInterval",
     "PairedBootstrapResult",
     "PairedDifference",
