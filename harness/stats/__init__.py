@@ -78,6 +78,18 @@ from harness.stats.intervals import (
     wilson_interval,
     wilson_sample_size,
 )
+from harness.stats.irt import (
+    Ability,
+    PredictedScore,
+    TwoPLFit,
+    ability,
+    fit_2pl,
+    information,
+    midrange,
+    most_informative,
+    p2pl,
+    predicted_score,
+)
 from harness.stats.multiple import benjamini_hochberg, familywise_error_rate, holm_adjust
 from harness.stats.paired import (
     PairedDifference,
@@ -132,8 +144,30 @@ from harness.stats.stratified import (
     stratified_estimate,
     stratum_variance_shares,
 )
+from harness.stats.subset import (
+    SubsetEstimate,
+    cluster_subset_estimate,
+    stratified_subset_estimate,
+    subset_estimate,
+    task_means,
+)
 
 __all__ = [
+    "Ability",
+    "PredictedScore",
+    "SubsetEstimate",
+    "TwoPLFit",
+    "ability",
+    "cluster_subset_estimate",
+    "fit_2pl",
+    "information",
+    "midrange",
+    "most_informative",
+    "p2pl",
+    "predicted_score",
+    "stratified_subset_estimate",
+    "subset_estimate",
+    "task_means",
     "FEW_CLUSTERS",
     "Estimate",
     "mean_estimate",
