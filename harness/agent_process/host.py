@@ -48,6 +48,8 @@ GRACE_S = 2.0
 STARTUP_S = 300.0
 """Seconds a child may take to start and import the agent's module (not the agent's time:
 its budget starts when the child says it is ready)."""
+JAIL_END_S = 2.0
+"""Seconds an agent process that ended without a result waits to see its jail gone."""
 STDERR_TAIL = 8192
 JAIL_HOME = "/tmp"
 PROXY_SOCKET = "/run/harness/model.sock"
@@ -139,6 +141,10 @@ class ChildTurn:
             with anyio.CancelScope(shield=True):
                 await launched.wait()
                 launched.close()
+        if outcome is None and not timed_out and self.template is not None:
+            # A jail killed from outside loses its processes in no set order: wait for
+            # the template to be seen gone before the agent is blamed for ending early.
+            await anyio.to_thread.run_sync(self.template.gone, JAIL_END_S)
         return self._decide(outcome, timed_out, timeout, launched.returncode)
 
     def _start_message(self) -> dict[str, Any]:

@@ -378,15 +378,16 @@ class Template:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None and not self.gone()
 
-    def gone(self) -> bool:
+    def gone(self, wait_s: float = 0.0) -> bool:
         """The template ended (its end of the control socket closed): every process in the
-        jail ends with it. Instant: the template never writes after it is ready."""
+        jail ends with it. Instant unless ``wait_s``: the template never writes after it is
+        ready, so the socket turns readable only when it closes."""
         control = self._control
         if control is None:
             return True
         poller = select.poll()
         poller.register(control, select.POLLIN | select.POLLHUP | select.POLLERR)
-        return bool(poller.poll(0))
+        return bool(poller.poll(int(wait_s * 1000)))
 
     def socket_dir(self) -> tuple[str, str]:
         """A new directory in the spool for one trial's proxy socket: (host path, name)."""
