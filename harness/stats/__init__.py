@@ -16,6 +16,7 @@ from harness.stats.aggregate import (
     per_task_rates,
     task_clusters,
 )
+from harness.stats.agreement import Agreement, cohen_kappa, krippendorff_alpha
 from harness.stats.bayes import posterior_interval, posterior_prob_above
 from harness.stats.betabinom import (
     PassKPrediction,
@@ -90,6 +91,14 @@ from harness.stats.irt import (
     p2pl,
     predicted_score,
 )
+from harness.stats.judge_correction import (
+    Calibration,
+    Corrected,
+    JudgeNotInformative,
+    corrected_delta,
+    corrected_rate,
+    rogan_gladen,
+)
 from harness.stats.multiple import benjamini_hochberg, familywise_error_rate, holm_adjust
 from harness.stats.paired import (
     PairedDifference,
@@ -99,6 +108,15 @@ from harness.stats.paired import (
     sign_test,
     two_proportion_z_test,
     unpaired_difference,
+)
+from harness.stats.pairwise import (
+    PositionBias,
+    Ratings,
+    bradley_terry,
+    bradley_terry_ratings,
+    position_bias,
+    swapped_outcome,
+    win_rate,
 )
 from harness.stats.passk import (
     mean_pass_at_k,
@@ -168,6 +186,22 @@ __all__ = [
     "stratified_subset_estimate",
     "subset_estimate",
     "task_means",
+    "Agreement",
+    "cohen_kappa",
+    "krippendorff_alpha",
+    "Calibration",
+    "Corrected",
+    "JudgeNotInformative",
+    "corrected_delta",
+    "corrected_rate",
+    "rogan_gladen",
+    "PositionBias",
+    "Ratings",
+    "bradley_terry",
+    "bradley_terry_ratings",
+    "position_bias",
+    "swapped_outcome",
+    "win_rate",
     "FEW_CLUSTERS",
     "Estimate",
     "mean_estimate",
