@@ -1,9 +1,9 @@
 """Agreement between a judge and people, or among people: Cohen's κ and Krippendorff's α.
 
 Accuracy, sensitivity, specificity, precision and F1 of a judge against human labels are
-classification metrics (``harness.stats.classification``); this module adds the
+the classification metrics (``harness.stats.classification``); this module adds the
 chance-corrected agreements (metrics guide: measure judges against people; Cohen 1960;
-Krippendorff 2011). Formulas: docs/statistics.md, "Judges against people".
+Krippendorff 2011). Formulas: docs/statistics.md, "Judges: agreement with people".
 """
 
 from __future__ import annotations
