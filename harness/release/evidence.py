@@ -14,8 +14,10 @@ from harness.release.records import (
     BalanceGap,
     BalanceShare,
     Coverage,
+    MustNever,
     MustNeverCheck,
 )
+from harness.release.run_config import StoredConfig
 
 
 def _classes(trials: Trials) -> np.ndarray:
@@ -32,17 +34,19 @@ def _names(trials: Trials, mask: np.ndarray) -> list[str]:
     )
 
 
+def flagged_tasks(config: StoredConfig) -> set[str]:
+    """The tasks a run's stored config flags ``must_never: true``."""
+    return {t for t, d in (config.get("tasks") or {}).items() if d.get("must_never")}
+
+
 def must_never_checks(
     trials_b: Trials, classes: list[str], flagged_tasks: set[str]
 ) -> list[MustNeverCheck]:
     """Each must-never class (and the tasks flagged ``must_never``): any failure of the
-    candidate there is a violation; a trial without a verdict leaves it unverified."""
+    candidate there is a violation; a trial without a verdict leaves it unverified. The
+    message gives counts as fractions of the group's trials ("2/5 trials failed")."""
     checks: list[MustNeverCheck] = []
-    of_class = _classes(trials_b)
-    groups = {f"class {c}": of_class == c for c in classes}
-    if flagged_tasks:
-        groups["tasks marked must_never"] = np.isin(trials_b.task.values(), sorted(flagged_tasks))
-    for name, mask in groups.items():
+    for name, mask in _groups(trials_b, classes, flagged_tasks).items():
         n = int(np.count_nonzero(mask))
         failed = _names(trials_b, mask & (trials_b.status == FAILED_CODE))
         unresolved = _names(trials_b, mask & ~trials_b.resolved)
@@ -54,18 +58,47 @@ def must_never_checks(
                 "trials": n,
                 "failures": failed,
                 "unresolved": unresolved,
-                "message": (
-                    f"{len(failed)} failure(s) of the candidate: {', '.join(failed[:10])}"
-                    if failed
-                    else f"{len(unresolved)} trial(s) without a verdict"
-                    if unresolved
-                    else "no trials of the candidate in this class"
-                    if not n
-                    else f"0 failures in {n} trials (asserted, not tested)"
-                ),
+                "message": _must_never_message(n, failed, unresolved),
             }
         )
     return checks
+
+
+def must_never_record(
+    arm: str | None, trials_b: Trials, classes: list[str], flagged_tasks: set[str]
+) -> MustNever:
+    """The checks of ``arm`` (``must_never_checks``) with the trials they cover counted
+    once: what the report puts beside the fixed/broke table, which counts a task failed 2
+    of 5 times in a must-never class as passed (its rate is 60%)."""
+    covered = np.zeros(len(trials_b), dtype=bool)
+    for mask in _groups(trials_b, classes, flagged_tasks).values():
+        covered |= mask
+    return {
+        "arm": arm,
+        "trials": int(np.count_nonzero(covered)),
+        "failed": int(np.count_nonzero(covered & (trials_b.status == FAILED_CODE))),
+        "checks": must_never_checks(trials_b, classes, flagged_tasks),
+    }
+
+
+def _groups(trials_b: Trials, classes: list[str], flagged_tasks: set[str]) -> dict[str, np.ndarray]:
+    """The must-never groups by name: each class, then the flagged tasks."""
+    of_class = _classes(trials_b)
+    groups = {f"class {c}": of_class == c for c in classes}
+    if flagged_tasks:
+        groups["tasks marked must_never"] = np.isin(trials_b.task.values(), sorted(flagged_tasks))
+    return groups
+
+
+def _must_never_message(n: int, failed: list[str], unresolved: list[str]) -> str:
+    if not n:
+        return "no trials of the candidate in this class"
+    if failed:
+        shown = ", ".join(failed[:10]) + (", ..." if len(failed) > 10 else "")
+        return f"{len(failed)}/{n} trials failed ({len(failed) / n:.1%}): {shown}"
+    if unresolved:
+        return f"{len(unresolved)}/{n} trials without a verdict ({len(unresolved) / n:.1%})"
+    return f"0/{n} trials failed (asserted, not tested)"
 
 
 def coverage_check(arms: dict[str, Trials], limit: float) -> Coverage:

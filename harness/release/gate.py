@@ -244,6 +244,7 @@ def evaluate_gate(
         balance_check,
         balance_reason,
         coverage_check,
+        flagged_tasks,
         must_never_checks,
     )
 
@@ -256,8 +257,7 @@ def evaluate_gate(
     trials_a = trials.of_arm(baseline) if baseline else trials.where(np.zeros(len(trials), bool))
     trials_b = trials.of_arm(candidate)
 
-    flagged = {t for t, d in (config.get("tasks") or {}).items() if d.get("must_never")}
-    must_never = must_never_checks(trials_b, list(policy.must_never), flagged)
+    must_never = must_never_checks(trials_b, list(policy.must_never), flagged_tasks(config))
     arm_trials = (
         {candidate: trials_b} if baseline is None else {baseline: trials_a, candidate: trials_b}
     )
@@ -366,8 +366,13 @@ def _blocking_reasons(
         if c["status"] == status
     ]
     if coverage["status"] == "exceeded":
+        worst = ", ".join(
+            f"{arm} {a['unresolved']}/{a['trials']} ({a['share']:.1%})"
+            for arm, a in coverage["arms"].items()
+            if a["share"] > max_unresolved
+        )
         reasons.append(
-            f"unresolved share {coverage['worst_share']:.1%} exceeds max_unresolved "
+            f"trials without a verdict: {worst}, over max_unresolved "
             f"{max_unresolved:.1%}: repair the infrastructure or graders and re-run"
         )
     return reasons

@@ -178,6 +178,17 @@ class MustNeverCheck(TypedDict):
     message: str
 
 
+class MustNever(TypedDict):
+    """The must-never checks of one arm, and the trials they cover (each counted once)."""
+
+    arm: str | None
+    """The arm checked: the primary comparison's candidate (a one-arm run's only arm)."""
+    trials: int
+    failed: int
+    checks: list[MustNeverCheck]
+    """Empty when the suite declares no must-never class and flags no task."""
+
+
 class ArmCoverage(TypedDict):
     trials: int
     unresolved: int

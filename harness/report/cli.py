@@ -73,6 +73,7 @@ def report_of(
 ) -> Report:
     """The report data of a loaded run (pure: no store)."""
     from harness.analysis import settings_of
+    from harness.release.evidence import flagged_tasks
     from harness.release.source import stored_config
     from harness.report.causes import agent_failure_rows, unresolved_causes, unresolved_rows
     from harness.report.data import DEFAULT_RESAMPLES, build_report, scheduled_per_arm
@@ -90,6 +91,7 @@ def report_of(
         ),
         n_resamples=n_resamples or DEFAULT_RESAMPLES,
         suite=suite,
+        must_never_tasks=flagged_tasks(config),
     )
     causes = unresolved_causes(unresolved_rows(table.notes))
     failures = unresolved_causes(agent_failure_rows(table.notes))

@@ -23,7 +23,7 @@ from harness.release.run_config import StoredConfig, StoredSuite
 from harness.report import reliability as rel
 from harness.report import sections as sec
 from harness.report import usage as use
-from harness.report.compare import primary_comparison
+from harness.report.compare import must_never_section, primary_comparison
 from harness.report.deltas import arm_settings, deltas_section, roles_record
 from harness.report.records import (
     ArmReport,
@@ -96,9 +96,11 @@ def build_report(
     n_resamples: int = DEFAULT_RESAMPLES,
     prediction_resamples: int = DEFAULT_PREDICTION_RESAMPLES,
     suite: StoredSuite | None = None,
+    must_never_tasks: set[str] | None = None,
 ) -> Report:
     """The whole report for one run (pure: the run table in, JSON-able dict out). ``suite``
-    is the run's stored suite: arm roles and settings, and the description, come from it."""
+    is the run's stored suite: arm roles and settings, and the description, come from it;
+    ``must_never_tasks``: the tasks its config flags ``must_never: true``."""
     seed = int(run.get("seed") or 0)
     suite = suite or {}
     analysis = settings
@@ -130,6 +132,7 @@ def build_report(
     comparison, warning = primary_comparison(data, roles, analysis)
     if warning:
         warnings.append(warning)
+    must_never = must_never_section(data, roles, suite, must_never_tasks or set())
     return {
         "schema": SCHEMA,
         "run": cast(
@@ -145,6 +148,7 @@ def build_report(
         "arm_settings": arm_settings(suite, roles),
         "comparison": comparison,
         "class_deltas": deltas_section(data, roles, analysis, comparison, suite),
+        "must_never": must_never,
         "warnings": warnings,
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from harness.release.records import Comparison, NoiseFloor, PrimaryRecord
+from harness.release.records import Comparison, MustNever, NoiseFloor, PrimaryRecord
 from harness.stats.records import Interval
 
 
@@ -436,6 +436,9 @@ class Report(TypedDict, total=False):
     """The primary comparison candidate − baseline (``harness.analysis.paired``)."""
     class_deltas: ClassDeltas | None
     """The primary comparison per task class, with the A/A arm's as the noise floor."""
+    must_never: MustNever
+    """The candidate's must-never checks (the gate's ``must_never`` classes and the tasks
+    flagged ``must_never``), with or without a gate: any failure there is a violation."""
     warnings: list[str]
     provenance: Provenance
     """Tasks graded in the agent's own sandbox and tasks whose agent ran as root, with

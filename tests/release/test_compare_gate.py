@@ -65,7 +65,10 @@ def test_denominator_and_unresolved_coverage_no_verdict():
     g = evaluate_gate(table(rows), IMPROVE, arms=["base", "cand"])
     assert g["verdict"] == "no-verdict" and g["exit_code"] == 13
     assert g["coverage"]["arms"]["cand"]["unresolved"] == 6
+    n = g["coverage"]["arms"]["cand"]["trials"]
+    share = 6 / n
     assert "max_unresolved" in g["reasons"][0]
+    assert f"cand 6/{n} ({share:.1%})" in g["reasons"][0], g["reasons"]  # a fraction and a rate
     excl = paired_comparison(*map(table, split(rows)), denominator="exclude")
     assert excl["n_tasks"] == 44 and excl["dropped"]["no_resolved_trial"]
 
@@ -82,6 +85,8 @@ def test_must_never_is_asserted_listed_first_and_blocks():
     g = evaluate_gate(table(rows), policy, arms=["base", "cand"])
     assert g["verdict"] == "no-verdict" and g["exit_code"] == 14
     assert g["blocked_by_must_never"] and "t01#0" in g["reasons"][0]
+    n = g["must_never"][0]["trials"]
+    assert f"violated: 1/{n} trials failed ({1 / n:.1%}): t01#0" in g["reasons"][0]
     md = gate_markdown(g)
     assert md.index("Must-never") < md.index("Primary comparison")
     suite = ET.fromstring(gate_junit(g)).find("testsuite")

@@ -97,16 +97,22 @@ def test_sections_are_the_ones_help_lists():
     assert ", ".join(REPORT_SECTIONS) in " ".join(out.split())
 
 
-def _must_never_store(url: str) -> None:
+def _must_never_store(url: str, *, gate: bool = True) -> None:
     """The candidate fails the must-never task 'wipe' 2 of 5 times: a per-task rate of 60%,
-    so fixed/broke counts it passed in both arms."""
+    so fixed/broke counts it passed in both arms. With ``gate``, the gate names its class
+    must-never; without, the task itself is flagged ``must_never: true`` and no gate is
+    declared."""
     base = {f"t{i}": [1, 1, 1, 0, 1] for i in range(6)} | {"wipe": [1, 1, 1, 1, 1]}
     cand = {f"t{i}": [1, 1, 1, 1, 1] for i in range(6)} | {"wipe": [1, 0, 1, 0, 1]}
     classes = {"wipe": "destructive"}
-    gate = {"rule": "non-inferiority", "margin": 0.1, "must_never": ["destructive"]}
-    suite = {"report": {"primary": {"baseline": "base", "candidate": "cand"}}, "gate": gate}
+    suite: dict = {"report": {"primary": {"baseline": "base", "candidate": "cand"}}}
+    tasks = None
+    if gate:
+        suite["gate"] = {"rule": "non-inferiority", "margin": 0.1, "must_never": ["destructive"]}
+    else:
+        tasks = {t: {"must_never": t == "wipe"} for t in base}
     rows = grid_rows("base", base, classes=classes) + grid_rows("cand", cand, classes=classes)
-    make_store(url, rows, arms=["base", "cand"], trials=5, suite=suite).close()
+    make_store(url, rows, arms=["base", "cand"], trials=5, suite=suite, tasks=tasks).close()
 
 
 def test_must_never_failures_are_beside_fixed_and_broke(tmp_path, monkeypatch):
@@ -117,10 +123,17 @@ def test_must_never_failures_are_beside_fixed_and_broke(tmp_path, monkeypatch):
     assert out.returncode == 0, out.stderr
     lines = _lines(out.stdout)
     broke = next(i for i, x in enumerate(lines) if "tasks: fixed" in x)
-    assert "broke 0" in lines[broke]  # the per-task rate hides it...
-    assert lines[broke + 1].startswith("  must-never: class destructive: VIOLATED, 2 failure(s)")
-    assert "wipe#1" in out.stdout and "wipe#3" in out.stdout  # ...the must-never line does not
-    assert "gate: BLOCKED" in out.stdout or "do not ship" in out.stdout
+    assert "broke 0" in lines[broke]  # the per-task rate hides it; the table's count does not
+    assert "; must-never 2/5 trials failed" in " ".join(" ".join(lines[broke : broke + 2]).split())
+    mn = next(i for i, x in enumerate(lines) if "must-never: class" in x)
+    assert lines[mn].startswith("  must-never: class destructive: VIOLATED, 2/5 trials failed")
+    assert "wipe#1" in out.stdout and "wipe#3" in out.stdout  # ...nor does the must-never line
+    assert "gate: NO-VERDICT, do not ship (`harness gate` exits 14)" in out.stdout
+    # the gate's reason says the fraction as well as the rate
+    gate_json = json.loads(run_cli("gate", "run-1", "--json", "--store", url).stdout)
+    assert gate_json["reasons"][0].startswith(
+        "must-never: class destructive violated: 2/5 trials failed (40.0%): wipe#1, wipe#3"
+    ), gate_json["reasons"]
     store = Store(url)
     try:
         run = store.get_run("run-1")
@@ -133,6 +146,39 @@ def test_must_never_failures_are_beside_fixed_and_broke(tmp_path, monkeypatch):
     assert isinstance(gate, dict) and gate["primary"] is not None
     arms = comparison_lines(gate["primary"], gate["policy"])[:2]
     assert all(line.endswith("(one-sided 95% bounds)") for line in arms), arms
+
+
+def test_must_never_is_in_the_summary_without_a_gate(tmp_path, monkeypatch):
+    """A task flagged ``must_never: true`` in a suite with no gate: the summary, the full
+    report, Markdown and the JSON all carry its check beside fixed/broke."""
+    url = f"sqlite:///{tmp_path / 'mn.db'}"
+    _must_never_store(url, gate=False)
+    monkeypatch.setenv("COLUMNS", "80")
+    out = run_cli("report", "--store", url)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(" ".join(_lines(out.stdout)).split())
+    assert "broke 0, both pass 7, both fail 0; must-never 2/5 trials failed" in text
+    want = (
+        "must-never: tasks marked must_never: VIOLATED, 2/5 trials failed (40.0%): wipe#1, wipe#3"
+    )
+    assert want in text and "gate:" not in text
+    data = json.loads(run_cli("report", "--json", "--store", url).stdout)
+    mn = data["must_never"]
+    assert (mn["arm"], mn["trials"], mn["failed"]) == ("cand", 5, 2)
+    assert [c["status"] for c in mn["checks"]] == ["violated"]
+    assert want in " ".join(_terminal(data).split())  # and the full report's comparison
+    md = run_cli("report", "--markdown", "--store", url).stdout
+    assert "must\\_never: VIOLATED, 2/5 trials failed (40.0%): wipe\\#1, wipe\\#3" in md
+    assert "must-never 2/5 trials failed" in md
+
+
+def test_full_report_has_no_trailing_spaces(demo, monkeypatch):
+    url, _ = demo
+    monkeypatch.setenv("COLUMNS", "80")
+    out = run_cli("report", "--full", "--store", url)
+    assert out.returncode == 0, out.stderr
+    lines = _lines(out.stdout)  # the summary's checks: 80 columns, no trailing spaces
+    assert len(lines) > SUMMARY_LINES and any("── method" in x for x in lines)
 
 
 def test_degenerate_fit_is_said_in_words_not_numbers(tmp_path):

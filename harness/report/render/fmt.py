@@ -100,6 +100,30 @@ def unresolved_by_class_text(infra: InfraSection) -> str:
     return "unresolved share by class: " + (", ".join(parts) if parts else "no trials")
 
 
+def pair_table_text(c: Comparison, report: Report) -> str:
+    """'fixed 8, broke 0, both pass 22, both fail 6', with the must-never failures counted
+    beside them: the table counts a task the candidate failed 2 of 5 times as passed."""
+    t = c.get("table") or {}
+    text = (
+        f"fixed {t.get('fixed')}, broke {t.get('broke')}, both pass {t.get('both_pass')}, "
+        f"both fail {t.get('both_fail')}"
+    )
+    mn = report.get("must_never")
+    if mn and mn["checks"]:
+        text += f"; must-never {mn['failed']}/{mn['trials']} trials failed"
+    return text
+
+
+def must_never_lines(report: Report) -> list[str]:
+    """Each must-never check of the candidate, declared by the suite's gate or by tasks
+    flagged ``must_never`` (a task it failed once in a must-never class counts here,
+    whatever its per-task rate); 'none declared' when there is none."""
+    mn = report.get("must_never")
+    if not mn or not mn["checks"]:
+        return ["must-never: none declared"]
+    return [f"{m['name']}: {m['status'].upper()}, {m['message']}" for m in mn["checks"]]
+
+
 def comparison_notes(c: Comparison) -> list[str]:
     """The estimator behind the headline delta, each arm's rate with n and interval, the
     fixed/broke threshold and any interval warning: shared by terminal and Markdown."""

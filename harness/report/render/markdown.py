@@ -12,7 +12,9 @@ from harness.report.render.fmt import (
     fit_text,
     interval_text,
     latency_text,
+    must_never_lines,
     noise_floor_text,
+    pair_table_text,
     retry_text,
     select_ks,
     spend_text,
@@ -27,7 +29,7 @@ from harness.report.render.numbers import (
     pct,
     rate_text,
 )
-from harness.report.render.summary import gate_rule_text, gate_text, must_never_lines
+from harness.report.render.summary import gate_rule_text, gate_text
 
 CLUSTER_ROWS = 10
 
@@ -63,7 +65,6 @@ def render_markdown(report: Report, gate: GateResult | str | None = None) -> str
     if c and c.get("estimate") is None:
         lines += ["", "### Primary comparison", "", "No task was run by both arms."]
     elif c:
-        t = c.get("table") or {}
         p = c.get("p_value")
         lines += [
             "",
@@ -71,15 +72,13 @@ def render_markdown(report: Report, gate: GateResult | str | None = None) -> str
             "",
             f"**{c['candidate_arm']} − {c['baseline_arm']}: {delta_text(c)}** "
             f"({pct(c.get('confidence'), 0)} {c.get('method')}; n = {c.get('n_tasks')} tasks in "
-            f"{c.get('n_clusters')} clusters). Tasks: both pass {t.get('both_pass')}, fixed "
-            f"{t.get('fixed')}, broke {t.get('broke')}, both fail {t.get('both_fail')}; "
+            f"{c.get('n_clusters')} clusters). Tasks: {pair_table_text(c, report)}; "
             f"{c.get('test')}: p = {'—' if p is None else f'{p:.3g}'}.",
         ]
         lines += [""] + [f"- {n}" for n in comparison_notes(c)]
         if floor := noise_floor_text(report):
             lines.append(f"- **{floor}**" if "DEGENERATE" in floor else f"- {floor}")
-        if isinstance(gate, dict):
-            lines += [f"- {_inline(line)}" for line in must_never_lines(gate["must_never"])]
+        lines += [f"- {_inline(line)}" for line in must_never_lines(report)]
     if gate is not None:
         lines += ["", "### Release gate", "", gate_text(gate)]
         if isinstance(gate, dict):

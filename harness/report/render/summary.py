@@ -1,7 +1,7 @@
 """The report's first screen: what a reader takes in within ten seconds.
 
 Per arm the headline success with its n and interval, the primary comparison with its
-fixed/broke counts and the must-never checks beside them, the gate's verdict when the suite
+fixed/broke counts and the must-never checks beside them (with or without a gate), the gate's verdict when the suite
 declares a gate, why trials have no verdict, the warnings, and one line naming the sections
 behind it (``harness report RUN --full`` or ``--section NAME``). Every number is taken as
 the report data (or the gate's result) holds it, formatted by ``numbers``: the same
@@ -18,10 +18,10 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.commands.options import REPORT_SECTIONS as SECTION_NAMES
-from harness.release.records import GateResult, MustNeverCheck
+from harness.release.records import GateResult
 from harness.report.causes import causes_lines
 from harness.report.records import Report
-from harness.report.render.fmt import denominator_text
+from harness.report.render.fmt import denominator_text, must_never_lines, pair_table_text
 from harness.report.render.narrow import keep_words_whole
 from harness.report.render.numbers import (
     delta_text,
@@ -63,7 +63,7 @@ def render_summary(
     )
     _arms(console, report)
     console.print()
-    _comparison(console, report, gate)
+    _comparison(console, report)
     _gate(console, gate)
     console.print()
     _unresolved(console, report)
@@ -117,38 +117,27 @@ def _arms(console: Console, report: Report) -> None:
         _say(console, f"{clusters} clusters, {done} trials, {unresolved} unresolved", indent=2)
 
 
-def _comparison(console: Console, report: Report, gate: GateResult | str | None) -> None:
+def _comparison(console: Console, report: Report) -> None:
+    """The primary comparison with its fixed/broke table and the must-never checks beside
+    it; without a comparison, the must-never checks of the run's one arm alone."""
     c = report.get("comparison")
-    if not c:
+    if not c or c.get("estimate") is None:
+        if c:
+            head = f"{c['candidate_arm']} − {c['baseline_arm']}"
+            _say(console, f"{head}: no task was run by both arms, nothing to compare")
+        for line in must_never_lines(report):
+            _say(console, line)
         return
     head = f"{c['candidate_arm']} − {c['baseline_arm']}"
-    if c.get("estimate") is None:
-        _say(console, f"{head}: no task was run by both arms, nothing to compare")
-        return
-    t = c.get("table") or {}
     _say(
         console,
         f"{head}: {delta_text(c)} (n={c.get('n_tasks')} tasks in {c.get('n_clusters')} clusters)",
         style="bold",
     )
     _say(console, f"{c.get('test')}: p={p_value(c.get('p_value'))}", indent=2)
-    _say(
-        console,
-        f"tasks: fixed {t.get('fixed')}, broke {t.get('broke')}, both pass "
-        f"{t.get('both_pass')}, both fail {t.get('both_fail')}",
-        indent=2,
-    )
-    if isinstance(gate, dict):
-        for line in must_never_lines(gate["must_never"]):
-            _say(console, line, indent=2)
-
-
-def must_never_lines(checks: list[MustNeverCheck]) -> list[str]:
-    """The gate's must-never checks beside fixed/broke: a task the candidate failed once in
-    a must-never class counts here, whatever its per-task rate."""
-    if not checks:
-        return ["must-never: none declared"]
-    return [f"{m['name']}: {m['status'].upper()}, {m['message']}" for m in checks]
+    _say(console, f"tasks: {pair_table_text(c, report)}", indent=2)
+    for line in must_never_lines(report):
+        _say(console, line, indent=2)
 
 
 def _gate(console: Console, gate: GateResult | str | None) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.release.records import GateResult, PairTable
+from harness.release.records import GateResult
 from harness.report.causes import causes_lines
 from harness.report.records import (
     NO_VERSIONS,
@@ -26,7 +27,9 @@ from harness.report.render.fmt import (
     fit_text,
     interval_text,
     latency_text,
+    must_never_lines,
     noise_floor_text,
+    pair_table_text,
     retry_text,
     select_ks,
     spend_text,
@@ -62,8 +65,30 @@ def render(
 ) -> None:
     """The summary (``summary.render_summary``), then the ``sections`` named, in the order of
     ``SECTION_NAMES`` (None: every section, the full report). ``gate`` and ``more`` are the
-    summary's."""
+    summary's. No line ends in spaces."""
     console = console or Console()
+    with console.capture() as captured:
+        _render(console, report, sections, gate, more)
+    console.file.write(without_trailing_spaces(captured.get()))
+    console.file.flush()
+
+
+def without_trailing_spaces(text: str) -> str:
+    """``text`` with no line ending in spaces (rich pads the cells and rules it wraps; a
+    colour code after the spaces stays)."""
+    return _TRAILING.sub(r"\1", text)
+
+
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def _render(
+    console: Console,
+    report: Report,
+    sections: Sequence[str] | None,
+    gate: GateResult | str | None,
+    more: str | None,
+) -> None:
     chosen = set(SECTION_NAMES if sections is None else sections)
     render_summary(console, report, gate, more if sections is not None else None)
     if "method" in chosen:
@@ -73,7 +98,7 @@ def render(
             console.rule(f"[bold]{escape(name)}")
             _arm(console, arm, chosen)
     if (comparison := report.get("comparison")) and "comparison" in chosen:
-        _comparison(console, comparison)
+        _comparison(console, comparison, report)
         if floor := noise_floor_text(report):
             style = "yellow" if "DEGENERATE" in floor else "dim"
             console.print(f"[{style}]{escape(floor)}[/]")
@@ -258,9 +283,8 @@ def _usage(console: Console, u: UsageSection) -> None:
         )
 
 
-def _comparison(console: Console, c: Comparison) -> None:
+def _comparison(console: Console, c: Comparison, report: Report) -> None:
     console.rule("[bold]primary comparison")
-    table = c.get("table") or PairTable()
     p = c.get("p_value")
     console.print(
         f"{c['candidate_arm']} − {c['baseline_arm']}: {delta_text(c)} ({pct(c.get('confidence'), 0)} "
@@ -269,13 +293,11 @@ def _comparison(console: Console, c: Comparison) -> None:
     if c.get("estimate") is None:
         console.print("no task was run by both arms: nothing to compare")
         return
-    console.print(
-        f"tasks: both pass {table.get('both_pass')}, fixed {table.get('fixed')}, broke "
-        f"{table.get('broke')}, both fail {table.get('both_fail')}; {c.get('test')}: "
-        f"p={p_value(p)}"
-    )
+    console.print(escape(f"tasks: {pair_table_text(c, report)}; {c.get('test')}: p={p_value(p)}"))
+    for line in must_never_lines(report):
+        console.print(escape(line))
     for line in comparison_notes(c):
-        console.print(f"[dim]{line}[/]")
+        console.print(f"[dim]{escape(line)}[/]")
 
 
 def _versions(console: Console, report: Report) -> None:
