@@ -354,8 +354,9 @@ def _check_agent_programs(
 
 def _check_networks(config: ResolvedSuite, sandbox: SandboxBinding) -> None:
     """Refuse a task whose agent or grading sandbox needs a network policy the backend
-    cannot honour (``harness.network``), naming the task and the setting, before anything
-    is built: never a run whose sandboxes silently get another network."""
+    cannot honour (``harness.network``), or services beside it, naming the task and the
+    setting, before anything is built: never a run whose sandboxes silently get another
+    network."""
     from harness.network import agent_policy, grading_policy
 
     modes = sandbox.cls.honours(sandbox.options)
@@ -364,6 +365,16 @@ def _check_networks(config: ResolvedSuite, sandbox: SandboxBinding) -> None:
         env = config.environments.get(task.environment or "")
         if env is None:
             continue
+        if (env.spec.services or env.spec.volumes) and "services" not in modes:
+            loc = (*loaded.prefix, "environment")
+            raise ConfigError(
+                str(loaded.file),
+                field_path(loc),
+                f"task '{task.id}': environment '{env.name}' has services beside the "
+                f"agent's sandbox, which sandbox '{sandbox.name}' cannot start; use "
+                "`--sandbox docker`",
+                nearest_line(loaded.lines, loc) or loaded.line,
+            )
         if task.grading.root and "grader-root" not in modes:
             loc = (*loaded.prefix, "grading", "root")
             raise ConfigError(

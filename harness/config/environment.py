@@ -7,6 +7,7 @@ of file read.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -93,6 +94,45 @@ class ToolServerSpec(Strict):
     startup_timeout_s: float = Field(60.0, gt=0, description="seconds to wait for 'ready'")
 
 
+class ServiceHealth(Strict):
+    """How a service says it is ready: Docker's healthcheck, run inside the service's
+    container. The agent starts only after every service with one is healthy; a service
+    that is not healthy after ``start_period_s`` plus ``retries`` failed checks fails the
+    trial's setup (the task's fault, never retried)."""
+
+    command: list[str] = Field(min_length=1)
+    """the check, an argv run in the service (exit 0: healthy); ``["sh", "-c", "..."]`` for
+    a shell command"""
+    interval_s: Seconds = 1.0
+    """seconds between two checks"""
+    timeout_s: Seconds = 5.0
+    """seconds one check may take"""
+    retries: int = Field(30, ge=1, le=10_000)
+    """failed checks in a row (after the start period) that make it unhealthy"""
+    start_period_s: float = Field(0.0, ge=0, le=3600)
+    """seconds at the start whose failed checks do not count"""
+
+
+class ServiceSpec(Strict):
+    """A container started beside the agent's for each trial (a database, a web app):
+    fresh per trial, on the trial's own network (reachable by its name, no way out), built
+    or resolved once per run and pinned by id like the environment's image."""
+
+    image: ImageRecipe
+    """its image: ``ref``, or ``dockerfile`` (relative to ``context``)"""
+    context: str = Field(".", description="the build context, a dir relative to the environment")
+    command: list[str] | None = None
+    """the argv it runs; default: the image's own entrypoint and command"""
+    env: dict[str, str] = Field(default_factory=dict)
+    """environment variables of the service (never the agent's)"""
+    volumes: dict[str, str] = Field(default_factory=dict)
+    """shared volume name (from the environment's ``volumes``) -> where it is mounted"""
+    healthcheck: ServiceHealth | None = None
+    """when it is ready; none: ready once started"""
+    depends_on: list[str] = Field(default_factory=list)
+    """services started (and healthy) before this one"""
+
+
 class EnvironmentSpec(Strict):
     """What a task runs in: its image, working directory and files, setup commands, the
     tools the agent may call, how its state is read for grading, and its network."""
@@ -125,6 +165,11 @@ class EnvironmentSpec(Strict):
     tool_server: ToolServerSpec | None = Field(
         None, description="serve the tools from one process per trial instead of one per call"
     )
+    services: dict[str, ServiceSpec] = Field(default_factory=dict)
+    """containers beside the agent's, by name (also their host name); Docker only"""
+    volumes: dict[str, str] = Field(default_factory=dict)
+    """volumes shared per trial with services, by name -> where the agent's sandbox mounts
+    them (a fresh, empty, world-writable 64 MiB tmpfs per trial)"""
 
     @model_validator(mode="after")
     def _tool_commands(self) -> EnvironmentSpec:
@@ -133,6 +178,44 @@ class EnvironmentSpec(Strict):
                 if not tool.command:
                     raise ValueError(f"tools.{i}.command is required without a tool_server")
         return self
+
+    @model_validator(mode="after")
+    def _service_names(self) -> EnvironmentSpec:
+        for name, service in self.services.items():
+            if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", name):
+                raise ValueError(f"services.{name}: a service name is a host name (a-z, 0-9, -)")
+            for dep in service.depends_on:
+                if dep not in self.services or dep == name:
+                    raise ValueError(f"services.{name}.depends_on: no other service '{dep}'")
+            for volume in service.volumes:
+                if volume not in self.volumes:
+                    raise ValueError(
+                        f"services.{name}.volumes: '{volume}' is not one of the environment's "
+                        "volumes"
+                    )
+        service_order(self.services)  # raises on a dependency cycle
+        return self
+
+
+def service_order(services: dict[str, ServiceSpec]) -> list[str]:
+    """Service names, each after the services it depends on (declared order otherwise)."""
+    done: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            raise ValueError(f"services.{name}.depends_on: a dependency cycle")
+        visiting.add(name)
+        for dep in services[name].depends_on:
+            visit(dep)
+        visiting.discard(name)
+        done.append(name)
+
+    for name in services:
+        visit(name)
+    return done
 
 
 @dataclass(frozen=True)

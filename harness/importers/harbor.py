@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError
-from harness.importers import harbor_network
+from harness.importers import harbor_compose, harbor_network
 from harness.importers.harbor_network import ALLOWLIST, PUBLIC
 
 REWARD_DIR = "/logs/verifier"
@@ -141,6 +141,8 @@ class _EnvironmentEntry(TypedDict):
     image: _Image
     workdir: str
     user: NotRequired[str]
+    services: NotRequired[dict[str, object]]
+    volumes: NotRequired[dict[str, str]]
 
 
 class _TestsGrader(TypedDict):
@@ -207,8 +209,10 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     edir = task_dir / "environment"
     if (task_dir / "steps").is_dir() or toml.steps is not None:
         return "multi-step tasks (steps/)"
-    if any((edir / n).is_file() for n in ("docker-compose.yaml", "docker-compose.yml")):
-        return "a multi-container environment (environment/docker-compose.yaml)"
+    try:
+        harbor_compose.services(edir)
+    except harbor_compose.Refused as exc:
+        return str(exc)
     if env.gpus:
         return f"GPUs (environment.gpus = {env.gpus})"
     if str(env.os).lower() == "windows" or any(task_dir.rglob("*.bat")):
@@ -351,6 +355,9 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         }
         if agent.user:
             spec["user"] = str(agent.user)
+        services, volumes = harbor_compose.services(task_dir / "environment")
+        if services or volumes:
+            spec["services"], spec["volumes"] = services, volumes
         (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
         shutil.copytree(task_dir / "tests", task_root / "hidden" / slug)
         entry: _TaskEntry = {
@@ -381,10 +388,13 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         grading = harbor_network.grading_keys(verifier_net)
         if toml.separate_verifier:
             grading.update(_verifier_environment(task_dir, toml, slug, out))
-        elif spec["workdir"] == "/":
-            # Nothing marks where the agent's work lies: only its own sandbox has it.
+        elif spec["workdir"] == "/" or services:
+            # Nothing marks where the agent's work lies, or the tests may talk to its
+            # sidecars: only its own sandbox has them.
             entry["grade_in_place"] = (
-                "the task has no work dir (WORKDIR /): its files could be anywhere"
+                "its tests may talk to its sidecars, which stand beside the agent's sandbox"
+                if services
+                else "the task has no work dir (WORKDIR /): its files could be anywhere"
             )
             grading = {}
         if grading:

@@ -59,44 +59,18 @@ from harness.sandbox.base import (
     network_hosts,
 )
 from harness.sandbox.docker_calls import DaemonCalls, DaemonTimeout
+from harness.sandbox.docker_client import NO_DAEMON_HINT, docker_available, make_client
 from harness.sandbox.docker_container import DockerSandbox, docker_errors
 from harness.sandbox.docker_images import PinnedImage
 from harness.sandbox.docker_mounts import host_mounts
 from harness.sandbox.docker_preflight import check_base_images
 from harness.sandbox.docker_quota import Quotas, TrialDisk
+from harness.sandbox.docker_services import Fleet, service_environments
 from harness.sandbox.lock_compare import check_lock
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-NO_DAEMON_HINT = (
-    "start one (as root: bash docker/ci-setup.sh) or choose `--sandbox local` "
-    "(no isolation: commands run on this machine)"
-)
-
-
-def make_client(base_url: str | None, timeout: float, pool: int):
-    """A Docker SDK client: `base_url`, else the environment (DOCKER_HOST, TLS settings)."""
-    import docker
-
-    if base_url:
-        return docker.DockerClient(base_url=base_url, timeout=timeout, max_pool_size=pool)
-    return docker.from_env(timeout=timeout, max_pool_size=pool)
-
-
-def docker_available(base_url: str | None = None, timeout: float = 3.0) -> bool:
-    """True when a Docker daemon answers a ping within ``timeout`` seconds (for ``auto``)."""
-    try:
-        client = make_client(base_url, timeout, 1)
-    except Exception:
-        return False
-    try:
-        return bool(client.ping())
-    except Exception:
-        return False
-    finally:
-        client.close()
 
 
 def agent_user(declared: str | None, pinned: PinnedImage) -> str:
@@ -139,7 +113,7 @@ class DockerProvider(SandboxProvider):
     @classmethod
     def honours(cls, options: BackendOptions) -> frozenset[str]:
         """Every network policy (``docker_network``) and root graders (Docker's defaults)."""
-        return frozenset({"none", "allowlist", "open", "grader-root"})
+        return frozenset({"none", "allowlist", "open", "grader-root", "services"})
 
     def __init__(
         self,
@@ -171,6 +145,7 @@ class DockerProvider(SandboxProvider):
         self._network_lock: anyio.Lock | None = None
         self._agent_lock: anyio.Lock | None = None
         self._quotas = Quotas(self._client.api, self._run, docker_errors())  # docker_quota
+        self._services = Fleet(self._run, self._client, self._owner, pull)  # docker_services
 
     async def _run(
         self,
@@ -193,13 +168,15 @@ class DockerProvider(SandboxProvider):
         -> ``sha256:...``. A broken recipe or a missing image raises
         ``EnvironmentBuildError`` naming the environment; Docker trouble ``SandboxError``."""
         todo = [env for env in environments if env.name not in self._pinned]
-        await self._run("build", check_base_images, self._client, todo, self._pull)
+        everything = [*todo, *service_environments(todo)]
+        await self._run("build", check_base_images, self._client, everything, self._pull)
         for env in environments:
             if env.name not in self._pinned:
                 self._pinned[env.name] = await self._run(
                     "build", docker_images.pin_environment, self._client, env, self._pull
                 )
             await self._network_for(env, network_hosts(env))
+        await self._services.prepare(environments)
         return {env.name: self._pinned[env.name].image_id for env in environments}
 
     async def prepare_agents(
@@ -269,7 +246,9 @@ class DockerProvider(SandboxProvider):
         Compare two with ``check_lock``."""
         await self.prepare(environments)
         return {
-            env.name: docker_images.lock_entry(env, self._pinned[env.name]) for env in environments
+            env.name: docker_images.lock_entry(env, self._pinned[env.name])
+            | ({"services": self._services.lock(env)} if env.spec.services else {})
+            for env in environments
         }
 
     check_lock = staticmethod(check_lock)
@@ -316,10 +295,12 @@ class DockerProvider(SandboxProvider):
             use_config_proxy=False,
         )
 
-    def _create_sync(self, kwargs: dict[str, Any]) -> str:
-        # Low-level calls: create + start, no extra inspect round trip.
+    def _create_sync(self, kwargs: dict[str, Any], also: str | None = None) -> str:
+        # Low-level calls: create (on network ``also`` too) + start, no inspect round trip.
         cid = self._client.api.create_container(**kwargs)["Id"]
         self._live.add(cid)
+        if also is not None:
+            self._client.api.connect_container_to_network(cid, also)
         self._client.api.start(cid)
         return cid
 
@@ -343,7 +324,13 @@ class DockerProvider(SandboxProvider):
         kwargs = self._create_kwargs(request, image_id, network, disk)
         self._quotas.keep(kwargs["name"], disk)
         try:
-            cid = await self._run("create", self._create_sync, kwargs, container=kwargs["name"])
+            beside = None
+            if not request.grading:  # the attempt's services, beside the agent's container
+                beside = await self._services.start(env, request, kwargs["name"])
+            also = beside.join(kwargs, env) if beside is not None else None
+            cid = await self._run(
+                "create", self._create_sync, kwargs, also, container=kwargs["name"]
+            )
         except docker_errors() as exc:
             # A half-created container is found by its unique name and removed.
             with anyio.CancelScope(shield=True):
@@ -356,6 +343,7 @@ class DockerProvider(SandboxProvider):
                 await self._remove(kwargs["name"])
             raise
         self._quotas.rename(kwargs["name"], cid)
+        self._services.rename(kwargs["name"], cid)
         box = DockerSandbox(
             self, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
         )
@@ -385,6 +373,7 @@ class DockerProvider(SandboxProvider):
         else:
             self._live.discard(container)
         await self._quotas.release(container)
+        await self._services.release(container)
 
     async def healthy(self) -> bool:
         """Does the daemon answer? (The circuit breaker's probe while Docker is down.)"""
@@ -402,6 +391,7 @@ class DockerProvider(SandboxProvider):
             async with anyio.create_task_group() as tg:
                 for cid in self._live - self._abandoned:
                     tg.start_soon(self._remove, cid)
+            await self._services.close()
             nets: list[docker_network.Allowlist | docker_network.OpenNetwork]
             nets = [*self._allowlists.values(), *([self._open] if self._open else [])]
             for net in nets:

@@ -39,7 +39,7 @@ LIMITS: dict[str, float | None] = {
     "stop": 30.0,  # kill a container and wait for it to stop
     "restart": 60.0,  # kill, wait for and start a container again (after a failed sweep)
     "remove": 30.0,  # force-remove a container
-    "network": 60.0,  # create or remove a task's allowlist network
+    "network": 60.0,  # create or remove a network (allowlist, open, services) or a volume
     "build": None,  # build, pull, load or tag an image
 }
 """Seconds each kind of daemon call may take (``None``: no limit of its own)."""

@@ -124,6 +124,7 @@ def gc(client=None, running_run_ids: Iterable[str] | None = None) -> list[str]:
             except docker.errors.APIError as exc:
                 log.warning("gc: could not remove container %s: %s", c["Id"][:12], exc)
         _gc_networks(client)
+        _gc_volumes(client)
     finally:
         if own:
             client.close()
@@ -149,3 +150,16 @@ def _gc_networks(client) -> None:
             continue
         if bridge:
             remove_rules_for(bridge)
+
+
+def _gc_volumes(client) -> None:
+    """Remove the shared volumes of trials' services (``docker_services``) whose owner is
+    dead."""
+    for volume in client.volumes.list(filters={"label": f"{HARNESS_LABEL}=1"}):
+        labels = volume.attrs.get("Labels") or {}
+        if ours(labels) is not True or owner_alive(labels) is not False:
+            continue
+        try:
+            volume.remove(force=True)
+        except Exception as exc:  # still mounted: the next gc gets it
+            log.warning("gc: could not remove volume %s: %s", volume.name, exc)

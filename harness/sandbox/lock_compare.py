@@ -27,7 +27,8 @@ def check_lock(
     means every environment in ``current`` resolves exactly as locked. Environments present
     only in ``locked`` are ignored (a suite may run a subset). Checked: the pinned image id,
     the recipe image id, every base image id, the files digest, and each agent CLI's package
-    spec and image (an agent CLI only in ``locked`` is ignored too). ``because``: per
+    spec and image (an agent CLI only in ``locked`` is ignored too), and the same of each
+    service (named ``<environment>--<service>``). ``because``: per
     environment, the files of its folder that changed; when its image changed, that one
     line replaces the image ids and digests that differ.
     """
@@ -59,6 +60,11 @@ def check_lock(
                     f"{short(a)}"
                 )
         problems += agent_mismatches(name, was.get("agents") or {}, now.get("agents") or {})
+        # Each service beside it is checked as an environment of its own (docker_services).
+        problems += check_lock(
+            {f"{name}--{k}": v for k, v in (was.get("services") or {}).items()},
+            {f"{name}--{k}": v for k, v in (now.get("services") or {}).items()},
+        )
     return problems
 
 
