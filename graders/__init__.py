@@ -19,6 +19,7 @@ GRADERS: Registry[Grader] = Registry(
         "state_diff": "graders.state_diff:StateDiff",
         "trajectory": "graders.trajectory:TrajectoryRules",
         "tests_script": "graders.tests_script:TestsScript",
+        "judge": "graders.judge:Judge",
     },
 )
 

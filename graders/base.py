@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypedDict, runtime_checkabl
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.config.models import Task
+from harness.config.models import ModelSettings, Task
 from harness.sandbox.base import Sandbox
 from harness.trajectory import Event
 
@@ -32,6 +32,11 @@ class GraderParams(BaseModel):
         """Whether grading reads the task's ``hidden:`` directory (checked when the suite
         loads: a task without one is an error naming the grader's field)."""
         return False
+
+    def models(self) -> list[ModelSettings]:
+        """The model endpoints grading calls (a judge's): probed before the run with the
+        arms' endpoints."""
+        return []
 
     def hidden_files(self) -> list[str]:
         """Paths, relative to the hidden directory, that grading runs or reads: each is
@@ -55,6 +60,8 @@ class Evidence:
     """The grading sandbox (commands run as the grader), for graders that run code."""
     hidden_dir: str | None = None
     """Where the task's hidden files are in the grading sandbox (the grader's only)."""
+    seed: int | None = None
+    """The trial's seed (a judge seeds its samples with it where the API takes a seed)."""
 
 
 class Harm(TypedDict):

@@ -246,6 +246,7 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
                 state_ignore=list(env.spec.state.ignore) if env else [],
                 sandbox=grader,
                 hidden_dir=grader.hidden_dir if grader is not None else None,
+                seed=job.seed,
             )
             verdicts = await _grade(rc.graders(task), evidence)
             combined = combine(verdicts)

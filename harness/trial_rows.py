@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import traceback
 from datetime import datetime
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from graders.base import Harm, VerdictJson
 from harness.agents.base import Usage
@@ -86,6 +86,7 @@ def trial_row(
 ) -> TrialRow:
     """The final row of a trial, from its outcome and what it used."""
     tokens_in, tokens_cached, tokens_out = usage.recorded_tokens()
+    judged = judge_spend(evidence)
     return TrialRow(
         **trial_key(job, rc).model_dump(),
         seed=job.seed,
@@ -108,6 +109,7 @@ def trial_row(
         tokens_out=tokens_out,
         cost_usd=usage.cost_usd,
         latency_s=latency,
+        **judged,
         steps=usage.steps,
         model_calls=usage.model_calls,
         malformed_tool_calls=usage.malformed_tool_calls,
@@ -172,4 +174,38 @@ def attempt_row(
         cost_usd=usage.cost_usd if usage is not None else None,
         started_at=started,
         finished_at=now(),
+    )
+
+
+class JudgeSpend(TypedDict):
+    """What a trial's judges spent (the ``judge_*`` columns of its row)."""
+
+    judge_calls: int
+    judge_tokens_in: int | None
+    judge_tokens_out: int | None
+    judge_cost_usd: float | None
+
+
+def judge_spend(evidence: TrialEvidence | None) -> JudgeSpend:
+    """The sum over the trial's judge verdicts (``details.judge.usage``); unknown stays None."""
+    verdicts: list[VerdictJson] = evidence["graders"] if evidence else []
+    usages = [
+        v["details"]["judge"]["usage"]
+        for v in verdicts
+        if isinstance(v["details"].get("judge"), dict)
+    ]
+    if not usages:
+        return JudgeSpend(
+            judge_calls=0, judge_tokens_in=None, judge_tokens_out=None, judge_cost_usd=None
+        )
+
+    def total(key: str) -> Any:
+        values = [u.get(key) for u in usages]
+        return None if any(v is None for v in values) else sum(values)
+
+    return JudgeSpend(
+        judge_calls=int(total("calls") or 0),
+        judge_tokens_in=total("tokens_in"),
+        judge_tokens_out=total("tokens_out"),
+        judge_cost_usd=total("cost_usd"),
     )

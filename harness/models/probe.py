@@ -56,7 +56,8 @@ class Endpoint:
 
 
 def endpoints(resolved: Resolved) -> list[Endpoint]:
-    """The distinct endpoints of the arms' models and the tasks' simulated users' models."""
+    """The distinct endpoints of the arms' models, the tasks' simulated users' models and
+    their graders' models (judges)."""
     from harness.models.settings import expand_env
 
     found: dict[tuple[str, str, str | None], Endpoint] = {}
@@ -73,6 +74,9 @@ def endpoints(resolved: Resolved) -> list[Endpoint]:
         user = loaded.task.user
         if user is not None and user.model is not None:
             add(user.model, f"task '{loaded.task.id}' simulated user")
+        for grader in resolved.graders.get(loaded.task.id, []):
+            for model in grader.params.models():
+                add(model, f"task '{loaded.task.id}' {grader.type_name} grader")
     return list(found.values())
 
 

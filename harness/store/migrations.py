@@ -9,7 +9,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-from harness.store.tables import InFlight, TrajectoryEvent, Trial, table_of
+from harness.store.tables import HumanLabel, InFlight, TrajectoryEvent, Trial, table_of
 
 
 def _v1(conn: Connection) -> None:
@@ -94,6 +94,22 @@ def _v8(conn: Connection) -> None:
     table_of(InFlight).create(conn, checkfirst=True)
 
 
+def _v9(conn: Connection) -> None:
+    """trials.judge_*: what the trial's judges spent, apart from the agent; human_labels:
+    people's labels of trials (a store made by v1 of today's tables already has both)."""
+    columns = {c["name"] for c in inspect(conn).get_columns("trials")}
+    added = (
+        ("judge_calls", "INTEGER NOT NULL DEFAULT 0"),
+        ("judge_tokens_in", "INTEGER"),
+        ("judge_tokens_out", "INTEGER"),
+        ("judge_cost_usd", "FLOAT"),
+    )
+    for name, kind in added:
+        if name not in columns:
+            conn.execute(text(f"ALTER TABLE trials ADD COLUMN {name} {kind}"))
+    table_of(HumanLabel).create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
@@ -103,5 +119,6 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (6, _v6),
     (7, _v7),
     (8, _v8),
+    (9, _v9),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -103,6 +103,14 @@ class TrialRow(TrialKey):
     """US dollars; None when a price or a call's usage was unknown."""
     latency_s: float = 0.0
     """Seconds from the start of the attempt to the agent's end."""
+    judge_calls: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Model calls the trial's judges made (kept apart from the agent's: ``model_calls``)."""
+    judge_tokens_in: int | None = None
+    """Prompt tokens of the judges' calls (None: a call reported no usage, or no judge)."""
+    judge_tokens_out: int | None = None
+    judge_cost_usd: float | None = None
+    """US dollars the judges spent (None: a price or a call's usage was unknown, or no
+    judge); never counted in the agent's ``cost_usd`` or its budgets."""
     steps: int = 0
     model_calls: int = 0
     malformed_tool_calls: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
@@ -170,6 +178,25 @@ class InFlight(TrialKey, table=True):
     )
     id: int | None = Field(default=None, primary_key=True)
     started_at: datetime
+
+
+class HumanLabel(SQLModel, table=True):
+    """A person's label of one trial, beside the trial and never over its verdict: pass or
+    fail overall (``criterion`` empty) or of one judge criterion, with who, when and a note."""
+
+    __tablename__ = "human_labels"
+    __table_args__ = (UniqueConstraint("trial_id", "criterion", "labeller", name="uq_human_label"),)
+    id: int | None = Field(default=None, primary_key=True)
+    trial_id: int = Field(index=True, foreign_key="trials.id")
+    criterion: str = ""
+    """The judge criterion labelled; '' for the trial's outcome as a whole."""
+    passed: bool
+    labeller: str = Field(sa_type=StoredString)
+    """Who labelled it (a name or address; labels of one person replace their earlier ones)."""
+    note: str = Field(default="", sa_type=StoredText)
+    source: str = "viewer"
+    """viewer, or the labels file it was imported from."""
+    labelled_at: datetime
 
 
 class TrajectoryEvent(Event, table=True):

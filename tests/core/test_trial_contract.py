@@ -136,6 +136,11 @@ def _expected(trial: dict, did: dict, run: dict) -> dict:
         "steps": did["steps"],
         "model_calls": 0,  # the agent's own ctx.usage is a copy in its child process
         "malformed_tool_calls": did["malformed"],
+        # no judge grades these tasks (the judge's own columns: tests/graders/test_judge.py)
+        "judge_calls": 0,
+        "judge_tokens_in": None,
+        "judge_tokens_out": None,
+        "judge_cost_usd": None,
         "image_id": json.loads(run["image_ids"])["shell"],
         # no agent CLI on top: the task image is the image the trial ran
         "task_image_id": json.loads(run["image_ids"])["shell"],
