@@ -232,6 +232,16 @@ def report(
             "repeat it or separate names with commas.",
         ),
     ] = None,
+    estimand: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--estimand",
+            metavar="NAME",
+            help="What the success intervals are for: superpopulation (tasks as a sample of "
+            "tasks like them) or fixed-suite (this suite's tasks held fixed: trial noise only). "
+            "Default: the suite's report.estimand.",
+        ),
+    ] = None,
     store: StoreOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -241,6 +251,11 @@ def report(
     from harness.report.cli import print_report
     from harness.store.refs import find_run, no_arm, open_for_reading
 
+    if estimand is not None and estimand not in ("superpopulation", "fixed-suite"):
+        raise typer.BadParameter(
+            f"'{estimand}' is not an estimand: superpopulation or fixed-suite",
+            param_hint="--estimand",
+        )
     db = open_for_reading(store)
     try:
         run_id = find_run(db, no_arm(run_ref, "report", ARM_LATER)).id
@@ -252,11 +267,12 @@ def report(
         fmt="json" if as_json else "markdown" if markdown else "terminal",
         quiet=quiet,
         sections=None if full else section_names(section or []),
+        estimand=estimand,
     )
     if html:
         from harness.report.html_page import write_html
 
-        write_html(run_id, db.url, html)
+        write_html(run_id, db.url, html, estimand=estimand)
         typer.echo(f"wrote {html}", err=True)
 
 

@@ -25,6 +25,7 @@ OPTIONAL = {
     "latency": ("latency",),
     "cost": ("cost",),
     "harm": ("harm",),
+    "score": ("score",),
     "tokens": ("tokens_in", "tokens_cached", "tokens_out"),
     "seed": ("seed",),
     "id": ("id",),
@@ -32,7 +33,7 @@ OPTIONAL = {
 """What a caller may ask for → the packed columns that carry it."""
 DECISIONS = frozenset({"cost", "seed"})
 """What compare, gate, history and plan read."""
-REPORT = frozenset({"confidence", "latency", "cost", "harm", "tokens"})
+REPORT = frozenset({"confidence", "latency", "cost", "harm", "tokens", "score"})
 """What the report reads (and ``seed`` when it compares two arms)."""
 TASK_TABLE = frozenset({"id"})
 """What the HTML page's per-task table reads (trial ids to link to)."""
@@ -126,7 +127,9 @@ def load_run_table(
             cols[name] = values
         else:
             v = values / s
-            cols[name] = np.where(v < 0, np.nan, v) if name in ("confidence", "cost") else v
+            cols[name] = (
+                np.where(v < 0, np.nan, v) if name in ("confidence", "cost", "score") else v
+            )
     trials = Trials(cols, n)
     if rows.labels is not None:
         _mixed_labels(trials, rows.labels)

@@ -7,14 +7,19 @@ count from here, so no view computes a comparison with a setting another view la
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
-from harness.release.run_config import StoredSuite
+from harness.release.run_config import StoredSuite, StoredTask
 
 ESTIMAND = (
-    "expected success rate of the arm on a task drawn uniformly from the suite's tasks, "
-    "one trial per task (mean of per-task success rates; each task counts once)"
+    "expected success rate of one trial of the arm on a task drawn from the population the "
+    "suite's tasks (or clusters) are a sample of, estimated by the mean of per-task success "
+    "rates (each task counts once); the interval counts which tasks were drawn and trial noise"
 )
+FIXED_SUITE = "fixed-suite"
+ESTIMANDS = ("superpopulation", FIXED_SUITE)
+"""The estimands a success interval can be for (``report.estimand``)."""
 DENOMINATOR_TEXT = {
     "failure": "unresolved trials (infra, grader and harness errors) count as failures",
     "exclude": "unresolved trials are excluded from every rate (and reported separately)",
@@ -34,20 +39,36 @@ class Settings:
     """Under adaptive repeats, the trials per task every task got first (the unbiased
     headline reads only those); None under fixed repeats."""
     k: tuple[int, ...] | None = None
-    estimand: str = ESTIMAND
+    estimand: str = "superpopulation"
+    """What the success interval is for: 'superpopulation' or 'fixed-suite' (``ESTIMANDS``)."""
+    positives: Mapping[str, bool] = field(default_factory=dict)
+    """Task id → its truth, for the classification-style tasks (``task.positive``)."""
 
     @property
     def denominator_text(self) -> str:
         return DENOMINATOR_TEXT.get(self.denominator, self.denominator)
 
+    @property
+    def fixed_suite(self) -> bool:
+        return self.estimand == FIXED_SUITE
+
     def at(self, confidence: float | None) -> Settings:
         """The same settings at another confidence (a command's ``--confidence``)."""
         return self if confidence is None else replace(self, confidence=float(confidence))
 
+    def for_estimand(self, estimand: str | None) -> Settings:
+        """The same settings for another estimand (``harness report --estimand``)."""
+        return self if estimand is None else replace(self, estimand=estimand)
 
-def settings_of(suite: StoredSuite, trials_per_task: int | None = None) -> Settings:
+
+def settings_of(
+    suite: StoredSuite,
+    trials_per_task: int | None = None,
+    tasks: Mapping[str, StoredTask] | None = None,
+) -> Settings:
     """The settings a run's stored suite declares, with defaults. ``trials_per_task``: the
-    run's own count (a ``--trials`` override), else the suite's ``trials``."""
+    run's own count (a ``--trials`` override), else the suite's ``trials``; ``tasks``: the
+    run's stored tasks (their ``positive`` truths)."""
     rep = suite.get("report") or {}
     adaptive = (suite.get("repeats") or {}).get("mode") == "adaptive"
     trials = trials_per_task if trials_per_task is not None else int(suite.get("trials", 1))
@@ -58,4 +79,10 @@ def settings_of(suite: StoredSuite, trials_per_task: int | None = None) -> Setti
         denominator=str(suite.get("denominator", "failure")),
         phase_one_trials=int(trials) if adaptive else None,
         k=tuple(int(x) for x in k) if k else None,
+        estimand=str(rep.get("estimand", "superpopulation")),
+        positives={
+            str(tid): bool(t["positive"])
+            for tid, t in (tasks or {}).items()
+            if isinstance(t, dict) and t.get("positive") is not None
+        },
     )

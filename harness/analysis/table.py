@@ -117,6 +117,7 @@ NUMBER_FIELDS = (
     "latency",
     "cost",
     "harm",
+    "score",
     "tokens_in",
     "tokens_cached",
     "tokens_out",
@@ -166,6 +167,8 @@ class Trials:
     cost = _Field[np.ndarray]()
     """US dollars; NaN when the price or the usage was unknown."""
     harm = _Field[np.ndarray]()
+    score = _Field[np.ndarray]()
+    """The graders' partial credit in [0, 1] (mean over graders); NaN when none was stored."""
     tokens_in = _Field[np.ndarray]()
     """Tokens of trials with known usage; 0 where unknown (``usage_known``)."""
     tokens_cached = _Field[np.ndarray]()

@@ -21,6 +21,7 @@ REPORT_SECTIONS = (
     "unresolved",
     "pass-k",
     "slices",
+    "measures",
     "reliability",
     "usage",
     "comparison",

@@ -455,6 +455,9 @@ class Task(Strict):
     """a simulated user for conversational tasks"""
     must_never: bool = False
     """any failure of the candidate on this task blocks the release (gate)"""
+    positive: bool | None = None
+    """a classification-style task's truth: true when the right answer is the positive class
+    (flag, escalate), false when negative; the report adds precision, recall, F1, specificity"""
     grade_in_place: str | None = Field(
         None,
         description="why this task's graders must run in the agent's own live sandbox (a "

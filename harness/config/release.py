@@ -27,6 +27,12 @@ class ReportSettings(Strict):
     """the pre-declared comparison (default: the gate's, else the first two arms)"""
     confidence: float = Field(0.95, gt=0, lt=1)
     """the level of every interval in the report"""
+    estimand: Literal["superpopulation", "fixed-suite"] = Field(
+        "superpopulation",
+        description="what the success interval is for: superpopulation (tasks as draws from "
+        "the tasks like them: the interval counts which tasks were drawn and trial noise) or "
+        "fixed-suite (this suite's own tasks, held fixed: trial noise only)",
+    )
 
     @field_validator("k")
     @classmethod

@@ -40,6 +40,8 @@ class StoredReportSettings(TypedDict, total=False):
     cluster_key: str
     primary: PrimaryRecord | None
     confidence: float
+    estimand: str
+    """'superpopulation' or 'fixed-suite'."""
 
 
 class StoredRepeats(TypedDict, total=False):
@@ -78,6 +80,8 @@ class StoredTask(TypedDict, total=False):
     budgets: dict[str, object] | None
     variants: list[object]
     must_never: bool
+    positive: bool | None
+    """A classification-style task's truth (None: not one)."""
 
 
 class StoredEnvironment(TypedDict, total=False):

@@ -23,11 +23,13 @@ def load_report(
     *,
     n_resamples: int | None = None,
     timings: dict[str, float] | None = None,
+    estimand: str | None = None,
 ) -> Report:
     """THE report-data entry point: the report dict for ``run_id`` (default: latest run).
 
     The shape is ``harness.report.records.Report``; it is JSON-serialisable. Pass a
-    ``timings`` dict to receive the seconds spent per phase.
+    ``timings`` dict to receive the seconds spent per phase; ``estimand`` ('superpopulation'
+    or 'fixed-suite') overrides the suite's ``report.estimand``.
     """
     t0 = time.perf_counter()
     store = Store(resolve_url(store_url))
@@ -38,7 +40,7 @@ def load_report(
         store.close()
     if timings is not None:
         timings["load_s"] = time.perf_counter() - t0
-    return report_of(run, table, n_resamples=n_resamples, timings=timings)
+    return report_of(run, table, n_resamples=n_resamples, timings=timings, estimand=estimand)
 
 
 def report_run(store: Store, run_id: str | None) -> Run:
@@ -70,8 +72,9 @@ def report_of(
     *,
     n_resamples: int | None = None,
     timings: dict[str, float] | None = None,
+    estimand: str | None = None,
 ) -> Report:
-    """The report data of a loaded run (pure: no store)."""
+    """The report data of a loaded run (pure: no store); ``estimand`` overrides the suite's."""
     from harness.analysis import settings_of
     from harness.release.evidence import flagged_tasks
     from harness.release.source import stored_config
@@ -85,7 +88,9 @@ def report_of(
     report = build_report(
         _run_summary(run),
         table,
-        settings=settings_of(suite, run.trials_per_task),
+        settings=settings_of(suite, run.trials_per_task, config.get("tasks")).for_estimand(
+            estimand
+        ),
         scheduled=scheduled_per_arm(
             config, run.trials_per_task, run.jobs_planned, len(run.arms or []) or 1
         ),
@@ -141,6 +146,7 @@ def print_report(
     fmt: str = "terminal",
     quiet: bool = False,
     sections: Sequence[str] | None = (),
+    estimand: str | None = None,
 ) -> None:
     """Print a run's report as 'terminal' (rich), 'json' or 'markdown'. The terminal report
     is the summary and the ``sections`` named (None: every section); the summary names the
@@ -150,10 +156,10 @@ def print_report(
 
     err = Console(stderr=True)
     if quiet or not err.is_terminal:
-        data, gate = _load(run_id, store_url, with_gate=fmt != "json")
+        data, gate = _load(run_id, store_url, with_gate=fmt != "json", estimand=estimand)
     else:
         with err.status(f"loading and analysing run {run_id or '(latest)'} ..."):
-            data, gate = _load(run_id, store_url, with_gate=fmt != "json")
+            data, gate = _load(run_id, store_url, with_gate=fmt != "json", estimand=estimand)
     if fmt == "json":
         print(json.dumps(data, indent=2, allow_nan=False))
     elif fmt == "markdown":
@@ -169,7 +175,7 @@ def print_report(
 
 
 def _load(
-    run_id: str | None, store_url: str | None, *, with_gate: bool
+    run_id: str | None, store_url: str | None, *, with_gate: bool, estimand: str | None = None
 ) -> tuple[Report, GateResult | str | None]:
     """The report data, and the gate's verdict when the suite declares a gate: one read of
     the run's table for both."""
@@ -184,7 +190,7 @@ def _load(
         gate = declared_gate(store, run, table) if gated else None
     finally:
         store.close()
-    return report_of(run, table), gate
+    return report_of(run, table, estimand=estimand), gate
 
 
 def declared_gate(store: Store, run: Run, table: RunTable) -> GateResult | str | None:

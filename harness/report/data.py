@@ -20,6 +20,7 @@ from harness.analysis.load import RunTable
 from harness.analysis.settings import ESTIMAND
 from harness.analysis.table import FAILED_CODE, PASSED_CODE, Trials
 from harness.release.run_config import StoredConfig, StoredSuite
+from harness.report import measures as ms
 from harness.report import reliability as rel
 from harness.report import sections as sec
 from harness.report import usage as use
@@ -35,6 +36,7 @@ from harness.report.records import (
     UsageSection,
     Versions,
 )
+from harness.stats.records import Interval
 from harness.stats.task_units import Unit, choose_unit, mean_interval
 
 FEW_EFFECTIVE_CLUSTERS = 5
@@ -69,6 +71,7 @@ def settings_record(settings: Settings, suite: StoredSuite) -> ReportSettings:
         "k": list(settings.k) if settings.k else None,
         "primary": rep.get("primary"),
         "phase_one_trials": settings.phase_one_trials,
+        "estimand": settings.estimand,
     }
 
 
@@ -126,6 +129,7 @@ def build_report(
             n_resamples=n_resamples,
             prediction_resamples=prediction_resamples,
             seed=seed,
+            analysis=analysis,
         )
         warnings += _arm_warnings(name, arms[name])
     roles = run_roles(suite, list(arms))
@@ -140,7 +144,7 @@ def build_report(
             {k: run.get(k) for k in RUN_KEYS} | {"description": suite.get("description") or ""},
         ),
         "settings": shown,
-        "estimand": ESTIMAND,
+        "estimand": estimand_text(analysis),
         "sampling_unit": _sampling_unit(arms),
         "versions": _versions(run, data.trials.originals()),
         "arms": arms,
@@ -151,6 +155,13 @@ def build_report(
         "must_never": must_never,
         "warnings": warnings,
     }
+
+
+def estimand_text(settings: Settings) -> str:
+    """The sentence naming what the success intervals are for (``report.estimand``)."""
+    from harness.stats.fixed_suite import ESTIMAND as FIXED
+
+    return FIXED if settings.fixed_suite else ESTIMAND
 
 
 def _arm_warnings(name: str, arm: ArmReport) -> list[str]:
@@ -212,6 +223,7 @@ def _empty_sections() -> ArmReport:
             "calibration": None,
             "harm": None,
         },
+        "measures": {"classification": None, "macro": None, "scores": None, "other_estimand": None},
     }
 
 
@@ -276,6 +288,39 @@ def _success(
     return success
 
 
+def _measures(
+    arm: Trials, outcomes: sec.TaskOutcomes, unit: Unit, analysis: Settings, success: Success
+) -> ms.Measures:
+    """Classification metrics, macro beside micro, scores, and the other estimand's interval
+    (under ``estimand: fixed-suite`` the headline ``success`` takes the fixed-suite one)."""
+    inc, confidence = outcomes.include, analysis.confidence
+    n, c = outcomes.n[inc], outcomes.c[inc]
+    fixed = ms.fixed_suite_interval(c, n, None, confidence)
+    other = cast(Interval, dict(success))
+    if analysis.fixed_suite:
+        success.update(fixed)
+        if not fixed.get("warning"):
+            success.pop("warning", None)
+    else:
+        other = fixed
+    index = np.full(arm.task_ids.size, -1)
+    index[np.flatnonzero(inc)] = np.arange(int(inc.sum()))
+    scores = None
+    if arm.has("score"):
+        task_of = index[arm.task_index]
+        counted = (task_of >= 0) & (arm.resolved | (analysis.denominator == "failure"))
+        values = np.where(arm.resolved, arm.score, 0.0)[counted]
+        scores = ms.scores_section(values, task_of[counted], int(inc.sum()), unit, confidence)
+    return {
+        "classification": ms.classification_section(
+            arm.task_ids[inc], c, n, unit, analysis.positives, confidence
+        ),
+        "macro": ms.macro_section(arm.per_task("task_class")[inc], c / n, unit, confidence),
+        "scores": scores,
+        "other_estimand": other,
+    }
+
+
 def _consistency(hat: list[PassAtK], trials_per_task: int) -> PassAtK | None:
     """pass^k at k = trials per task, read as the chance that every trial of a task succeeds."""
     consistency = next((p.copy() for p in hat if p["k"] == trials_per_task), None)
@@ -302,8 +347,13 @@ def arm_report(
     n_resamples: int,
     prediction_resamples: int,
     seed: int,
+    analysis: Settings | None = None,
 ) -> ArmReport:
-    """One arm's sections, from its trials (variants feed only the robustness section)."""
+    """One arm's sections, from its trials (variants feed only the robustness section).
+    ``analysis``: the run's settings (the estimand and the tasks' declared truths)."""
+    analysis = analysis or Settings(
+        confidence=settings["confidence"], denominator=settings["denominator"]
+    )
     arm = trials.originals()
     confidence = settings["confidence"]
     denominator = settings["denominator"]
@@ -341,9 +391,9 @@ def arm_report(
         return out
 
     rates = c / n
-    out["success"] = _success(
-        rates, n, clusters, unit, out["unit"]["effective_clusters"], confidence
-    )
+    success = _success(rates, n, clusters, unit, out["unit"]["effective_clusters"], confidence)
+    out["success"] = success
+    out["measures"] = _measures(arm, outcomes, unit, analysis, success)
     ks = settings.get("k") or list(range(1, trials_per_task + 1))
     hat, at = sec.pass_k_section(n, c, unit, sorted(set(ks)), confidence=confidence)
     out["pass_hat_k"], out["pass_at_k"] = hat, at

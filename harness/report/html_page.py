@@ -27,11 +27,13 @@ def write_html(
     path: str | Path,
     *,
     viewer_url: str = DEFAULT_VIEWER_URL,
+    estimand: str | None = None,
 ) -> Path:
-    """Render the run's report to ``path`` (one file); returns the path written."""
+    """Render the run's report to ``path`` (one file); returns the path written.
+    ``estimand`` overrides the suite's ``report.estimand``."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_text(out, build_html(run_id, store_url, viewer_url=viewer_url))
+    write_text(out, build_html(run_id, store_url, viewer_url=viewer_url, estimand=estimand))
     return out
 
 
@@ -41,6 +43,7 @@ def build_html(
     *,
     viewer_url: str | None = DEFAULT_VIEWER_URL,
     data: Report | None = None,
+    estimand: str | None = None,
 ) -> str:
     """Load the run's table once (what the report, the per-task table and the gate read),
     build the report data (unless given as ``data``) and the gate's verdict; render."""
@@ -56,7 +59,7 @@ def build_html(
         fields = TASK_TABLE | (DECISIONS if gated else set())
         if data is None:
             table = load_report_table(store, run, fields)
-            data = report_of(run, table)
+            data = report_of(run, table, estimand=estimand)
         else:  # the report data is given: read only what the page adds to it
             table = load_run_table(store, run.id, fields, with_notes=True)
         gate = gate_verdict(store, run, table) if gated else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from harness.release.records import Comparison, MustNever, NoiseFloor, PrimaryRecord
+from harness.report.measures import Measures
 from harness.stats.records import Interval
 
 
@@ -132,6 +133,8 @@ class ReportSettings(TypedDict):
     primary: PrimaryRecord | None
     """The suite's ``report.primary``: baseline and candidate arm names."""
     phase_one_trials: int | None
+    estimand: NotRequired[str]
+    """'superpopulation' or 'fixed-suite': what the success intervals are for."""
     n_resamples: NotRequired[int]
     """Bootstrap resamples of the report's intervals (set when the report is built)."""
     prediction_resamples: NotRequired[int]
@@ -336,6 +339,9 @@ class ArmReport(TypedDict, total=False):
     slices: Slices
     stratified: Stratified | None
     reliability: Reliability
+    measures: Measures
+    """Classification metrics, macro beside micro, partial-credit scores, and the success
+    interval of the estimand the suite did not declare (``harness.report.measures``)."""
     usage: UsageSection
     unresolved_causes: UnresolvedCauses
     """Top causes of unresolved trials (``harness.report.causes``), when loaded from a store."""

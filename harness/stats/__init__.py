@@ -70,6 +70,7 @@ from harness.stats.estimate import (
     no_variation_interval,
     paired_estimate,
 )
+from harness.stats.fixed_suite import fixed_suite_bounds, fixed_suite_estimate
 from harness.stats.gate_rule import GateRule
 from harness.stats.infra import RerunTrap, rerun_trap
 from harness.stats.intervals import (
@@ -207,6 +208,8 @@ __all__ = [
     "mean_estimate",
     "paired_estimate",
     "GateRule",
+    "fixed_suite_bounds",
+    "fixed_suite_estimate",
     "quantile_interval",
     "no_variation_interval",
     "alarm_threshold",

@@ -12,9 +12,9 @@ per-trial numbers leave the database *packed*, one row per (arm, task[, variant]
   for as one comma-separated text of integers (``group_concat`` in SQLite, ``string_agg`` in
   PostgreSQL), which numpy parses in C. All aggregates of a group see its rows in the same
   order, so the i-th number of every packed column belongs to the same trial. Floats travel
-  as scaled integers: latency to the microsecond, cost to 1e-12 USD, confidence and harm
-  severity to 1e-6 (rounded; far below any reported digit). Unknown confidence and cost
-  travel as -1 and come back as NaN; unknown tokens as 0 with ``usage_known`` 0. The status,
+  as scaled integers: latency to the microsecond, cost to 1e-12 USD, confidence, harm
+  severity and score to 1e-6 (rounded; far below any reported digit). Unknown confidence, cost
+  and score travel as -1 and come back as NaN; unknown tokens as 0 with ``usage_known`` 0. The status,
   whether usage was reported, the attempt count and the steps travel as one integer
   (``status | usage_known << 3 | min(attempts, 4095) << 4 | steps << 16``): one aggregate
   instead of four.
@@ -77,6 +77,7 @@ def _packed_columns() -> dict[str, Packed]:
         Packed("latency", f"ROUND(COALESCE({latency}, 0.0) * 1e6)", 1e6),
         Packed("cost", f"ROUND(COALESCE({cost}, -1.0) * 1e12)", 1e12),
         Packed("harm", f"ROUND(COALESCE({harm}, 0.0) * 1e6)", 1e6),
+        Packed("score", f"ROUND(COALESCE({_c(Trial.score)}, -1.0) * 1e6)", 1e6),
         Packed("tokens_in", f"COALESCE({tokens_in}, 0)", None),
         Packed("tokens_cached", f"COALESCE({_c(Trial.tokens_cached)}, 0)", None),
         Packed("tokens_out", f"COALESCE({_c(Trial.tokens_out)}, 0)", None),

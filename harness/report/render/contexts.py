@@ -239,4 +239,6 @@ class ReportSections(TypedDict):
     cost: CostSection | None
     calibration: CalibrationSection | None
     infra: InfraSection | None
+    measures: list[tuple[str, list[str]]] | None
+    """Per arm: its measures lines (``harness.report.render.measures``)."""
     tasks: TaskTable | None

@@ -34,6 +34,7 @@ from harness.report.render.contexts import (
     HeadlineSection,
     ReportSections,
 )
+from harness.report.render.measures import measures_lines
 from harness.report.render.templating import render_template
 from harness.viewer import DEFAULT_VIEWER_URL
 
@@ -44,6 +45,7 @@ NAV = (
     ("cost", "cost"),
     ("calibration", "calibration"),
     ("infra", "errors"),
+    ("measures", "measures"),
     ("tasks", "tasks"),
 )
 GOOD_VERDICTS = ("improvement", "non-inferior", "pass", "passed", "ship", "go")
@@ -70,6 +72,7 @@ def render(
         "cost": hs.cost(data, tasks, colors),
         "calibration": hs.calibration(data, tasks, colors),
         "infra": hs.infra(data, tasks, error_kinds or []),
+        "measures": measures(data),
         "tasks": hs.task_table(tasks, None if viewer_url is None else viewer_url.rstrip("/")),
     }
     return render_template(
@@ -231,6 +234,16 @@ def headline(data: Report, tasks: tk.TaskCounts, colors: dict[str, str]) -> Head
             f"{denominator[:1].upper() + denominator[1:]}."
         ),
     }
+
+
+def measures(data: Report) -> list[tuple[str, list[str]]] | None:
+    """Each arm's measures lines, the same the terminal and Markdown print; None when none."""
+    rows = [
+        (name, lines)
+        for name, a in (data.get("arms") or {}).items()
+        if (lines := measures_lines(a.get("measures")))
+    ]
+    return rows or None
 
 
 def _comparison_extra(comp: Comparison) -> str:

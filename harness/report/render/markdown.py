@@ -21,6 +21,7 @@ from harness.report.render.fmt import (
     tokens_text,
     unresolved_by_class_text,
 )
+from harness.report.render.measures import measures_lines
 from harness.report.render.numbers import (
     ci,
     delta_text,
@@ -140,6 +141,7 @@ def _arm(a: ArmReport) -> list[str]:
             f"*Prediction ({fit_text(pred)}; not observed):* pass^k {pts}; at k={chk.get('k')} "
             f"{fit_check_text(chk)}.",
         ]
+    out += [line for m in measures_lines(a.get("measures")) for line in ("", _inline(m) + ".")]
     return out + _slices(a) + _reliability_and_usage(a)
 
 

@@ -50,6 +50,7 @@ def render_summary(
     the command that shows the rest (None: print no pointer)."""
     run = report["run"]
     conf = report.get("settings", {}).get("confidence", 0.95)
+    fixed = report.get("settings", {}).get("estimand") == "fixed-suite"
     _say(
         console,
         f"Run {run['id']} · suite {run['suite']} · {run['status']} · sandbox {run['sandbox']}",
@@ -57,8 +58,9 @@ def render_summary(
     )
     _say(
         console,
-        f"success: mean of per-task success rates, {pct(conf, 0)} intervals; "
-        f"{denominator_text(report)}",
+        f"success: mean of per-task success rates, {pct(conf, 0)} intervals"
+        + (" for this suite's tasks held fixed (estimand: fixed-suite); " if fixed else "; ")
+        + f"{denominator_text(report)}",
         style="dim",
     )
     _arms(console, report)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -36,6 +37,7 @@ from harness.report.render.fmt import (
     tokens_text,
     unresolved_by_class_text,
 )
+from harness.report.render.measures import measures_lines
 from harness.report.render.numbers import (
     ci,
     delta_text,
@@ -51,7 +53,7 @@ from harness.report.render.summary import SECTION_NAMES, render_summary
 __all__ = ["SECTION_NAMES", "pct", "rate_text", "render"]
 
 CLUSTER_ROWS = 10
-ARM_SECTIONS = ("unresolved", "pass-k", "slices", "reliability", "usage")
+ARM_SECTIONS = ("unresolved", "pass-k", "slices", "measures", "reliability", "usage")
 """Sections printed per arm, under the arm's rule."""
 
 
@@ -131,6 +133,12 @@ def _arm(console: Console, a: ArmReport, chosen: set[str]) -> None:
         _slices(console, "class", a["slices"]["class"], None)
         _slices(console, "cluster", a["slices"]["cluster"], CLUSTER_ROWS)
         _stratified(console, a)
+    if "measures" in chosen:
+        for line in measures_lines(a.get("measures")):
+            wrapped = textwrap.fill(
+                line, width=console.width, subsequent_indent="  ", break_on_hyphens=False
+            )
+            console.print(wrapped, markup=False, highlight=False, soft_wrap=True)
     if "reliability" in chosen:
         _reliability(console, a["reliability"])
     if "usage" in chosen:
