@@ -161,13 +161,19 @@ def test_shipped_tasks_run_on_docker(tmp_path: Path, docker_ready) -> None:
     result = run_cli("import", "harbor", str(SHIPPED), "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "4 imported, 0 refused" in result.stdout
-    store = tmp_path / "h.db"
-    suite = tmp_path / "tasks" / "harbor" / "suite.yaml"
-    run = run_cli("run", str(suite), "--store", f"sqlite:///{store}", "-q", timeout=900)
+    assert_oracle_passes_noop_fails(tmp_path, tasks=4)
+
+
+def assert_oracle_passes_noop_fails(out: Path, tasks: int, *options: str) -> None:
+    """Run an imported suite (in ``out``) through the CLI: the oracle passes every task,
+    noop fails every one with reward 0."""
+    store = out / "h.db"
+    suite = out / "tasks" / "harbor" / "suite.yaml"
+    run = run_cli("run", str(suite), "--store", f"sqlite:///{store}", "-q", *options, timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     rows = sqlite3.connect(store).execute("select arm, task_id, status, reason from trials")
     outcome = {(arm, task): (status, reason) for arm, task, status, reason in rows}
-    assert len(outcome) == 8
+    assert len(outcome) == 2 * tasks
     for (arm, task), (status, reason) in outcome.items():
         assert status == ("passed" if arm == "oracle" else "failed"), (arm, task, reason)
         if arm == "noop":
