@@ -207,7 +207,10 @@ def _child_agent(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBindin
         problem = answer["params_error"]
         loc = ("arms", i, "params", *problem["loc"])
         raise _error(config, loc, str(problem["message"]))
-    return AgentBinding(child_agent(arm.agent, view), Options(), bool(answer.get("async_run")))
+    limits = config.suite.limits
+    return AgentBinding(
+        child_agent(arm.agent, view, limits), Options(), bool(answer.get("async_run"))
+    )
 
 
 def _jail_view(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding) -> JailView | None:

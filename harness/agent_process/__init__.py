@@ -1,7 +1,8 @@
 """``module:Class`` agents run out of the harness process, one process per trial attempt,
 in the agent jail (``jail``: what it may see; ``template``: the process inside that forks
 one per trial; ``namespaces``: the calls that isolate it), talking to the harness over a
-socket (``host``: the harness's side; ``child``: the process; ``wire``: the protocol).
+socket (``attempt``: one attempt's set-up, ``confine``: its limits, ``host``: the harness's side;
+``child``: the process; ``wire``: the protocol).
 
 The harness never imports such an agent's module: load-time checks run in such a process
 too (``describe``), and the arm's binding holds a ``ChildAgent`` that stands for the class.
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 
 from harness.agent_process.jail import JailError, JailView
 from harness.agents.base import Agent, AgentContext, AgentResult
+from harness.config.models import Limits
 
 DESCRIBE_TIMEOUT_S = 120.0
 
@@ -26,11 +28,13 @@ class ChildAgent(Agent):
     """The ``module:Class`` the child imports."""
     view: ClassVar[JailView | None] = None
     """The jail it runs in (None: a plain child process, only on ``unsafe-local``)."""
+    limits: ClassVar[Limits | None] = None
+    """The suite's limits, which its jailed process runs under (``confine``)."""
 
     async def run(self, ctx: AgentContext) -> AgentResult:
-        from harness.agent_process.host import run_in_child
+        from harness.agent_process.attempt import run_in_child
 
-        return await run_in_child(self.target, self.view, ctx)
+        return await run_in_child(self.target, self.view, ctx, self.limits)
 
 
 def runs_in_child(name: str) -> bool:
@@ -41,9 +45,11 @@ def runs_in_child(name: str) -> bool:
     return name not in AGENTS and name.count(":") == 1 and not name.startswith("harness.agents.")
 
 
-def child_agent(target: str, view: JailView | None) -> type[ChildAgent]:
-    """A ``ChildAgent`` class for ``target`` in the jail ``view``."""
-    attrs = {"target": target, "name": target, "view": view}
+def child_agent(
+    target: str, view: JailView | None, limits: Limits | None = None
+) -> type[ChildAgent]:
+    """A ``ChildAgent`` class for ``target`` in the jail ``view``, under ``limits``."""
+    attrs = {"target": target, "name": target, "view": view, "limits": limits}
     return type(f"ChildAgent[{target}]", (ChildAgent,), attrs)
 
 

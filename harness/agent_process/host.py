@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import tarfile
 import tempfile
-from contextlib import AsyncExitStack, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -469,31 +468,4 @@ def _charge(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def run_in_child(target: str, view: jail.JailView | None, ctx: AgentContext) -> AgentResult:
-    """Run the ``module:Class`` agent ``target`` on ``ctx`` in a process of its own: in the
-    jail ``view`` (None: a plain child process); its model calls go through a metering
-    proxy (jailed: on a unix socket of the trial's own, else on loopback)."""
-    async with AsyncExitStack() as stack:
-        template = None if view is None else await anyio.to_thread.run_sync(jail.template, view)
-        socket_name = None
-        proxy = None
-        if ctx.model is not None:
-            from harness.models.proxy import metering_proxy
-
-            unix_path = None
-            if template is not None:
-                socket_dir, socket_name = template.socket_dir()
-                stack.callback(shutil.rmtree, socket_dir, True)
-                unix_path = f"{socket_dir}/model.sock"
-            proxy = await stack.enter_async_context(
-                metering_proxy(ctx, ctx.model, unix_path=unix_path)
-            )
-        try:
-            launched = jail.launch_plain() if template is None else template.spawn(socket_name)
-        except jail.JailError as exc:
-            raise errors.SandboxError(str(exc)) from None
-        turn = ChildTurn(target, ctx, proxy, launched, template)
-        return await turn.run(ctx.budgets.timeout_s)
-
-
-__all__ = ["GRACE_S", "ChildTurn", "run_in_child"]
+__all__ = ["GRACE_S", "ChildTurn"]

@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -164,6 +165,8 @@ class Launched:
     home: str | None = None
     pid: int | None = None
     pidfd: int | None = None
+    on_hello: Callable[[int], None] | None = None
+    """Called with the process's pid when it says hello, before it runs agent code."""
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -182,6 +185,8 @@ class Launched:
         if self.pid is None or self.pid <= 0:
             raise JailError("the agent's process did not say who it is")
         self.pidfd = os.pidfd_open(self.pid)
+        if self.on_hello is not None:
+            self.on_hello(self.pid)
 
     def hello_sync(self, timeout: float) -> None:
         self.channel.settimeout(timeout)

@@ -99,7 +99,7 @@ class Retries(Strict):
 
 
 class Limits(Strict):
-    """Resource limits applied to each sandbox (Docker and bwrap)."""
+    """Limits of each sandbox, and (memory, pids) of a `module:Class` agent's own process."""
 
     memory: str = Field(
         "1g",
