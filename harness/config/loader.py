@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from harness.config.base import FieldError
+from harness.config.base import FieldError, parse_bytes
 from harness.config.env import expand_env
 from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
 from harness.config.overrides import given
@@ -182,6 +182,7 @@ def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) 
             if name and name not in environments:
                 environments[name] = load_environment(env_root, name, lt)
     _check_internet(suite, tasks, path, lines)
+    _check_disk(suite, environments, path, lines)
     resolved = ResolvedSuite(suite, path, tasks, environments, lines=lines)
     resolved.config_hash = config_hash(resolved)
     return resolved
@@ -219,6 +220,25 @@ def _check_must_never(
                 field_path(loc),
                 f"no task has class '{name}' (the suite's classes: {', '.join(classes)})",
                 nearest_line(lines, loc),
+            )
+
+
+def _check_disk(
+    suite: Suite, environments: dict[str, Environment], path: Path, lines: dict[Path_, int]
+) -> None:
+    """Each trial's quota (``limits.disk``) holds its environment's files, which are copied
+    into its work dir before the agent starts: else every trial would fail out of space."""
+    quota = parse_bytes(suite.limits.disk)
+    for env in environments.values():
+        files = env.files_dir
+        size = sum(p.lstat().st_size for p in files.rglob("*")) if files else 0
+        if size > quota:
+            raise ConfigError(
+                str(path),
+                "limits.disk",
+                f"{suite.limits.disk} cannot hold environment '{env.name}': its files are "
+                f"{size / (1 << 20):.1f} MiB; raise limits.disk",
+                nearest_line(lines, ("limits", "disk")),
             )
 
 

@@ -273,6 +273,15 @@ def number_cases() -> list[Case]:
         suite("disk-zero", "limits.disk", "0"),  # a tmpfs of size 0 has no limit at all
         suite("disk-tiny", "limits.disk", "512k"),
         suite("disk-lots", "limits.disk", "lots"),
+        Case(  # the environment's files would fill every trial's quota before the agent starts
+            "disk-below-files",
+            "limits.disk",
+            SUITE_FILE,
+            {
+                SUITE_FILE: yaml.safe_dump(_set(SUITE, "limits.disk", "1m"), sort_keys=False),
+                "environments/env1/files/big.bin": b"\0" * (2 << 20),
+            },
+        ),
         suite("pids-tiny", "limits.pids", 1),
         suite("pids-true", "limits.pids", True),
         suite_raw("cpus-inf", "limits.cpus", ".inf"),
