@@ -120,7 +120,49 @@ def nightly_tables(data: dict) -> str:
     return cmd + ": " + markdown(data["rows"], s["looks"], s["tasks"], s["clusters"], s["drop"])
 
 
+def judge_tables(data: dict) -> str:
+    reps = data["settings"]["reps"]
+    band = 3 * math.sqrt(0.05 * 0.95 / reps)
+    accuracies = sorted({(r["sensitivity"], r["specificity"]) for r in data["rows"]})
+    sizes = sorted({r["calibration"] for r in data["rows"]})
+    lines = [
+        f"Coverage of the corrected rate's 95% interval, {reps} planted runs per cell (true "
+        f"rate {data['settings']['true rate']:.0%}, {data['settings']['tasks per cluster']} "
+        f"tasks per cluster, {data['settings']['trials per task']} trials per task; ±"
+        f"{band:.1%} is three binomial standard errors). `{data['settings']['command']}`.",
+        "",
+        "| clusters | Se / Sp | " + " | ".join(f"{n} labels" for n in sizes) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in sizes) + " |",
+    ]
+    cells = {
+        (r["clusters"], r["sensitivity"], r["specificity"], r["calibration"]): r
+        for r in data["rows"]
+    }
+    for g in sorted({r["clusters"] for r in data["rows"]}):
+        for se, sp in accuracies:
+            row = [cells.get((g, se, sp, n)) for n in sizes]
+            text = [
+                "—" if r is None else f"{_pct(r['coverage'])} (±{r['mean width'] / 2:.0%})"
+                for r in row
+            ]
+            lines.append(f"| {g} | {se:g} / {sp:g} | " + " | ".join(text) + " |")
+    lines += [
+        "",
+        "(±: half the mean interval width.) Coverage of the pairwise win rate's 95% interval:",
+        "",
+        "| clusters | preference d | position bias | true win rate | coverage |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in data["win_rows"]:
+        lines.append(
+            f"| {r['clusters']} | {r['preference']:g} | {r['position bias']:.0%} | "
+            f"{_pct(r['truth'])} | {_pct(r['coverage'])} |"
+        )
+    return "\n".join(lines)
+
+
 RENDER = {
+    "judge": ("judge_coverage.json", judge_tables),
     "coverage": ("coverage_grid.json", coverage_tables),
     "plans": ("plan_power.json", plan_tables),
     "nightly": ("nightly.json", nightly_tables),

@@ -20,7 +20,7 @@ def _se(p: float, n: int) -> float:
 
 
 def test_the_docs_tables_are_the_checked_in_results():
-    for name in ("coverage_grid", "nightly", "plan_power"):
+    for name in ("coverage_grid", "nightly", "plan_power", "judge_coverage"):
         data = json.loads((RESULTS / f"{name}.json").read_text())
         assert data["rows"] and data["settings"]
     text = DOC.read_text()
@@ -57,7 +57,19 @@ def test_plan_sample():
     assert row["mean power"] is not None and 0.6 <= row["mean power"] <= 0.97
 
 
-@pytest.mark.parametrize("name", ["coverage_grid", "nightly", "plan_power"])
+def test_judge_coverage_sample():
+    from benchmarks.judge_coverage import corrected_cell, corrected_grid, win_grid, win_rate_cell
+
+    reps = 120
+    for cell in corrected_grid(quick=True):
+        row = corrected_cell(*cell, reps, seed=99)
+        assert abs(row["coverage"] - 0.95) <= 3 * _se(0.95, reps), row
+    for cell in win_grid(quick=True):
+        row = win_rate_cell(*cell, 300, seed=99)
+        assert abs(row["coverage"] - 0.95) <= 3 * _se(0.95, 300), row
+
+
+@pytest.mark.parametrize("name", ["coverage_grid", "nightly", "plan_power", "judge_coverage"])
 def test_results_name_the_command_that_made_them(name):
     data = json.loads((RESULTS / f"{name}.json").read_text())
     assert "benchmarks" in json.dumps(data["settings"]) or data["settings"].get("command")

@@ -42,6 +42,7 @@ COMMANDS = [
     ["export", "latest", "-o", "run.jsonl"],
     ["export", "latest", "--format", "inspect", "-o", "inspect"],
     ["html", "latest", "-o", "r.html"],
+    ["judge-agreement", "latest"],
 ]
 WITHOUT_STORE = [
     ["validate", str(DEMO), "--limit", "2"],
@@ -54,6 +55,7 @@ NOT_HERE = {
     "agents": "stages CLI builds from the network: tests/agents covers its messages",
     "import": "needs the third-party trees: tests/interop runs it",
     "import-log": "run below after export, it needs the file export writes",
+    "label": "needs a labels file naming the run's trials: tests/graders/test_judge_agreement",
 }
 
 

@@ -1,0 +1,119 @@
+"""The judge views, terminal and Markdown, of ``harness.analysis.judging.judge_summary``.
+
+Render only: every number comes from the summary dict and is spelled by the one
+formatting module (``numbers``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.report.render.numbers import count, delta_text, money, num, pct, rate_text
+
+METRICS = ("accuracy", "sensitivity", "specificity", "precision", "f1")
+
+
+def _agreement_lines(a: dict[str, Any]) -> list[str]:
+    lines = [f"Judge against people: {count(a['n'])} trials with a verdict and a human label"]
+    if a.get("tied_labels"):
+        lines.append(f"  ({a['tied_labels']} trials left out: their labellers were split evenly)")
+    if a.get("note"):
+        return [*lines, f"  {a['note']}"]
+    for name in METRICS:
+        r = a.get(name)
+        text = rate_text(r, "trial") if r else f"undefined ({a['missing'].get(name, '')})"
+        lines.append(f"  {name:<12} {text}")
+    k = a["cohen_kappa"]
+    lines.append(
+        f"  {'Cohen kappa':<12} {num(k['estimate'])} [{num(k['lo'])}, {num(k['hi'])}] "
+        f"(n={k['n']} trials)"
+    )
+    alpha = a.get("krippendorff_alpha")
+    if alpha:
+        lines.append(
+            f"  {'Krippendorff alpha':<12} {num(alpha['estimate'])} [{num(alpha['lo'])}, "
+            f"{num(alpha['hi'])}] among {alpha['labellers']} people (n={alpha['n']} trials)"
+        )
+    c = a["confusion"]
+    lines += [
+        "  confusion      human pass  human fail",
+        f"    judge pass   {c['judge_pass_human_pass']:>10}  {c['judge_pass_human_fail']:>10}",
+        f"    judge fail   {c['judge_fail_human_pass']:>10}  {c['judge_fail_human_fail']:>10}",
+    ]
+    return lines
+
+
+def _corrected_lines(c: dict[str, Any]) -> list[str]:
+    lines = [f"Pass rates corrected for judge error (calibration n={c['n_calibration']})"]
+    if c.get("note"):
+        return [*lines, f"  {c['note']}"]
+    lines.append(
+        f"  judge sensitivity {pct(c['sensitivity'])}, specificity {pct(c['specificity'])} "
+        "on the calibration set"
+    )
+    for arm, r in c["arms"].items():
+        raw, fixed = r["raw"], r["corrected"]
+        lines.append(f"  {arm}")
+        lines.append(f"    judged     {rate_text(raw)}")
+        lines.append(
+            f"    corrected  {pct(fixed['estimate'])} [{pct(fixed['lo'])}, {pct(fixed['hi'])}] "
+            f"(n={raw['n']} tasks, {fixed['n_calibration']} labels)"
+        )
+        if fixed.get("warning"):
+            lines.append(f"    warning: {fixed['warning']}")
+    d = c.get("delta")
+    if d:
+        lines.append(f"  {d['candidate']} − {d['baseline']}")
+        lines.append(f"    judged     {delta_text(d['raw'])}")
+        lines.append(f"    corrected  {delta_text(d['corrected'])}")
+    return lines
+
+
+def _judge_lines(j: dict[str, Any]) -> list[str]:
+    s = j["self_disagreement"]
+    lines = ["The judge itself"]
+    if s["n"]:
+        lines.append(
+            f"  self-disagreement {pct(s['rate'])} [{pct(s['lo'])}, {pct(s['hi'])}] "
+            f"(n={s['n']} criteria judged more than once)"
+        )
+    else:
+        lines.append("  self-disagreement: not measured (samples: 1)")
+    for arm, c in j["cost"].items():
+        if not c["judged_trials"]:
+            lines.append(f"  {arm}: no judged trials")
+            continue
+        lines.append(f"  {arm}: {c['judged_trials']} judged trials, {c['judge_calls']} judge calls")
+        lines.append(
+            f"    per trial: judge {money(c['judge_cost_per_trial_usd'])}, "
+            f"agent {money(c['agent_cost_per_trial_usd'])}"
+        )
+    lines.append(f"  judge setups: {', '.join(j['setups']) or 'none'}")
+    return lines
+
+
+def judge_text(summary: dict[str, Any]) -> str:
+    """The terminal view."""
+    head = (
+        f"{summary['judged_trials']} judged of {summary['resolved_trials']} resolved trials "
+        f"({summary['unresolved_trials']} unresolved)"
+    )
+    blocks = [
+        [head],
+        _agreement_lines(summary["agreement"]),
+        _corrected_lines(summary["corrected"]),
+        _judge_lines(summary["judge"]),
+    ]
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
+
+
+def judge_markdown(summary: dict[str, Any]) -> str:
+    """The Markdown view: the same lines, as a section of pre-formatted text per block."""
+    parts = ["## Judge", ""]
+    for title, lines in (
+        ("Against people", _agreement_lines(summary["agreement"])),
+        ("Corrected rates", _corrected_lines(summary["corrected"])),
+        ("The judge itself", _judge_lines(summary["judge"])),
+    ):
+        parts += [f"### {title}", "", "```", *lines, "```", ""]
+    return "\n".join(parts)
