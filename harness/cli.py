@@ -36,6 +36,7 @@ from harness.commands.options import (  # noqa: E402
     QuietOpt,
     SandboxOpt,
     StoreOpt,
+    SubsetOpt,
     TaskGlobOpt,
     section_names,
 )
@@ -125,6 +126,7 @@ def run(
     ] = False,
     task: TaskGlobOpt = None,
     limit: LimitOpt = None,
+    subset: SubsetOpt = None,
     arm: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option("--arm", metavar="NAME", help="Only this arm (repeatable)."),
@@ -159,6 +161,7 @@ def run(
         "seed": seed,
         "task": task or None,
         "limit": limit,
+        "subset": subset,
         "arm": arm or None,
         "allow_internet": allow_internet or None,
     }
@@ -167,7 +170,8 @@ def run(
         if resume is None:  # config mistakes surface before the store and runner import
             from harness.resolve import load
 
-            loaded = load(str(suite), {k: v for k, v in overrides.items() if v is not None})
+            given_flags = {k: v for k, v in overrides.items() if v is not None}
+            loaded = load(str(suite), given_flags, store_url=store)
         from harness.report.cli import print_report
         from harness.runner import start
     except KeyboardInterrupt:

@@ -127,11 +127,16 @@ def choose_sandbox(requested: str, file: str = "suite", line: int | None = None)
     )
 
 
-def load(path: str | Path, overrides: Mapping[str, object] | None = None) -> Resolved:
+def load(
+    path: str | Path, overrides: Mapping[str, object] | None = None, store_url: str | None = None
+) -> Resolved:
     """Load a suite (``harness.config``) and resolve it: the one entry point for commands.
-    ``module:Class`` names may live in modules beside the suite file."""
+    ``module:Class`` names may live in modules beside the suite file; a subset drawn from a
+    2PL fit reads it from the store at ``store_url`` (--store, else the usual default)."""
+    from harness.anchors.fits import StoreFits
+
     import_beside(path)
-    return resolve(load_suite(path, overrides))
+    return resolve(load_suite(path, overrides, fits=StoreFits(store_url)))
 
 
 def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:

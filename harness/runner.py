@@ -124,7 +124,7 @@ def _start(
             placement["executor"] = overrides["executor"]
         if "ray_address" in overrides:
             placement["ray_address"] = overrides["ray_address"]
-        resolved = load(run.suite_path, {**given(run.overrides), **placement})
+        resolved = load(run.suite_path, {**given(run.overrides), **placement}, store_url)
         preflight(resolved)
         if resolved.config_hash != run.config_hash:
             raise ConfigError(
@@ -135,7 +135,7 @@ def _start(
             )
         run_id, overrides = run.id, run.overrides
     else:
-        resolved = loaded if loaded is not None else load(suite_path, overrides)
+        resolved = loaded if loaded is not None else load(suite_path, overrides, store_url)
         preflight(resolved)
         store = Store(resolve_url(store_url, resolved.suite.store))
         run_id = new_run_id()
@@ -332,6 +332,7 @@ def _start_run_row(
                     n: {**e.spec.model_dump(mode="json"), "root": str(e.root)}
                     for n, e in resolved.environments.items()
                 },
+                **({"subset": resolved.subset} if resolved.subset else {}),
             },
             overrides=overrides,
             seed=resolved.suite.seed,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from harness.config.subset import SubsetDraw
 from harness.release.run_config import StoredSuite, StoredTask
 
 ESTIMAND = (
@@ -20,6 +21,10 @@ ESTIMAND = (
 FIXED_SUITE = "fixed-suite"
 ESTIMANDS = ("superpopulation", FIXED_SUITE)
 """The estimands a success interval can be for (``report.estimand``)."""
+SUBSET_ESTIMAND = (
+    "the full suite's expected success rate, estimated from the subset the run drew (its "
+    "full-suite lines); the per-task rates and intervals of the tasks run are of those tasks"
+)
 DENOMINATOR_TEXT = {
     "failure": "unresolved trials (infra, grader and harness errors) count as failures",
     "exclude": "unresolved trials are excluded from every rate (and reported separately)",
@@ -43,6 +48,9 @@ class Settings:
     """What the success interval is for: 'superpopulation' or 'fixed-suite' (``ESTIMANDS``)."""
     positives: Mapping[str, bool] = field(default_factory=dict)
     """Task id → its truth, for the classification-style tasks (``task.positive``)."""
+    subset: SubsetDraw | None = None
+    """The run's declared subset (``config["subset"]``): its numbers estimate the full
+    suite's (``harness.analysis.full_suite``)."""
 
     @property
     def denominator_text(self) -> str:
@@ -65,10 +73,11 @@ def settings_of(
     suite: StoredSuite,
     trials_per_task: int | None = None,
     tasks: Mapping[str, StoredTask] | None = None,
+    subset: SubsetDraw | None = None,
 ) -> Settings:
     """The settings a run's stored suite declares, with defaults. ``trials_per_task``: the
     run's own count (a ``--trials`` override), else the suite's ``trials``; ``tasks``: the
-    run's stored tasks (their ``positive`` truths)."""
+    run's stored tasks (their ``positive`` truths); ``subset``: the run's stored draw."""
     rep = suite.get("report") or {}
     adaptive = (suite.get("repeats") or {}).get("mode") == "adaptive"
     trials = trials_per_task if trials_per_task is not None else int(suite.get("trials", 1))
@@ -85,4 +94,5 @@ def settings_of(
             for tid, t in (tasks or {}).items()
             if isinstance(t, dict) and t.get("positive") is not None
         },
+        subset=subset,
     )

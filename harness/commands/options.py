@@ -81,6 +81,16 @@ LimitOpt = Annotated[
     typer.Option("--limit", metavar="N", min=1, help="Only the first N tasks (after --task)."),
 ]
 
+SubsetOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--subset",
+        metavar="METHOD:N",
+        help="Run a subset and estimate the full suite's score: random, stratified, anchors "
+        "or midrange, with N tasks or P% (random:50, stratified:20%).",
+    ),
+]
+
 
 def run_arg(help_text: str) -> object:
     """A required RUN argument with the forms every command accepts in its help."""

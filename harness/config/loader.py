@@ -8,7 +8,6 @@ This is plain data: names of agents, graders and backends are checked one step u
 
 from __future__ import annotations
 
-import fnmatch
 import glob
 import hashlib
 import json
@@ -25,6 +24,8 @@ from harness.config.env import expand_env
 from harness.config.models import Environment, EnvironmentSpec, Suite, Task, TaskFile
 from harness.config.overrides import given
 from harness.config.paths import check_inside, check_tree
+from harness.config.selections import select_arms, select_tasks
+from harness.config.subset import FitSource, SubsetDraw, subset_of
 from harness.config.yamlio import FieldPath, read_yaml
 from harness.errors import ConfigError
 
@@ -149,6 +150,8 @@ class ResolvedSuite:
     config_hash: str = ""
     lines: dict[Path_, int] = field(default_factory=dict, repr=False, compare=False)
     """Field path -> line in the suite file (for errors found after loading)."""
+    subset: SubsetDraw | None = None
+    """The subset drawn (``subset:``): ``tasks`` are its tasks; its population is the suite's."""
 
     def task(self, task_id: str) -> LoadedTask:
         return self._by_id[task_id]
@@ -157,8 +160,11 @@ class ResolvedSuite:
         self._by_id = {t.task.id: t for t in self.tasks}
 
 
-def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) -> ResolvedSuite:
-    """Load a suite file, apply CLI overrides, then load and check every task and environment."""
+def load_suite(
+    path: str | Path, overrides: Mapping[str, object] | None = None, fits: FitSource | None = None
+) -> ResolvedSuite:
+    """Load a suite file, apply CLI overrides, then load and check every task and environment.
+    ``fits``: the store's 2PL fits, for a subset drawn from one."""
     path = Path(path)
     settings = given(overrides)
     # Selections (--task, --limit, --arm) pick from the suite; they are not suite settings.
@@ -175,6 +181,10 @@ def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) 
     every_task = _load_tasks(suite, path, lines)
     _check_must_never(suite, every_task, path, lines)
     tasks = select_tasks(every_task, only_tasks, limit, path)
+    drawn = subset_of(
+        suite, [t.task for t in tasks], (path, nearest_line(lines, ("subset",))), fits, limit
+    )
+    tasks = [t for t in tasks if drawn is None or t.task.id in drawn["tasks"]]
     env_root = _environments_dir(suite, path, lines)
     environments: dict[str, Environment] = {}
     for lt in tasks:
@@ -183,7 +193,7 @@ def load_suite(path: str | Path, overrides: Mapping[str, object] | None = None) 
                 environments[name] = load_environment(env_root, name, lt)
     _check_internet(suite, tasks, path, lines)
     _check_disk(suite, environments, path, lines)
-    resolved = ResolvedSuite(suite, path, tasks, environments, lines=lines)
+    resolved = ResolvedSuite(suite, path, tasks, environments, lines=lines, subset=drawn)
     resolved.config_hash = config_hash(resolved)
     return resolved
 
@@ -263,41 +273,6 @@ def _check_internet(
                     "allow_internet: true in the suite",
                     nearest_line(lt.lines, (*lt.prefix, *key.split("."))) or lt.line,
                 )
-
-
-def select_tasks(
-    tasks: list[LoadedTask], patterns: list[str] | None, limit: int | None, path: Path
-) -> list[LoadedTask]:
-    """Tasks whose id matches any glob pattern (``--task``), then the first ``limit``."""
-    if patterns:
-        chosen = [t for t in tasks if any(fnmatch.fnmatchcase(t.task.id, p) for p in patterns)]
-        if not chosen:
-            raise ConfigError(
-                str(path), "--task", f"no task id matches {', '.join(map(repr, patterns))}"
-            )
-        tasks = chosen
-    return tasks[:limit] if limit else tasks
-
-
-def select_arms(suite: Suite, names: list[str], path: Path) -> Suite:
-    """Only the named arms (``--arm``); a primary comparison naming a dropped arm is dropped."""
-    known = [a.name for a in suite.arms]
-    for name in names:
-        if name not in known:
-            raise ConfigError(
-                str(path), "--arm", f"unknown arm '{name}' (arms: {', '.join(known)})"
-            )
-    arms = [a for a in suite.arms if a.name in names]
-    kept = {a.name for a in arms}
-
-    def keep(primary):
-        return primary if primary and {primary.baseline, primary.candidate} <= kept else None
-
-    report = suite.report.model_copy(update={"primary": keep(suite.report.primary)})
-    gate = (
-        suite.gate.model_copy(update={"primary": keep(suite.gate.primary)}) if suite.gate else None
-    )
-    return suite.model_copy(update={"arms": arms, "report": report, "gate": gate})
 
 
 def _expand_model_env(suite: Suite, path: Path, lines: dict[Path_, int]) -> Suite:
@@ -495,5 +470,7 @@ def config_hash(resolved: ResolvedSuite) -> str:
             n: e.spec.model_dump(mode="json") for n, e in sorted(resolved.environments.items())
         },
     }
+    if resolved.subset is not None:  # absent otherwise: older runs' hashes stay as they were
+        doc["subset"] = resolved.subset
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()

@@ -1,8 +1,6 @@
-"""Typed configuration: suites, arms and tasks (environments: ``harness.config.environment``,
-re-exported here).
+"""Typed configuration: suites, arms and tasks (environments re-exported from ``environment``).
 
-Every model forbids unknown keys, so a typo in a YAML file is an error that names the field,
-not a silently ignored setting. Defaults live here, not in the CLI.
+Unknown keys are errors naming the field, never ignored. Defaults live here, not in the CLI.
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ from harness.config.environment import ToolServerSpec as ToolServerSpec
 from harness.config.environment import ToolSpec as ToolSpec
 from harness.config.release import GatePolicy, Repeats, ReportSettings
 from harness.config.roles import decide_roles
+from harness.config.subset import Subset
 
 
 class Options(Strict):
@@ -260,6 +259,7 @@ class Suite(Strict):
     )
     repeats: Repeats = Field(default_factory=Repeats)
     """fixed or adaptive trials per task"""
+    subset: Subset | None = Field(None, description="run a declared subset (docs/suite.md)")
     allow_internet: bool = Field(
         False,
         description="let tasks that ask for open egress (`internet: true`, theirs or their "

@@ -27,6 +27,8 @@ class Overrides(TypedDict, total=False):
     task: list[str]
     """Selections (glob patterns of task ids): pick from the suite, not suite settings."""
     limit: int
+    subset: str
+    """``METHOD:N`` or ``METHOD:P%``: the suite's ``subset:`` for this run (in the hash)."""
     arm: list[str]
     allow_internet: bool
     """Let tasks that ask for open egress have it (``Suite.allow_internet``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from harness.config.subset import SubsetDraw
 from harness.release.records import GatePolicyRecord, PrimaryRecord
 
 
@@ -98,3 +99,5 @@ class StoredConfig(TypedDict, total=False):
     suite: StoredSuite
     tasks: dict[str, StoredTask]
     environments: dict[str, StoredEnvironment]
+    subset: SubsetDraw
+    """The declared subset's draw (absent for a full run)."""

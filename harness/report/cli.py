@@ -88,9 +88,9 @@ def report_of(
     report = build_report(
         _run_summary(run),
         table,
-        settings=settings_of(suite, run.trials_per_task, config.get("tasks")).for_estimand(
-            estimand
-        ),
+        settings=settings_of(
+            suite, run.trials_per_task, config.get("tasks"), config.get("subset")
+        ).for_estimand(estimand),
         scheduled=scheduled_per_arm(
             config, run.trials_per_task, run.jobs_planned, len(run.arms or []) or 1
         ),

@@ -36,6 +36,7 @@ from harness.report.records import (
     UsageSection,
     Versions,
 )
+from harness.report.subset import subset_section
 from harness.stats.records import Interval
 from harness.stats.task_units import Unit, choose_unit, mean_interval
 
@@ -137,6 +138,7 @@ def build_report(
     if warning:
         warnings.append(warning)
     must_never = must_never_section(data, roles, suite, must_never_tasks or set())
+    subset = subset_section(data.trials, analysis, roles, int(run.get("trials_per_task") or 1))
     return {
         "schema": SCHEMA,
         "run": cast(
@@ -154,14 +156,17 @@ def build_report(
         "class_deltas": deltas_section(data, roles, analysis, comparison, suite),
         "must_never": must_never,
         "warnings": warnings,
+        **({"subset": subset} if subset else {}),
     }
 
 
 def estimand_text(settings: Settings) -> str:
     """The sentence naming what the success intervals are for (``report.estimand``)."""
+    from harness.analysis.settings import SUBSET_ESTIMAND
     from harness.stats.fixed_suite import ESTIMAND as FIXED
 
-    return FIXED if settings.fixed_suite else ESTIMAND
+    text = FIXED if settings.fixed_suite else ESTIMAND
+    return f"{SUBSET_ESTIMAND}; each arm's headline: {text}" if settings.subset else text
 
 
 def _arm_warnings(name: str, arm: ArmReport) -> list[str]:

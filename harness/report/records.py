@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from harness.release.records import Comparison, MustNever, NoiseFloor, PrimaryRecord
 from harness.report.measures import Measures
 from harness.stats.records import Interval
+
+if TYPE_CHECKING:
+    from harness.report.subset import SubsetSection
 
 
 class PassAtK(Interval, total=False):
@@ -446,6 +449,8 @@ class Report(TypedDict, total=False):
     """The candidate's must-never checks (the gate's ``must_never`` classes and the tasks
     flagged ``must_never``), with or without a gate: any failure there is a violation."""
     warnings: list[str]
+    subset: NotRequired[SubsetSection | None]
+    """A subset run's full-suite estimates, savings and precision (``report.subset``)."""
     provenance: Provenance
     """Tasks graded in the agent's own sandbox and tasks whose agent ran as root, with
     their trials per arm (also named in ``warnings``)."""

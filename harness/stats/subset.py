@@ -107,7 +107,23 @@ def subset_estimate(
         raise ValueError(f"need 0 < n <= N (n = {n}, N = {N})")
     est = float(y.mean())
     se, lo, hi = _interval(est, _two_stage_var(y, _within(y, within_var), N), confidence)
+    if n < N and est in (0.0, 1.0) and float(np.ptp(y)) == 0.0:
+        lo, hi = _no_variation(est, n, N, confidence)
     return SubsetEstimate(est, se, lo, hi, n, N, "random", n, N, confidence)
+
+
+def _no_variation(est: float, n: int, N: int, confidence: float) -> tuple[float, float]:
+    """Every drawn task passed (or failed): the spread is 0, but the N − n tasks not drawn
+    may differ. The exact bound: the most failing (passing) tasks F the suite can hold
+    while P(no such task among n drawn) = C(N − F, n)/C(N, n) stays at least (1 − c)/2."""
+    alpha = (1.0 - confidence) / 2.0
+    prob, f = 1.0, 0
+    while f < N - n:
+        nxt = prob * (N - f - n) / (N - f)  # C(N − f − 1, n)/C(N, n) from C(N − f, n)/C(N, n)
+        if nxt < alpha:
+            break
+        prob, f = nxt, f + 1
+    return (1.0 - f / N, 1.0) if est == 1.0 else (0.0, f / N)
 
 
 def cluster_subset_estimate(

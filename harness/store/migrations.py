@@ -9,7 +9,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-from harness.store.tables import HumanLabel, InFlight, TrajectoryEvent, Trial, table_of
+from harness.store.tables import AnchorFit, HumanLabel, InFlight, TrajectoryEvent, Trial, table_of
 
 
 def _v1(conn: Connection) -> None:
@@ -110,6 +110,11 @@ def _v9(conn: Connection) -> None:
     table_of(HumanLabel).create(conn, checkfirst=True)
 
 
+def _v10(conn: Connection) -> None:
+    """anchor_fits: the suites' stored 2PL fits (harness anchors fit)."""
+    table_of(AnchorFit).create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
@@ -120,5 +125,6 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (7, _v7),
     (8, _v8),
     (9, _v9),
+    (10, _v10),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -215,6 +215,20 @@ class Blob(SQLModel, table=True):
     data: bytes = Field(sa_column=Column(LargeBinary))
 
 
+class AnchorFit(SQLModel, table=True):
+    """A 2PL fit of one suite's tasks (``harness anchors fit``), versioned per suite: the
+    tasks' a and b, their quality, and the runs and tasks it was fitted from."""
+
+    __tablename__ = "anchor_fits"
+    __table_args__ = (UniqueConstraint("suite_name", "version", name="uq_anchor_fit"),)
+    id: int | None = Field(default=None, primary_key=True)
+    suite_name: str = Field(index=True)
+    version: int
+    created_at: datetime
+    fit: dict[str, Any] = Field(sa_column=Column(JSON))
+    """The fit record (``harness.config.subset.FitRecord`` and its quality)."""
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a table model maps (SQLModel sets it; its stubs do not say so)."""
     return cast(Table, model.__table__)  # type: ignore[attr-defined]

@@ -46,4 +46,6 @@ def test_gate_policy_record_is_the_whole_policy_dump():
 
 
 def test_stored_config_keys_are_what_the_runner_stores():
-    assert set(rc.StoredConfig.__annotations__) == {"suite", "tasks", "environments"}
+    """``subset``: only in a run on a declared subset (``config["subset"]``)."""
+    keys = {"suite", "tasks", "environments", "subset"}
+    assert set(rc.StoredConfig.__annotations__) == keys

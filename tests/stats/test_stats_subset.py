@@ -136,3 +136,14 @@ def test_cluster_subset_counts_clusters_not_tasks() -> None:
         naive += task_level.lo <= truth <= task_level.hi
     assert 0.92 <= hits / 600 <= 0.98
     assert naive / 600 < 0.8
+
+
+def test_a_subset_where_every_task_passed_keeps_room_for_the_tasks_not_drawn() -> None:
+    """20 of 40 drawn, all passed: the suite may still hold failing tasks. The bound is the
+    most failures F with C(40 − F, 20)/C(40, 20) >= 2.5% (F = 4: 0.043; F = 5: 0.020)."""
+    est = subset_estimate(np.ones(20), 40)
+    assert est.estimate == 1.0 and est.hi == 1.0
+    assert math.comb(36, 20) / math.comb(40, 20) >= 0.025 > math.comb(35, 20) / math.comb(40, 20)
+    assert est.lo == pytest.approx(1 - 4 / 40)
+    assert subset_estimate(np.zeros(20), 40).hi == pytest.approx(4 / 40)
+    assert subset_estimate(np.ones(40), 40).lo == 1.0  # the whole suite: nothing unseen

@@ -30,6 +30,7 @@ from harness.report.render.numbers import (
     pct,
     rate_text,
 )
+from harness.report.render.subset import subset_lines
 from harness.report.render.summary import gate_rule_text, gate_text
 
 CLUSTER_ROWS = 10
@@ -62,6 +63,10 @@ def render_markdown(report: Report, gate: GateResult | str | None = None) -> str
             f"| {(a.get('success') or {}).get('method', '—')} | {a.get('unstable_tasks', '—')} "
             f"| {rate_text(crash, 'attempt') if crash else '—'} |"
         )
+    if subset := subset_lines(report):
+        head = f"*{subset[0].rstrip(':')}*"
+        lines += ["", "### Full suite (subset run)", "", head, ""]
+        lines += [f"- {x.strip()}" for x in subset[1:]]
     c = report.get("comparison")
     if c and c.get("estimate") is None:
         lines += ["", "### Primary comparison", "", "No task was run by both arms."]

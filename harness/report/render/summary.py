@@ -31,6 +31,7 @@ from harness.report.render.numbers import (
     rate_text,
     signed_points,
 )
+from harness.report.render.subset import subset_lines
 
 GATE_NOT_EVALUATED = "not evaluated"
 """What ``gate`` holds when the suite declares a gate that could not be applied."""
@@ -64,6 +65,8 @@ def render_summary(
         style="dim",
     )
     _arms(console, report)
+    for line in subset_lines(report):
+        _say(console, line.strip(), indent=2 if line.startswith("  ") else 0)
     console.print()
     _comparison(console, report)
     _gate(console, gate)

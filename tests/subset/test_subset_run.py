@@ -1,0 +1,43 @@
+"""A subset run through the CLI: the same tasks for every arm, the full suite's estimate in
+every view, what it saved and what it cost in precision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli, write_suite
+from tests.subset.helpers import subset_tasks
+
+
+def test_a_random_subset_run_reports_the_full_suite(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, task_list=subset_tasks(40))
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    ran = run_cli("run", str(suite), "--subset", "random:10", "--store", store, "-q")
+    assert ran.returncode == 0, ran.stderr
+    assert "full-suite estimate from 10 of 40 tasks (a random subset):" in ran.stdout
+    assert "on the paired subset" in ran.stdout
+    assert "saved: ran 10 of 40 tasks, 40 of 160 trials" in ran.stdout
+    shown = run_cli("report", "--json", "--store", store)
+    report = json.loads(shown.stdout)
+    assert report["estimand"].startswith("the full suite's expected success rate, estimated")
+    section = report["subset"]
+    base = section["arms"]["base"]
+    assert (base["n"], base["N"], base["basis"]) == (10, 40, "design")
+    assert base["lo"] <= base["estimate"] <= base["hi"]
+    assert section["arms"]["cand"]["lo"] == 0.75  # all passed: 4 failing tasks fit in 30 unseen
+    assert section["saving"]["width"] > section["saving"]["width_full"]
+    assert report["arms"]["base"]["tasks"] == report["arms"]["cand"]["tasks"] == 10
+    md = run_cli("report", "--markdown", "--store", store).stdout
+    assert "### Full suite (subset run)" in md
+    assert f"base: full suite {100 * base['estimate']:.1f}%" in md
+
+
+def test_a_bad_subset_flag_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, task_list=subset_tasks(6))
+    ran = run_cli(
+        "run", str(suite), "--subset", "random:9", "--store", f"sqlite:///{tmp_path}/s.db"
+    )
+    assert ran.returncode == 2
+    assert ran.stderr.strip().count("\n") == 0
+    assert "subset" in ran.stderr and "n = 9 tasks but the suite has 6" in ran.stderr
