@@ -38,6 +38,11 @@ class GraderParams(BaseModel):
         arms' endpoints."""
         return []
 
+    def judge_setup(self) -> str | None:
+        """A model judge's setup hash (model, prompt, rubric, settings), pinned in the lock
+        file; None for graders that are not judges."""
+        return None
+
     def hidden_files(self) -> list[str]:
         """Paths, relative to the hidden directory, that grading runs or reads: each is
         checked when the suite loads, and again when grading (missing then: grader_error,

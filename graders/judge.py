@@ -93,6 +93,9 @@ class JudgeParams(GraderParams):
             "samples": self.samples,
         }
 
+    def judge_setup(self) -> str | None:
+        return self.setup_hash()
+
     def setup_hash(self) -> str:
         text = json.dumps(self.setup(), sort_keys=True, default=str)
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

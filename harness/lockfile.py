@@ -84,6 +84,9 @@ async def write_lock(resolved: Resolved, provider: SandboxProvider | None, sandb
     agents = agent_pins(resolved)
     if agents:
         doc["agents"] = agents
+    judges = judge_pins(resolved)
+    if judges:
+        doc["judges"] = judges
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -110,6 +113,16 @@ def agent_pins(resolved: ResolvedSuite) -> dict[str, str]:
         pin = agent_class(arm.agent).pinned(arm)
         if pin is not None:
             pins[arm.name] = pin
+    return pins
+
+
+def judge_pins(resolved: Resolved) -> dict[str, list[str]]:
+    """Task id → the setup hash of each of its judge graders (model, prompt, rubric, ...)."""
+    pins: dict[str, list[str]] = {}
+    for task, graders in resolved.graders.items():
+        hashes = [h for g in graders if (h := g.params.judge_setup()) is not None]
+        if hashes:
+            pins[task] = hashes
     return pins
 
 
@@ -144,6 +157,13 @@ def _cli_mismatches(doc: dict[str, Any], resolved: Resolved) -> list[str]:
         was = (doc.get("agents") or {}).get(arm)
         if was != pin:
             problems.append(f"arm '{arm}': agent {pin}, locked {was or 'nothing'}")
+    locked_judges = doc.get("judges") or {}
+    for task, hashes in sorted(judge_pins(resolved).items()):
+        was = locked_judges.get(task)
+        if was != hashes:
+            problems.append(
+                f"task '{task}': judge setup {'/'.join(hashes)}, locked {'/'.join(was or []) or 'none'}"
+            )
     return problems
 
 

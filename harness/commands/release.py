@@ -57,6 +57,13 @@ def compare(
     force: Annotated[
         bool, typer.Option("--force", help="Pair even if tasks, graders or images differ.")
     ] = False,
+    allow_judge_change: Annotated[
+        bool,
+        typer.Option(
+            "--allow-judge-change",
+            help="Pair sides judged by different judge setups (the comparison says so).",
+        ),
+    ] = False,
     confidence: Annotated[
         Optional[float],  # noqa: UP045
         typer.Option(
@@ -72,14 +79,23 @@ def compare(
 
     An omitted ARM means the run's only arm, else its primary baseline (A) or candidate (B).
     Refuses (exit 7) when the sides differ in tasks, grader versions, image ids, budgets or
-    environment versions, naming each difference; --force warns and proceeds.
+    environment versions, naming each difference; --force warns and proceeds. Sides judged
+    by different judge setups are refused in one line (exit 2) unless
+    --allow-judge-change.
     """
     from harness.release.api import compare_runs
     from harness.report.render.release import compare_markdown, print_compare
 
     if b is None:  # `harness compare RUN`: the run's primary baseline against its candidate
         b = a.split(":", 1)[0]
-    c = compare_runs(_store(store), a, b, force=force, confidence=confidence)
+    c = compare_runs(
+        _store(store),
+        a,
+        b,
+        force=force,
+        confidence=confidence,
+        allow_judge_change=allow_judge_change,
+    )
     if as_json:
         _dump(c)
     elif markdown:

@@ -27,16 +27,20 @@ def compare_runs(
     *,
     force: bool = False,
     confidence: float | None = None,
+    allow_judge_change: bool = False,
 ) -> RunComparison:
     """``harness compare A B``: preconditions, the paired comparison, A/A floor, screens.
 
     Returns the comparison dict with ``differences`` (empty when pairable) and
     ``refused`` (True when differences exist and ``force`` is off: no numbers then).
     ``confidence``: the interval level; default the baseline run's ``report.confidence``.
+    Sides judged by different judge setups raise ``JudgeChanged`` unless
+    ``allow_judge_change``; then the comparison says so (``judge_change``).
     """
     from harness.analysis import settings_of
     from harness.analysis.paired import aa_floor, compare_arms, screens
     from harness.analysis.roles import aa_copy
+    from harness.release.judge_setups import judge_change
     from harness.release.preconditions import differences
     from harness.release.source import resolve_side, stored_config, suite_config
 
@@ -45,8 +49,13 @@ def compare_runs(
     all_a = _trials(store, a.run.id)
     all_b = all_a if b.run.id == a.run.id else _trials(store, b.run.id)
     trials_a, trials_b = all_a.of_arm(a.arm), all_b.of_arm(b.arm)
+    config_a, config_b = stored_config(a.run), stored_config(b.run)
+    shared = set(trials_a.task_ids.tolist()) & set(trials_b.task_ids.tolist())
+    changed = judge_change(config_a, config_b, shared, (a.label, b.label))
+    if changed and not allow_judge_change:
+        raise JudgeChanged(f"{changed}; pass --allow-judge-change to pair them anyway")
     diffs = differences(
-        stored_config(a.run), trials_a, stored_config(b.run), trials_b, (a.label, b.label)
+        config_a, trials_a, config_b, trials_b, (a.label, b.label), judges_apart=bool(changed)
     )
     out: RunComparison = {
         "baseline_side": a.label,
@@ -54,6 +63,7 @@ def compare_runs(
         "differences": diffs,
         "forced": bool(diffs) and force,
         "refused": bool(diffs) and not force,
+        "judge_change": f"{changed} (allowed by --allow-judge-change)" if changed else None,
     }
     if out["refused"]:
         return out
@@ -75,6 +85,13 @@ def compare_runs(
     )
     out["screens"] = screens(trials_a, trials_b, c, settings)
     return out
+
+
+class JudgeChanged(ConfigError):
+    """The two sides were judged by different judge setups (exit 2)."""
+
+    def __init__(self, message: str):
+        super().__init__("compare", "", message)
 
 
 def _trials(store, run_id: str) -> Trials:

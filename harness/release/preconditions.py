@@ -69,6 +69,8 @@ def differences(
     config_b: StoredConfig,
     trials_b: Trials,
     labels: tuple[str, str] = ("A", "B"),
+    *,
+    judges_apart: bool = False,
 ) -> list[dict[str, str]]:
     """Every reason the two sides cannot be paired, as ``[{"check", "message"}]``.
 
@@ -76,7 +78,11 @@ def differences(
     ``trials_*`` the side's trials. Checks: task ids; grader versions (from the trials);
     image ids (the trials); budgets (suite and per-task overrides); environment
     versions and image recipes; task definitions (instruction, graders, setup...).
+    ``judges_apart``: leave judge graders out of the task definitions (their setups are
+    checked on their own: ``harness.release.judge_setups``).
     """
+    from harness.release.judge_setups import without_judges
+
     la, lb = labels
     out: list[dict[str, str]] = []
     ta, tb = _tasks(trials_a), _tasks(trials_b)
@@ -139,9 +145,11 @@ def differences(
         if _canon(da.get("budgets")) != _canon(db.get("budgets")):
             budget_tasks.append(t)
         strip = ("budgets", "must_never")
-        if _canon({k: v for k, v in da.items() if k not in strip}) != _canon(
-            {k: v for k, v in db.items() if k not in strip}
-        ):
+        ka = {k: v for k, v in da.items() if k not in strip}
+        kb = {k: v for k, v in db.items() if k not in strip}
+        if judges_apart:
+            ka, kb = without_judges(ka), without_judges(kb)
+        if _canon(ka) != _canon(kb):
             defn_tasks.append(t)
     if budget_tasks:
         out.append(

@@ -293,6 +293,8 @@ class RunComparison(Comparison, total=False):
     """Why the sides cannot be paired: each a 'check' and its 'message'."""
     forced: bool
     refused: bool
+    judge_change: str | None
+    """How the sides' judge setups differ, when --allow-judge-change let them be paired."""
     within_run: bool
     noise_floor: NoiseFloor | None
     screens: Screens | None

@@ -162,3 +162,43 @@ def test_rubric_settings_are_checked_when_the_suite_loads() -> None:
     c = JudgeParams.model_validate({**base, "model": {"name": "m", "api_key_env": "OTHER"}})
     assert a.setup_hash() != b.setup_hash()  # the rubric is part of the setup
     assert a.setup_hash() == c.setup_hash()  # the key's variable is not
+
+
+def test_compare_refuses_runs_judged_by_different_setups(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    with FakeOpenAI(default=ScriptedJudge()) as server:
+        grader = judge_grader(server.base_url)
+        first = run(judged_suite(tmp_path / "a", grader, n_tasks=3), db)
+        changed = {**grader, "criteria": [{"id": "correct", "text": "The sum is right."}]}
+        second = run(judged_suite(tmp_path / "b", changed, n_tasks=3), db)
+        again = run(judged_suite(tmp_path / "c", grader, n_tasks=3), db)
+    assert {first.returncode, second.returncode, again.returncode} <= {0, 1}
+    runs = [r["run_id"] for r in rows(db)]
+    a, b, c = sorted(set(runs), key=runs.index)
+    store = ("--store", f"sqlite:///{db}")
+    out = run_cli("compare", f"{a}:base", f"{b}:base", *store)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "different judge setups on 3 task(s)" in out.stderr
+    assert "--allow-judge-change" in out.stderr
+    out = run_cli("compare", f"{a}:base", f"{b}:base", "--allow-judge-change", "--json", *store)
+    assert out.returncode == 0, out.stderr
+    c_json = json.loads(out.stdout)
+    assert "allowed by --allow-judge-change" in c_json["judge_change"]
+    assert not c_json["refused"] and c_json["differences"] == []
+    # The same judge setup in another run pairs as before.
+    out = run_cli("compare", f"{a}:base", f"{c}:base", "--json", *store)
+    assert out.returncode == 0 and json.loads(out.stdout)["judge_change"] is None
+
+
+def test_the_lock_pins_the_judge_setup(tmp_path: Path) -> None:
+    grader = judge_grader("http://127.0.0.1:9/v1")
+    suite = judged_suite(tmp_path, grader, n_tasks=2)
+    out = run_cli("lock", str(suite))
+    assert out.returncode == 0, out.stderr
+    lock = json.loads(suite.with_suffix(".lock.json").read_text())
+    assert set(lock["judges"]) == {"t0", "t1"}
+    assert lock["judges"]["t0"] == [JudgeParams.model_validate(grader).setup_hash()]
+    changed = {**grader, "criteria": [{"id": "correct", "text": "The sum is right."}]}
+    judged_suite(tmp_path, changed, n_tasks=2)
+    out = run(suite, tmp_path / "store.db", "--locked")
+    assert out.returncode == 5 and "task 't0': judge setup" in out.stderr, out.stderr

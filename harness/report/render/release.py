@@ -157,6 +157,8 @@ def print_compare(c: RunComparison) -> None:
         return
     if c["forced"]:
         con.print("[yellow]--force: pairing anyway; the delta mixes these differences in[/]")
+    if c.get("judge_change"):
+        con.print(f"[yellow]judge changed:[/] {c['judge_change']}")
     for line in comparison_lines(c):
         con.print("  " + line)
     if c.get("note"):
@@ -366,6 +368,8 @@ def compare_markdown(c: RunComparison) -> str:
     if c["refused"]:
         out += ["", "Refused: these sides cannot be paired (`--force` to proceed anyway)."]
         return "\n".join(out) + "\n"
+    if c.get("judge_change"):
+        out.append(f"- **judge changed**: {c['judge_change']}")
     out += [f"- {line}" for line in comparison_lines(c)]
     if c.get("note"):
         out.append(f"- {c['note']}")
