@@ -167,3 +167,10 @@ def classify(exc: BaseException) -> str:
 def is_retryable(exc: BaseException) -> bool:
     """Only infrastructure crashes are retried: never failures, never unknown errors."""
     return isinstance(exc, InfraError)
+
+
+def traceback_text(exc: BaseException) -> str:
+    """The exception's traceback, its last 4,000 characters (where the cause is)."""
+    import traceback
+
+    return "".join(traceback.format_exception(exc)).strip()[-4000:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -278,7 +279,20 @@ def _check_material(loaded: LoadedTask, loc: Path_, grader: Grader) -> None:
     params = grader.params
     where = (*loc, "command") if "command" in type(params).model_fields else loc
     line = nearest_line(loaded.lines, where)
-    hidden = loaded.hidden_dir
+    dirs = [loaded.step_hidden_dir(i) for i in range(len(loaded.task.steps))]
+    for hidden in dict.fromkeys(dirs or [loaded.hidden_dir]):
+        _check_files(loaded, grader, hidden, where, line)
+
+
+def rel_to(hidden: Path, loaded: LoadedTask) -> str:
+    """A hidden directory as the task file names it."""
+    return os.path.relpath(hidden, loaded.file.parent)
+
+
+def _check_files(
+    loaded: LoadedTask, grader: Grader, hidden: Path | None, where: Path_, line: int | None
+) -> None:
+    params = grader.params
     if hidden is None:
         if params.needs_hidden_dir():
             raise ConfigError(
@@ -297,7 +311,7 @@ def _check_material(loaded: LoadedTask, loc: Path_, grader: Grader) -> None:
             raise ConfigError(
                 str(loaded.file),
                 field_path(where),
-                f"{grader.type_name} runs $HIDDEN_DIR/{rel}, but {loaded.task.hidden} has no "
+                f"{grader.type_name} runs $HIDDEN_DIR/{rel}, but {rel_to(hidden, loaded)} has no "
                 f"{what} {rel} ({target} not found)",
                 line,
             )

@@ -13,22 +13,19 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
 from graders import Evidence, Grader, Verdict, combine
 from graders.base import Harm
-from harness import errors, grading, trial_steps
-from harness.agent_turn import run_agent
-from harness.agents import AgentContext, AgentResult
-from harness.agents.base import ReferenceContext, Usage, is_reference_agent
-from harness.agents.user import SimulatedUser, make_user
+from harness import errors, grading, trial_multistep, trial_steps
+from harness.agents import AgentResult
+from harness.agents.base import Usage
 from harness.breaker import CircuitBreaker
-from harness.config.models import Arm, Budgets, Environment, Suite, Task, Variant
+from harness.config.models import Task
 from harness.plan import Job
 from harness.sandbox.base import (
-    Sandbox,
     SandboxProvider,
 )
 from harness.sandbox.workproduct import WorkProduct
@@ -36,8 +33,9 @@ from harness.store import now
 from harness.store.tables import AttemptRow, TrialRow
 from harness.tools.client import ToolServer
 from harness.trajectory import Event
+from harness.trial_agent import agent_context, agent_turn, grade
+from harness.trial_rows import TrialEvidence, severity, traceback_text, trial_row
 from harness.trial_rows import attempt_row as attempt_row  # re-exported: executors import it
-from harness.trial_rows import severity, traceback_text, trial_row
 from harness.trial_steps import TaskSetupError as TaskSetupError  # re-exported
 
 if TYPE_CHECKING:  # resolving happens before any trial; trials only read its result
@@ -184,13 +182,34 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
     interrupted = False
     try:
         initial, server = await trial_steps.setup(sandbox, env, task, how) if env else (None, None)
-        ctx = _agent_context(
+        ctx = agent_context(
             agent_binding.cls, task, arm, variant, sandbox, env, job, suite, server, spent
         )
         failure: errors.AgentFailure | None = None
         result = AgentResult()
+        steps: trial_multistep.Steps | None = None
         try:
-            result = await _agent_turn(agent_binding.make(), ctx, sandbox)
+            if task.steps and env is not None:  # each step graded in place as it ends
+                steps = await trial_multistep.run_steps(
+                    trial_multistep.StepRun(
+                        rc,
+                        job,
+                        loaded,
+                        arm,
+                        agent_binding.cls,
+                        agent_binding.make,
+                        sandbox,
+                        env,
+                        server,
+                        spent,
+                        ctx.trajectory,
+                        initial,
+                        trial_steps.after_agent,
+                    )
+                )
+                result, failure = steps.result, steps.failure
+            else:
+                result = await agent_turn(agent_binding.make(), ctx, sandbox)
         except errors.EpisodeEnded as ended:  # a terminating tool ran: grade what was done
             said = [e.content for e in ctx.trajectory.events if e.kind == "message"]
             result = AgentResult(answer=said[-1] if said else None, info={"ended_by": ended.tool})
@@ -223,7 +242,7 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
             server = None
         if not how.in_place:  # the agent's sandbox is gone before any grading starts
             await sandbox.destroy()
-        if failure is None and how.needs_sandbox:
+        if failure is None and how.needs_sandbox and steps is None:
             try:
                 grader, final = await trial_steps.grading_sandbox(
                     rc, env, task, loaded.hidden_dir, labels, sandbox, how, product, final
@@ -248,7 +267,7 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
                 hidden_dir=grader.hidden_dir if grader is not None else None,
                 seed=job.seed,
             )
-            verdicts = await _grade(rc.graders(task), evidence)
+            verdicts = steps.verdicts if steps else await grade(rc.graders(task), evidence)
             combined = combine(verdicts)
             passed, score, reasons, harms = (
                 combined.passed,
@@ -256,6 +275,8 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
                 combined.reasons,
                 combined.harms,
             )
+            if steps is not None:
+                passed, score, reasons = steps.outcome(task)
             if how.in_place:
                 reasons = [f"graded in place: {how.in_place}", *reasons]
             status = errors.PASSED if passed else errors.FAILED
@@ -273,6 +294,15 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
             product.close()
         trial_steps.remove_dir(socket_dir)
 
+    kept: TrialEvidence = {
+        "graders": [v.to_json() for v in verdicts],
+        "failure": str(failure) if failure else None,
+        "info": result.info,
+        "harms": harms,
+        "graded_in_place": how.in_place,
+    }
+    if steps is not None:
+        kept["steps"] = [r.to_json() for r in steps.records]
     return TrialRecord(
         trial=trial_row(
             job,
@@ -286,13 +316,7 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
             passed=passed,
             score=score,
             reason="; ".join(reasons)[:2000],
-            evidence={
-                "graders": [v.to_json() for v in verdicts],
-                "failure": str(failure) if failure else None,
-                "info": result.info,
-                "harms": harms,
-                "graded_in_place": how.in_place,
-            },
+            evidence=kept,
             answer=result.answer,
             confidence=result.confidence,
             harm_severity=max((severity(h) for h in harms), default=0.0),
@@ -303,95 +327,6 @@ async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Trial
         events=events,
         blobs=ctx.trajectory.blobs,
     )
-
-
-class _ContextArgs(TypedDict):
-    """The fields an ``AgentContext`` and a ``ReferenceContext`` share, built once for either."""
-
-    task_id: str
-    arm: Arm
-    instruction: str
-    sandbox: Sandbox
-    environment: Environment | None
-    seed: int
-    budgets: Budgets
-    variant: Variant | None
-    user: SimulatedUser | None
-    user_opens: bool
-    tool_server: ToolServer | None
-    usage: Usage
-
-
-def _agent_context(
-    agent_cls: type,
-    task: Task,
-    arm: Arm,
-    variant: Variant | None,
-    sandbox: Sandbox,
-    env: Environment | None,
-    job: Job,
-    suite: Suite,
-    server: ToolServer | None,
-    usage: Usage,
-) -> AgentContext:
-    """What the agent gets: what a user would give it, as copies of its own. The task
-    itself (graders, solution) only for built-in reference agents, and then a deep copy."""
-    instruction = variant.instruction if variant and variant.instruction else task.instruction
-    user = None
-    if task.user is not None:
-        # The agent's Params validated it (an int or None) when the suite was resolved.
-        turns = arm.params.get("max_user_turns")
-        user = make_user(
-            copy.deepcopy(task.user),
-            instruction=instruction,
-            seed=job.seed,
-            max_turns=turns if isinstance(turns, int) else None,
-        )
-    common = _ContextArgs(
-        task_id=task.id,
-        arm=copy.deepcopy(arm),
-        instruction=instruction,
-        sandbox=sandbox,
-        environment=copy.deepcopy(env),  # its tools list is the agent's to break
-        seed=job.seed,
-        budgets=suite.budgets.merged(task.budgets).model_copy(deep=True),
-        variant=copy.deepcopy(variant),
-        user=user,
-        user_opens=task.user is not None and task.user.goal is not None,
-        tool_server=server,
-        usage=usage,
-    )
-    if is_reference_agent(agent_cls):
-        return ReferenceContext(**common, task=copy.deepcopy(task))
-    return AgentContext(**common)
-
-
-async def _agent_turn(agent: Any, ctx: AgentContext, sandbox: Sandbox) -> AgentResult:
-    """The agent's turn (``agent_turn.run_agent``). A sandbox that died under it is the
-    agent's failure when the backend's evidence says the agent ended it."""
-    try:
-        return await run_agent(agent, ctx)
-    except errors.SandboxError as exc:
-        cause = await sandbox.death_cause()
-        if cause is None:
-            raise
-        raise errors.AgentFailure("killed_own_sandbox", f"{cause} ({exc})") from exc
-
-
-async def _grade(graders: list[Grader], evidence: Evidence) -> list[Verdict]:
-    verdicts = []
-    for grader in graders:
-        try:
-            verdicts.append(await grader.grade(evidence))
-        except errors.InfraError:
-            raise
-        except errors.GraderError:
-            raise
-        except Exception as exc:
-            raise errors.GraderError(
-                f"grader '{grader.type_name}' crashed: {traceback_text(exc)}"
-            ) from exc
-    return verdicts
 
 
 def error_record(

@@ -3,16 +3,17 @@ written by the orchestrator's driver)."""
 
 from __future__ import annotations
 
-import traceback
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from graders.base import Harm, VerdictJson
 from harness.agents.base import Usage
 from harness.config.models import Task
+from harness.errors import traceback_text as traceback_text  # re-exported
 from harness.network import recorded
 from harness.plan import Job
 from harness.sandbox.base import Sandbox
+from harness.step_json import StepJson
 from harness.store import now
 from harness.store.tables import AttemptRow, TrialKey, TrialRow
 
@@ -35,6 +36,8 @@ class TrialEvidence(TypedDict):
     graded_in_place: NotRequired[str | None]
     """Why the task was graded in the agent's own live sandbox (``Task.grade_in_place``);
     None: graded in a fresh grading sandbox, or from data alone."""
+    steps: NotRequired[list[StepJson]]
+    """A multi-step task's steps, in order."""
 
 
 _SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
@@ -44,11 +47,6 @@ def severity(harm: Harm) -> float:
     """A harm's severity as a number: the named levels map to 1-4, numbers pass through."""
     s = harm.get("severity", 1.0)
     return float(_SEVERITY.get(s, s)) if isinstance(s, str) else float(s)
-
-
-def traceback_text(exc: BaseException) -> str:
-    """The exception's traceback, its last 4,000 characters (where the cause is)."""
-    return "".join(traceback.format_exception(exc)).strip()[-4000:]
 
 
 def trial_key(job: Job, rc: RunContext) -> TrialKey:

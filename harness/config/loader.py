@@ -138,6 +138,11 @@ class LoadedTask:
     def hidden_dir(self) -> Path | None:
         return (self.file.parent / self.task.hidden) if self.task.hidden else None
 
+    def step_hidden_dir(self, index: int) -> Path | None:
+        """A multi-step task's step's hidden material (default: the task's)."""
+        rel = self.task.steps[index].hidden
+        return (self.file.parent / rel) if rel else self.hidden_dir
+
 
 @dataclass
 class ResolvedSuite:
@@ -335,16 +340,16 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
     out = []
     for prefix, item in items:
         task: Task = validate(Task, item, file, lines, prefix)
-        if task.hidden:
-            hidden_loc = (*prefix, "hidden")
-            where = (str(file), field_path(hidden_loc), nearest_line(lines, hidden_loc))
-            hidden = file.parent / task.hidden
-            check_inside(root, hidden, where[0], where[1], where[2], "the task file's folder")
-            if not hidden.is_dir():
-                raise ConfigError(
-                    where[0], where[1], f"directory not found: {task.hidden}", where[2]
-                )
-            check_tree(root, hidden, *where)
+        dirs = [((*prefix, "hidden"), task.hidden)]
+        dirs += [((*prefix, "steps", i, "hidden"), st.hidden) for i, st in enumerate(task.steps)]
+        for hidden_loc, rel in dirs:
+            if rel:
+                where = (str(file), field_path(hidden_loc), nearest_line(lines, hidden_loc))
+                hidden = file.parent / rel
+                check_inside(root, hidden, *where, "the task file's folder")
+                if not hidden.is_dir():
+                    raise ConfigError(*where[:2], f"directory not found: {rel}", where[2])
+                check_tree(root, hidden, *where)
         out.append(
             LoadedTask(task, file, nearest_line(lines, prefix), field_path(prefix), lines, prefix)
         )

@@ -32,6 +32,10 @@ from harness.config.environment import ToolSpec as ToolSpec
 from harness.config.release import GatePolicy, Repeats, ReportSettings
 from harness.config.roles import decide_roles
 from harness.config.subset import Subset
+from harness.config.task_parts import Grading as Grading
+from harness.config.task_parts import Solution as Solution
+from harness.config.task_parts import TaskStep as TaskStep
+from harness.config.task_parts import ToolCall as ToolCall
 
 
 class Options(Strict):
@@ -330,23 +334,6 @@ class GraderSpec(BaseModel):
     type: str
 
 
-class ToolCall(Strict):
-    """One call of an environment tool in a reference solution."""
-
-    tool: str
-    """the environment tool to call"""
-    args: dict[str, object] = Field(default_factory=dict)
-    """its arguments (sent as JSON on stdin)"""
-
-
-class Solution(Strict):
-    """The reference solution the oracle agent runs; proves the task is solvable."""
-
-    commands: list[str] = Field(default_factory=list, description="shell commands in the sandbox")
-    actions: list[ToolCall] = Field(default_factory=list, description="environment tool calls")
-    answer: str | None = Field(None, description="what the agent finally tells the user")
-
-
 class Variant(Strict):
     """A meaning-preserving variant of a task, run as a paired trial with the same seed."""
 
@@ -373,40 +360,6 @@ class UserScript(Strict):
         None,
         description="the user's private goal: the agent never sees it; the user writes the "
         "opening message (a model, seeded; a script's first turn) instead of the instruction",
-    )
-
-
-class Grading(Strict):
-    """Where this task's graders that run code (hidden tests, verifiers) run: a fresh
-    grading sandbox, by default from the task's own environment with no network, the grader
-    root holding only the capabilities to drop to the agent's user, and the agent's work dir
-    copied in. Each setting here is the grading sandbox's alone: the agent's never gets it."""
-
-    environment: str | None = Field(
-        None,
-        description="an environment (its own image, files and setup) for the grading "
-        "sandbox instead of the task's (Harbor's separate verifier environment)",
-    )
-    network: list[str] = Field(
-        default_factory=list,
-        description="hosts the grading sandbox may reach (names, IP addresses or CIDR "
-        "blocks; Docker only)",
-    )
-    internet: bool = Field(
-        False,
-        description="open egress for the grading sandbox (to install test tools); needs "
-        "the suite's allow_internet",
-    )
-    root: bool = Field(
-        False,
-        description="the grader keeps Docker's default root capabilities (apt-get, pip "
-        "install) instead of only those to drop to the agent's user",
-    )
-    files: list[str] | None = Field(
-        None,
-        description="paths copied from the agent's sandbox into the grading sandbox "
-        "(relative to the workdir, or absolute; what lies under the agent's work dir lands "
-        "under the grading sandbox's); default: the whole work dir",
     )
 
 
@@ -466,6 +419,11 @@ class Task(Strict):
     )
     grading: Grading = Field(default_factory=Grading)
     """where graders that run code run (environment, network, privileges, what is copied)"""
+    steps: list[TaskStep] = Field(default_factory=list)
+    """a multi-step task: its steps, run in order in one sandbox, each graded in place"""
+    step_reward: Literal["mean", "final"] = "mean"
+    """a multi-step trial's score: the mean of its steps' rewards (a step not reached: 0),
+    or the last step's; it passes when every step passes"""
 
     @model_validator(mode="after")
     def _opening(self) -> Task:
@@ -473,6 +431,12 @@ class Task(Strict):
             raise ValueError("instruction is required (unless user.goal is given)")
         if self.user and self.user.goal and self.user.model is None and not self.user.turns:
             raise ValueError("user.goal needs user.model or user.turns to write the opening")
+        if self.steps and (self.grade_in_place is None or self.environment is None):
+            raise FieldError(
+                ("steps",),
+                "a multi-step task runs its steps in one sandbox and grades each there: it "
+                "needs an environment and grade_in_place",
+            )
         if self.grade_in_place is not None:
             given = sorted(self.grading.model_fields_set)
             if given:

@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError
-from harness.importers import harbor_compose, harbor_network
+from harness.importers import harbor_compose, harbor_network, harbor_steps
 from harness.importers.harbor_network import ALLOWLIST, PUBLIC
 
 REWARD_DIR = "/logs/verifier"
@@ -175,6 +175,8 @@ _TaskEntry = TypedDict(
         "grading": NotRequired[dict[str, object]],
         "budgets": NotRequired[_Budgets],
         "grade_in_place": NotRequired[str],
+        "steps": NotRequired[list[dict]],
+        "step_reward": NotRequired[str],
     },
 )
 """One written task (checked as a ``Task`` when loaded); functional form: ``class`` is a
@@ -207,8 +209,9 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     """Why this task cannot be run by the harness, or None. One feature per line."""
     env, agent, verifier = toml.environment, toml.agent, toml.verifier
     edir = task_dir / "environment"
-    if (task_dir / "steps").is_dir() or toml.steps is not None:
-        return "multi-step tasks (steps/)"
+    multi = toml.steps is not None
+    if (task_dir / "steps").is_dir() and not multi:
+        return "a [[steps]] list for its steps/ directory"
     try:
         harbor_compose.services(edir)
     except harbor_compose.Refused as exc:
@@ -236,12 +239,17 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     for phase in (agent_net, verifier_net):
         if (why := harbor_network.refusal(phase)) is not None:
             return why
+    if multi:
+        phases = (agent_net, verifier_net)
+        if why := harbor_steps.refusal(task_dir, toml.steps, toml.separate_verifier, phases):
+            return why
     shared = not toml.separate_verifier
-    if shared and _workdir(task_dir, env) == "/" and not agent_net.same(verifier_net):
+    in_place = _workdir(task_dir, env) == "/" or multi
+    if shared and in_place and not agent_net.same(verifier_net):
         return (
             f"a verifier network ({verifier_net.mode}: {verifier_net.setting}) unlike the "
             f"agent's ({agent_net.mode}: {agent_net.setting}) in a task graded in the agent's "
-            "sandbox (no WORKDIR)"
+            f"sandbox ({'multi-step' if multi else 'no WORKDIR'})"
         )
     if _nonempty(env.env):
         return "environment variables ([environment.env])"
@@ -249,6 +257,8 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         return "verifier environment variables, e.g. an API key for a model judge ([verifier.env])"
     if _nonempty(toml.solution.env):
         return "solution environment variables ([solution.env])"
+    if multi:
+        return None
     if not (task_dir / "instruction.md").is_file():
         return "an instruction.md (missing)"
     if not (task_dir / "tests" / "test.sh").is_file():
@@ -359,22 +369,35 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         if services or volumes:
             spec["services"], spec["volumes"] = services, volumes
         (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-        shutil.copytree(task_dir / "tests", task_root / "hidden" / slug)
+        steps: list[dict] = []
+        if toml.steps is not None:  # each step's hidden material, the first the task's
+            hidden_dir = task_root / "hidden" / slug
+            steps = harbor_steps.write_steps(task_dir, toml.steps, hidden_dir, f"hidden/{slug}")
+        else:
+            shutil.copytree(task_dir / "tests", task_root / "hidden" / slug)
         entry: _TaskEntry = {
             "id": f"harbor/{slug}",
-            "instruction": (task_dir / "instruction.md").read_text(),
+            "instruction": (
+                steps[0]["instruction"] if steps else (task_dir / "instruction.md").read_text()
+            ),
             "environment": f"harbor-{slug}",
             "class": str(toml.metadata.category),
-            "hidden": f"hidden/{slug}",
+            "hidden": steps[0]["hidden"] if steps else f"hidden/{slug}",
             "graders": [
                 {
                     "type": "tests_script",
                     "command": TEST_COMMAND,
                     "reward_file": f"{REWARD_DIR}/reward.txt",
-                    "timeout_s": verifier.timeout_sec,
+                    "timeout_s": harbor_steps.verifier_timeout(toml.steps, verifier.timeout_sec)
+                    if steps
+                    else verifier.timeout_sec,
                 }
             ],
         }
+        if steps:
+            entry["steps"] = steps
+            strategy = (toml.model_extra or {}).get("multi_step_reward_strategy", "mean")
+            entry["step_reward"] = str(strategy)
         solve = task_dir / "solution" / "solve.sh"
         if solve.is_file():
             entry["solution"] = {"commands": [solve.read_text()]}
@@ -388,11 +411,13 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         grading = harbor_network.grading_keys(verifier_net)
         if toml.separate_verifier:
             grading.update(_verifier_environment(task_dir, toml, slug, out))
-        elif spec["workdir"] == "/" or services:
-            # Nothing marks where the agent's work lies, or the tests may talk to its
-            # sidecars: only its own sandbox has them.
+        elif spec["workdir"] == "/" or services or steps:
+            # Nothing marks where the agent's work lies, the tests may talk to its
+            # sidecars, or the next step goes on in it: only its own sandbox has them.
             entry["grade_in_place"] = (
-                "its tests may talk to its sidecars, which stand beside the agent's sandbox"
+                "a multi-step task: each step is graded in the sandbox the next step goes on in"
+                if steps
+                else "its tests may talk to its sidecars, which stand beside the agent's sandbox"
                 if services
                 else "the task has no work dir (WORKDIR /): its files could be anywhere"
             )

@@ -4,6 +4,7 @@ Docker, the oracle passing and noop failing."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -21,6 +22,7 @@ from tests.interop.tau_support import THIRD_PARTY
 EXAMPLES = THIRD_PARTY / "harbor" / "examples" / "tasks"
 SHIPPED = REPO / "tasks" / "harbor-examples"
 SERVICES = REPO / "tasks" / "harbor-services"
+STEPS = REPO / "tasks" / "harbor-steps"
 
 
 def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -39,7 +41,6 @@ def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None
     # Multi-container environments import (their sidecars become services), but for what
     # the harness does not give a sidecar: a network of its own.
     assert "network-policy-matrix/static/compose-sidecar-controlled" in imported
-    assert any("services.helper.networks" in line for line in refused)
     assert any("GPUs" in line for line in refused)
     assert "hello-world" in imported
     assert "have Harbor's public network" in result.stdout  # hello-world: the default
@@ -59,6 +60,13 @@ def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None
         in why["network-policy-matrix/dynamic/shared-allowlist"]
     )
     assert "[verifier] network_mode" in why["network-policy-matrix/dynamic/e-v-diff"]
+    assert any("services.helper.networks" in line for line in refused)
+    # Multi-step tasks import (their steps graded in place), but for what steps cannot have.
+    assert "hello-multi-step-simple" in imported
+    assert "verifier-mode-matrix/multistep-all-shared" in imported
+    assert "per-step healthchecks (steps.implement.healthcheck)" in why["hello-multi-step-advanced"]
+    steps = resolved.task("harbor/hello-multi-step-simple").task.steps
+    assert [s.name for s in steps] == ["create-file", "append-content"]
 
 
 def _task(tmp: Path, toml: str, workdir: str = "/app") -> Path:
@@ -180,20 +188,36 @@ def assert_oracle_passes_noop_fails(out: Path, tasks: int, *options: str) -> Non
             assert "reward 0" in reason, reason
 
 
+def _import_and_run_one(tmp: Path, source: Path) -> dict[str, tuple[str, str, dict]]:
+    """Import a folder holding one task and run it on Docker: arm -> (status, reason,
+    evidence)."""
+    result = run_cli("import", "harbor", str(source), "--out", str(tmp))
+    assert "1 imported, 0 refused" in result.stdout, result.stdout + result.stderr
+    store = tmp / "h.db"
+    suite = tmp / "tasks" / "harbor" / "suite.yaml"
+    run = run_cli("run", str(suite), "--store", f"sqlite:///{store}", "-q", timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    rows = sqlite3.connect(store).execute("select arm, status, reason, evidence from trials")
+    return {arm: (status, reason, json.loads(ev)) for arm, status, reason, ev in rows}
+
+
 def test_a_task_with_a_sidecar_runs_on_docker(tmp_path: Path, docker_ready) -> None:
     """The shipped multi-container task: its service is started fresh per trial and its
     tests read the service's state (graded in the agent's sandbox, which the row says)."""
-    result = run_cli("import", "harbor", str(SERVICES), "--out", str(tmp_path))
-    assert "1 imported, 0 refused" in result.stdout, result.stdout + result.stderr
-    store = tmp_path / "h.db"
-    suite = tmp_path / "tasks" / "harbor" / "suite.yaml"
-    run = run_cli("run", str(suite), "--store", f"sqlite:///{store}", "-q", timeout=600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    rows = sqlite3.connect(store).execute("select arm, status, reason from trials")
-    outcome = {arm: (status, reason) for arm, status, reason in rows}
+    outcome = _import_and_run_one(tmp_path, SERVICES)
     assert outcome["oracle"][0] == "passed", outcome
     assert outcome["noop"][0] == "failed" and "reward 0" in outcome["noop"][1], outcome
     assert "graded in place: its tests may talk to its sidecars" in outcome["oracle"][1]
+
+
+def test_a_multi_step_task_runs_on_docker(tmp_path: Path, docker_ready) -> None:
+    """The shipped multi-step task: the oracle passes its 3 steps in one sandbox; noop fails
+    the first, whose min_reward stops the trial there."""
+    outcome = _import_and_run_one(tmp_path, STEPS)
+    assert outcome["oracle"][0] == "passed"
+    assert [s["reward"] for s in outcome["oracle"][2]["steps"]] == [1.0, 1.0, 1.0]
+    assert outcome["noop"][0] == "failed"
+    assert [s["reward"] for s in outcome["noop"][2]["steps"]] == [0.0, None, None]
 
 
 def test_a_prebuilt_image_is_the_environments_image(tmp_path: Path) -> None:

@@ -1,0 +1,77 @@
+"""Parts of a task file's task: its reference solution, where its code graders run, and
+the steps of a multi-step task (re-exported by ``harness.config.models``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harness.config.base import Seconds, Strict
+
+
+class ToolCall(Strict):
+    """One call of an environment tool in a reference solution."""
+
+    tool: str
+    """the environment tool to call"""
+    args: dict[str, object] = Field(default_factory=dict)
+    """its arguments (sent as JSON on stdin)"""
+
+
+class Solution(Strict):
+    """The reference solution the oracle agent runs; proves the task is solvable."""
+
+    commands: list[str] = Field(default_factory=list, description="shell commands in the sandbox")
+    actions: list[ToolCall] = Field(default_factory=list, description="environment tool calls")
+    answer: str | None = Field(None, description="what the agent finally tells the user")
+
+
+class Grading(Strict):
+    """Where this task's graders that run code (hidden tests, verifiers) run: a fresh
+    grading sandbox, by default from the task's own environment with no network, the grader
+    root holding only the capabilities to drop to the agent's user, and the agent's work dir
+    copied in. Each setting here is the grading sandbox's alone: the agent's never gets it."""
+
+    environment: str | None = Field(
+        None,
+        description="an environment (its own image, files and setup) for the grading "
+        "sandbox instead of the task's (Harbor's separate verifier environment)",
+    )
+    network: list[str] = Field(
+        default_factory=list,
+        description="hosts the grading sandbox may reach (names, IP addresses or CIDR "
+        "blocks; Docker only)",
+    )
+    internet: bool = Field(
+        False,
+        description="open egress for the grading sandbox (to install test tools); needs "
+        "the suite's allow_internet",
+    )
+    root: bool = Field(
+        False,
+        description="the grader keeps Docker's default root capabilities (apt-get, pip "
+        "install) instead of only those to drop to the agent's user",
+    )
+    files: list[str] | None = Field(
+        None,
+        description="paths copied from the agent's sandbox into the grading sandbox "
+        "(relative to the workdir, or absolute; what lies under the agent's work dir lands "
+        "under the grading sandbox's); default: the whole work dir",
+    )
+
+
+class TaskStep(Strict):
+    """One step of a multi-step task: the agent gets its instruction in the sandbox the
+    earlier steps left, then the task's graders run in place with the step's hidden
+    material; a reward below ``min_reward`` ends the trial there."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    """the step's name, shown in the report"""
+    instruction: str
+    """what the agent is told for this step"""
+    solution: Solution | None = None
+    """the oracle's solution of this step"""
+    hidden: str | None = Field(None, description="dir of this step's hidden material")
+    timeout_s: Seconds | None = None
+    """the step's time budget (default: the task's)"""
+    min_reward: float | None = Field(None, ge=0, le=1)
+    """below it, the later steps are not run (they score 0)"""

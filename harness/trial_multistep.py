@@ -1,0 +1,186 @@
+"""A multi-step task's steps, in order, in one sandbox (Harbor's ``[[steps]]``).
+
+Each step: the agent gets the step's instruction (the oracle the step's solution) in the
+sandbox the earlier steps left, with the step's time budget; its processes are then
+stopped and the task's graders run in place with the step's hidden material, giving the
+step's reward (the graders' score) and verdict. A reward below the step's ``min_reward``
+ends the trial there: the later steps are not run and score 0. The steps share the trial's
+trajectory and budgets; a note event opens each step, so the trajectory reads step by step
+and each step's record names the range of events it holds.
+
+The trial's verdict: passed when every step passed; its score the mean of the steps'
+rewards (a step not run: 0) or the last step's (``step_reward: final``). An agent failure
+in a step ends the trial as that failure, like a single-step trial's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from graders import Evidence, Grader, Verdict, combine
+from harness import errors, grading
+from harness.agents import AgentResult
+from harness.agents.base import Usage
+from harness.config.models import Arm, BudgetOverride, Environment, Task
+from harness.plan import Job
+from harness.sandbox.base import Sandbox
+from harness.step_json import StepJson
+from harness.tools.client import ToolServer
+from harness.trajectory import Trajectory
+from harness.trial_agent import agent_context, agent_turn, grade
+
+if TYPE_CHECKING:
+    from harness.config.loader import LoadedTask
+
+
+class RunShared(Protocol):
+    """What the steps read of the trial's ``RunContext``."""
+
+    resolved: Any
+    """the run's ``harness.resolve.Resolved`` (its suite)"""
+
+    def graders(self, task: Task) -> list[Grader]: ...
+
+    def frozen_task(self, task: Task) -> Task: ...
+
+
+AfterAgent = Callable[[Sandbox, Awaitable[Any], str], Awaitable[Any]]
+"""``trial_steps.after_agent``: a machinery step after the agent's turn, its failures read."""
+
+
+@dataclass
+class StepRecord:
+    """One step as the trial row keeps it (``evidence.steps``)."""
+
+    name: str
+    reward: float | None = None
+    """the graders' score; None: the step was not run (it scores 0)"""
+    passed: bool = False
+    reasons: list[str] = field(default_factory=list)
+    first_event: int | None = None
+    """the step numbers of the trajectory events this step holds (its note first)"""
+    last_event: int | None = None
+
+    def to_json(self) -> StepJson:
+        return {
+            "name": self.name,
+            "reward": self.reward,
+            "passed": self.passed,
+            "reasons": self.reasons,
+            "events": [self.first_event, self.last_event],
+        }
+
+
+@dataclass
+class Steps:
+    """What the steps of one attempt came to."""
+
+    records: list[StepRecord]
+    result: AgentResult = field(default_factory=AgentResult)
+    """the last step's agent result"""
+    failure: errors.AgentFailure | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    """every run step's verdicts, in order"""
+
+    def outcome(self, task: Task) -> tuple[bool, float, list[str]]:
+        """(passed, score, reasons) of the trial."""
+        rewards = [r.reward or 0.0 for r in self.records]
+        score = rewards[-1] if task.step_reward == "final" else sum(rewards) / len(rewards)
+        reasons = [
+            f"step {r.name}: "
+            + ("not run" if r.reward is None else f"reward {r.reward:g}")
+            + (f" ({'; '.join(r.reasons)})" if r.reasons and not r.passed else "")
+            for r in self.records
+        ]
+        return all(r.passed for r in self.records), score, reasons
+
+
+@dataclass
+class StepRun:
+    """What the trial hands the steps."""
+
+    rc: RunShared
+    job: Job
+    loaded: LoadedTask
+    arm: Arm
+    agent_cls: type
+    make_agent: Any
+    sandbox: Sandbox
+    env: Environment
+    server: ToolServer | None
+    usage: Usage
+    trajectory: Trajectory
+    initial: Any
+    after_agent: AfterAgent
+
+
+async def run_steps(run: StepRun) -> Steps:
+    """Every step in order until one ends the trial (module doc)."""
+    task = run.loaded.task
+    out = Steps([StepRecord(step.name) for step in task.steps])
+    for i, step in enumerate(task.steps):
+        record = out.records[i]
+        opened = run.trajectory.record("note", f"step {i + 1} of {len(task.steps)}: {step.name}")
+        record.first_event = opened.step
+        budgets = task.budgets or BudgetOverride()
+        if step.timeout_s is not None:
+            budgets = budgets.model_copy(update={"timeout_s": step.timeout_s})
+        step_task = task.model_copy(
+            update={
+                "instruction": step.instruction,
+                "solution": step.solution,
+                "budgets": budgets,
+                "steps": [],
+            }
+        )
+        ctx = agent_context(
+            run.agent_cls,
+            step_task,
+            run.arm,
+            None,
+            run.sandbox,
+            run.env,
+            run.job,
+            run.rc.resolved.suite,
+            run.server,
+            run.usage,
+        )
+        ctx.trajectory = run.trajectory  # one trajectory, numbered across the steps
+        try:
+            out.result = await agent_turn(run.make_agent(), ctx, run.sandbox)
+        except errors.EpisodeEnded as ended:
+            out.result = AgentResult(info={"ended_by": ended.tool})
+        except errors.AgentFailure as exc:
+            out.failure = exc
+        record.last_event = run.trajectory.events[-1].step
+        if out.failure is not None:
+            record.reward, record.reasons = 0.0, [f"agent failure: {out.failure}"]
+            break
+        await run.after_agent(run.sandbox, run.sandbox.sweep(), "stopping the agent's processes")
+        box = await grading.install_in_place(run.sandbox, run.loaded.step_hidden_dir(i))
+        said = [e.content or "" for e in ctx.trajectory.events if e.kind == "message"]
+        evidence = Evidence(
+            task=run.rc.frozen_task(task),
+            answer=out.result.answer,
+            messages=said,
+            trajectory=[e.model_copy(deep=True) for e in run.trajectory.events],
+            initial_state=run.initial,
+            final_state=None,
+            state_ignore=list(run.env.spec.state.ignore),
+            sandbox=box,
+            hidden_dir=box.hidden_dir,
+            seed=run.job.seed,
+        )
+        verdicts = await grade(run.rc.graders(task), evidence)
+        out.verdicts += verdicts
+        combined = combine(verdicts)
+        record.reward, record.passed = combined.score, combined.passed
+        record.reasons = list(combined.reasons)
+        if step.min_reward is not None and combined.score < step.min_reward:
+            break
+    return out
+
+
+__all__ = ["StepRecord", "StepRun", "Steps", "run_steps"]

@@ -1,0 +1,4 @@
+#!/bin/bash
+source /tests/common.sh
+[ -x /app/greet.sh ] && [ "$(/app/greet.sh)" = "hello" ] && reward 1
+reward 0

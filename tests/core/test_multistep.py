@@ -1,0 +1,127 @@
+"""Multi-step tasks (``steps:``), through the CLI on a real sandbox: the steps run in order
+in one sandbox, each graded in place with its own hidden tests; per-step rewards and the
+trajectory's step notes are on the row; ``min_reward`` stops the trial early (later steps
+not run, scoring 0); the trial passes only when every step passes and scores the mean (or
+the last step's reward); a steps task that is not graded in place is refused at load."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import run_cli
+
+CHECK = 'test "$(cat {file} 2>/dev/null)" = {want} && echo 1 > reward.txt || echo 0 > reward.txt'
+GRADER = {"type": "tests_script", "reward_file": "reward.txt", "timeout_s": 30}
+
+
+def _step(name: str, file: str, writes: str, want: str, **extra) -> dict:
+    return {
+        "name": name,
+        "instruction": f"write {want} into {file}",
+        "solution": {"commands": [f"echo {writes} > {file}"]},
+        "hidden": f"hidden/{name}",
+        **extra,
+    }
+
+
+def _suite(tmp: Path) -> Path:
+    env = tmp / "environments" / "box"
+    env.mkdir(parents=True)
+    (env / "environment.yaml").write_text("name: box\nimage: {ref: harness-base:latest}\n")
+    tasks = tmp / "tasks"
+    for name, file, want in [("one", "a.txt", "A"), ("two", "b.txt", "B"), ("three", "c.txt", "C")]:
+        (tasks / "hidden" / name).mkdir(parents=True)
+        (tasks / "hidden" / name / "test.sh").write_text(CHECK.format(file=file, want=want) + "\n")
+    common = {"environment": "box", "graders": [GRADER], "grade_in_place": "steps"}
+    steps = [("one", "a.txt", "A"), ("two", "b.txt", "B"), ("three", "c.txt", "C")]
+    doc = {
+        "tasks": [
+            {  # every step solved
+                "id": "all", "instruction": "x", **common,
+                "steps": [_step(n, f, w, w) for n, f, w in steps],
+            },
+            {  # step two's solution is wrong: steps one and three still count, mean 2/3
+                "id": "middle", "instruction": "x", **common,
+                "steps": [_step(n, f, "Z" if n == "two" else w, w) for n, f, w in steps],
+            },
+            {  # step one wrong under min_reward: the trial stops there
+                "id": "stops", "instruction": "x", **common,
+                "steps": [
+                    _step(n, f, "Z" if n == "one" else w, w, **({"min_reward": 1.0} if n == "one" else {}))
+                    for n, f, w in steps
+                ],
+            },
+            {  # the last step's reward is the score
+                "id": "final", "instruction": "x", **common, "step_reward": "final",
+                "steps": [_step(n, f, "Z" if n == "one" else w, w) for n, f, w in steps],
+            },
+        ]
+    }  # fmt: skip
+    (tasks / "tasks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    suite = {
+        "name": "steps",
+        "tasks": ["tasks/tasks.yaml"],
+        "environments_dir": "environments",
+        "sandbox": "unsafe-local",
+        "arms": [{"name": "oracle", "agent": "oracle"}, {"name": "noop", "agent": "noop"}],
+    }
+    (tmp / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    return tmp / "suite.yaml"
+
+
+def test_steps_run_in_order_with_per_step_rewards_and_early_stop(tmp_path: Path) -> None:
+    suite = _suite(tmp_path)
+    db = tmp_path / "s.db"
+    done = run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = sqlite3.connect(db).execute(
+        "select arm, task_id, status, score, reason, evidence, id from trials"
+    )
+    got = {(arm, task): (status, score, reason, json.loads(ev), tid)
+           for arm, task, status, score, reason, ev, tid in rows}  # fmt: skip
+    rewards = {k: [s["reward"] for s in v[3]["steps"]] for k, v in got.items()}
+    assert rewards[("oracle", "all")] == [1.0, 1.0, 1.0]
+    assert got[("oracle", "all")][:2] == ("passed", 1.0)
+    assert rewards[("oracle", "middle")] == [1.0, 0.0, 1.0]
+    assert got[("oracle", "middle")][0] == "failed"
+    assert abs(got[("oracle", "middle")][1] - 2 / 3) < 1e-9
+    assert rewards[("oracle", "stops")] == [0.0, None, None]
+    assert got[("oracle", "stops")][:2] == ("failed", 0.0)
+    assert "step two: not run" in got[("oracle", "stops")][2]
+    assert rewards[("oracle", "final")] == [0.0, 1.0, 1.0]
+    assert got[("oracle", "final")][:2] == ("failed", 1.0)
+    # noop: every step runs (no min_reward) and fails, except where the trial stops.
+    assert rewards[("noop", "all")] == [0.0, 0.0, 0.0]
+    assert rewards[("noop", "stops")] == [0.0, None, None]
+    # The trajectory: a note opens each step, and each step names its events.
+    tid = got[("oracle", "all")][4]
+    notes = [
+        (step, content)
+        for step, content in sqlite3.connect(db).execute(
+            "select step, content from trajectory_events where trial_id = ? and kind = 'note' "
+            "order by step",
+            (tid,),
+        )
+    ]
+    assert [c for _, c in notes] == [
+        f"step {i} of 3: {n}" for i, n in enumerate(["one", "two", "three"], 1)
+    ]
+    spans = [s["events"] for s in got[("oracle", "all")][3]["steps"]]
+    assert [a for a, _ in spans] == [s for s, _ in notes] and all(a < b for a, b in spans)
+
+
+def test_a_steps_task_must_be_graded_in_place(tmp_path: Path) -> None:
+    suite = _suite(tmp_path)
+    path = tmp_path / "tasks" / "tasks.yaml"
+    doc = yaml.safe_load(path.read_text())
+    del doc["tasks"][0]["grade_in_place"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    done = run_cli("run", str(suite), "-q")
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line, line
+    assert "steps" in line and "grade_in_place" in line, line
