@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.render.numbers import count, delta_text, money, num, pct, rate_text
+from harness.report.render.numbers import ci, count, delta_text, money, num, pct, rate_text
 
 METRICS = ("accuracy", "sensitivity", "specificity", "precision", "f1")
 
@@ -54,10 +54,10 @@ def _corrected_lines(c: dict[str, Any]) -> list[str]:
     for arm, r in c["arms"].items():
         raw, fixed = r["raw"], r["corrected"]
         lines.append(f"  {arm}")
-        lines.append(f"    judged     {rate_text(raw)}")
+        lines.append(f"    judged     {pct(raw['estimate'])} {ci(raw)} ({_units(raw)})")
         lines.append(
             f"    corrected  {pct(fixed['estimate'])} [{pct(fixed['lo'])}, {pct(fixed['hi'])}] "
-            f"(n={raw['n']} tasks, {fixed['n_calibration']} labels)"
+            f"({_units(raw)}; {fixed['n_calibration']} labels)"
         )
         if fixed.get("warning"):
             lines.append(f"    warning: {fixed['warning']}")
@@ -67,6 +67,12 @@ def _corrected_lines(c: dict[str, Any]) -> list[str]:
         lines.append(f"    judged     {delta_text(d['raw'])}")
         lines.append(f"    corrected  {delta_text(d['corrected'])}")
     return lines
+
+
+def _units(r: dict[str, Any]) -> str:
+    if r.get("unit") == "cluster":
+        return f"n={r['n']} tasks in {r['n_units']} clusters"
+    return f"n={r['n']} tasks"
 
 
 def _judge_lines(j: dict[str, Any]) -> list[str]:

@@ -1,0 +1,76 @@
+"""A stand-in judge endpoint for trying the judged example without a model account.
+
+It speaks OpenAI chat completions on 127.0.0.1 (``GET /v1/models``, ``POST
+/v1/chat/completions``) and grades the example's arithmetic tasks as a judge with planted
+errors would: it reads "What is i + i?" and the final answer from the prompt the harness
+sends, then passes a right answer with probability SENSITIVITY and fails a wrong one with
+probability SPECIFICITY (a draw seeded by the prompt and the request's seed).
+
+    python examples/judged/scripted_judge.py 8765 0.85 0.8
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
+ANSWER = re.compile(r"Final answer:\n(.*?)(?:\n\n|$)", re.DOTALL)
+
+
+def right(prompt: str) -> bool:
+    q, a = QUESTION.search(prompt), ANSWER.search(prompt)
+    numbers = re.findall(r"-?\d+", a.group(1)) if a else []
+    return bool(q and numbers) and int(numbers[-1]) == int(q.group(1)) + int(q.group(2))
+
+
+class Judge(BaseHTTPRequestHandler):
+    sensitivity, specificity = 0.85, 0.8
+
+    def log_message(self, *args: object) -> None:
+        return
+
+    def _send(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send({"object": "list", "data": [{"id": "scripted-judge"}]})
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt = request["messages"][-1]["content"]
+        key = f"{request.get('seed')}|{prompt}".encode()
+        u = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+        passed = u < self.sensitivity if right(prompt) else u >= self.specificity
+        reason = "the sum is right" if passed else "the sum is wrong"
+        verdict = {"criteria": [{"id": "correct", "verdict": passed, "reason": reason}]}
+        self._send(
+            {
+                "id": "judge-1",
+                "object": "chat.completion",
+                "model": "scripted-judge",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": json.dumps(verdict)},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 30},
+            }
+        )
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
+    if len(sys.argv) > 3:
+        Judge.sensitivity, Judge.specificity = float(sys.argv[2]), float(sys.argv[3])
+    ThreadingHTTPServer(("127.0.0.1", port), Judge).serve_forever()
