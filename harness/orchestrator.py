@@ -22,9 +22,9 @@ from harness import errors, hard_stop
 from harness.breaker import UpstreamDown
 from harness.executors import Executor, LocalExecutor
 from harness.plan import Job
+from harness.run_context import RunContext
 from harness.store import Store, now
 from harness.store_writer import StoreWriter
-from harness.trial import RunContext
 
 
 class ProgressSink(Protocol):

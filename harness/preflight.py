@@ -1,7 +1,8 @@
 """Preflight: what neither the files nor name resolution can tell, checked before any run row.
 
 ``harness.config`` has validated the files and ``harness.resolve`` has imported every
-``module:Class`` and checked it subclasses its base. What is left: an agent subclass whose
+``module:Class`` and checked it subclasses its base. What is left: the executor (only a run
+needs one), an agent subclass whose
 ``run`` is not a coroutine (it would fail every trial as ``harness_error``), a host program
 (``where: host``) on a machine where its jail cannot be built, and a model whose API-key
 variable is unset. Each is one ``ConfigError`` naming the suite file, the field and
@@ -21,7 +22,11 @@ from harness.resolve import Resolved
 
 
 def preflight(resolved: Resolved) -> None:
-    """Raise ``ConfigError`` for the first arm whose agent or API key cannot work."""
+    """Raise ``ConfigError`` for the suite's executor and options (``executors.bind``),
+    then for the first arm whose agent or API key cannot work."""
+    from harness.executors import bind
+
+    bind(resolved)
 
     def fail(loc: Path_, message: str) -> ConfigError:
         line = nearest_line(resolved.lines, loc)

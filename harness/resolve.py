@@ -1,8 +1,9 @@
 """Resolve: the names in a loaded suite become the classes and checked options that run it.
 
 ``harness.config`` reads files into plain data. This step, one layer up, looks every name up
-in its registry (agents, graders, sandbox backends, executors; ``module:Class`` paths too)
-and validates each one's parameters against the typed model that class declares. Every
+in its registry (agents, graders, sandbox backends; ``module:Class`` paths too) and
+validates each one's parameters against the typed model that class declares (the executor,
+which only ``harness run`` uses, is bound by ``harness.executors.bind`` the same way). Every
 problem is a ``ConfigError`` naming the file, the field and its line, raised before any
 sandbox or trial exists; the CLI prints it as one line and exits 2.
 """
@@ -33,7 +34,6 @@ from harness.config.loader import (
 )
 from harness.config.models import Arm, Options
 from harness.errors import ConfigError
-from harness.executors import EXECUTORS, Executor
 from harness.registry import RegistryError
 from harness.sandbox import SandboxProvider, backend_class, open_backend
 from harness.sandbox.base import AgentBuild
@@ -41,7 +41,6 @@ from harness.suitepath import import_beside
 
 if TYPE_CHECKING:
     from harness.agent_process.jail import JailView
-    from harness.trial import RunContext
 
 
 @dataclass(frozen=True)
@@ -77,19 +76,6 @@ class SandboxBinding:
         return open_backend(self.name, self.cls, self.options)
 
 
-@dataclass(frozen=True)
-class ExecutorBinding:
-    """The executor backend with its validated options."""
-
-    name: str
-    cls: type[Executor]
-    options: Options
-
-    def open(self, rc: RunContext, sandbox: str, address: str | None) -> Executor:
-        """Blocking: Ray connects to its cluster here."""
-        return self.cls(rc, sandbox, address=address, options=self.options)
-
-
 @dataclass
 class Resolved(ResolvedSuite):
     """A loaded suite plus what its names resolved to. It is a ``ResolvedSuite``, so code
@@ -100,7 +86,6 @@ class Resolved(ResolvedSuite):
     graders: dict[str, list[Grader]] = field(default_factory=dict)
     """Task id -> its graders, built once."""
     sandbox: SandboxBinding | None = None
-    executor: ExecutorBinding | None = None
 
 
 def choose_sandbox(requested: str, file: str = "suite", line: int | None = None) -> str:
@@ -160,15 +145,15 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
         agents=agents,
         graders=graders,
         sandbox=chosen,
-        executor=_executor(config),
     )
 
 
-def _error(config: ResolvedSuite, loc: Path_, message: str) -> ConfigError:
+def config_error(config: ResolvedSuite, loc: Path_, message: str) -> ConfigError:
+    """A one-line error at ``loc`` of the suite file, with its line."""
     return ConfigError(str(config.path), field_path(loc), message, nearest_line(config.lines, loc))
 
 
-def _options(
+def checked_options(
     config: ResolvedSuite,
     loc: Path_,
     check: Callable[[dict[str, object]], Options],
@@ -180,7 +165,7 @@ def _options(
     except ValidationError as exc:
         raise from_validation(exc, config.path, config.lines, loc) from None
     except RegistryError as exc:  # an inner backend named in the options
-        raise _error(config, loc, str(exc)) from None
+        raise config_error(config, loc, str(exc)) from None
 
 
 def _agent(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding) -> AgentBinding:
@@ -189,13 +174,13 @@ def _agent(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding) -> 
     try:
         cls = AGENTS.load(arm.agent)
     except RegistryError as exc:
-        raise _error(config, ("arms", i, "agent"), str(exc)) from None
+        raise config_error(config, ("arms", i, "agent"), str(exc)) from None
     context = {"suite_dir": str(config.path.parent)}  # paths in params are beside the suite
 
     def check(raw: dict[str, object]) -> Options:
         return cls.Params.model_validate(raw, context=context)
 
-    params = _options(config, ("arms", i, "params"), check, arm.params)
+    params = checked_options(config, ("arms", i, "params"), check, arm.params)
     return AgentBinding(cls, params, inspect.iscoroutinefunction(cls.run))
 
 
@@ -208,11 +193,11 @@ def _child_agent(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBindin
     view = _jail_view(config, i, arm, sandbox)
     answer = describe(arm.agent, arm.params, view)
     if "agent_error" in answer:
-        raise _error(config, ("arms", i, "agent"), str(answer["agent_error"]))
+        raise config_error(config, ("arms", i, "agent"), str(answer["agent_error"]))
     if "params_error" in answer:
         problem = answer["params_error"]
         loc = ("arms", i, "params", *problem["loc"])
-        raise _error(config, loc, str(problem["message"]))
+        raise config_error(config, loc, str(problem["message"]))
     limits = config.suite.limits
     return AgentBinding(
         child_agent(arm.agent, view, limits), Options(), bool(answer.get("async_run"))
@@ -233,7 +218,7 @@ def _jail_view(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding)
                 sandbox.name,
             )
             return None
-        raise _error(
+        raise config_error(
             config,
             ("arms", i, "agent"),
             f"module:Class agents run in a bubblewrap jail, which this host cannot make "
@@ -245,7 +230,7 @@ def _jail_view(config: ResolvedSuite, i: int, arm: Arm, sandbox: SandboxBinding)
     material += [env.root for env in config.environments.values()]
     shown = view.exposes([Path(p).resolve() for p in material])
     if shown:
-        raise _error(
+        raise config_error(
             config,
             ("arms", i, "agent"),
             f"the agent's jail would show it {shown[0]} (the agent's module or package is "
@@ -326,9 +311,9 @@ def _sandbox(config: ResolvedSuite, name: str) -> SandboxBinding:
         cls = backend_class(name)
     except RegistryError as exc:
         message = str(exc).replace("(known: ", "(known: auto, ")
-        raise _error(config, ("sandbox",), message) from None
+        raise config_error(config, ("sandbox",), message) from None
     options = config.suite.sandbox_options
-    checked = _options(config, ("sandbox_options",), cls.validate_options, options)
+    checked = checked_options(config, ("sandbox_options",), cls.validate_options, options)
     return SandboxBinding(name, cls, checked)
 
 
@@ -344,7 +329,7 @@ def _check_host_programs(
         return
     for i, arm in enumerate(config.suite.arms):
         if agents[arm.name].cls.runs_on_host_beside_sandbox(agents[arm.name].params, arm):
-            raise _error(
+            raise config_error(
                 config,
                 ("arms", i, "params", "where"),
                 f"where: host runs the program on this machine (in a jail), outside sandbox "
@@ -365,7 +350,7 @@ def _check_agent_programs(
         return
     for i, arm in enumerate(config.suite.arms):
         if agents[arm.name].wants_socket_dir(arm, any(t.task.environment for t in config.tasks)):
-            raise _error(
+            raise config_error(
                 config,
                 ("arms", i, "agent"),
                 f"agent '{arm.agent}' runs its program inside the sandbox against the "
@@ -457,21 +442,8 @@ def _check_observed_rules(
                 )
 
 
-def _executor(config: ResolvedSuite) -> ExecutorBinding:
-    suite = config.suite
-    try:
-        cls = EXECUTORS.load(suite.executor)
-    except RegistryError as exc:
-        raise _error(config, ("executor",), str(exc)) from None
-    options = _options(
-        config, ("executor_options",), cls.Options.model_validate, suite.executor_options
-    )
-    return ExecutorBinding(suite.executor, cls, options)
-
-
 __all__ = [
     "AgentBinding",
-    "ExecutorBinding",
     "Resolved",
     "SandboxBinding",
     "choose_sandbox",

@@ -15,11 +15,10 @@ from datetime import datetime
 import anyio
 
 from harness import __version__, exitcodes
-from harness.breaker import CircuitBreaker
 from harness.config.loader import ResolvedSuite
 from harness.config.overrides import Overrides, given
 from harness.errors import ConfigError, Interrupted, RunBusy
-from harness.executors import Executor
+from harness.executors import Executor, bind
 from harness.lockfile import agent_builds, check_lock_for
 from harness.models.probe import probe_endpoints
 from harness.network import agent_policy, announcement, grading_policy
@@ -28,9 +27,9 @@ from harness.ownership import check_resumable
 from harness.plan import build_plan
 from harness.preflight import preflight
 from harness.resolve import Resolved, load
+from harness.run_context import RunContext, run_context
 from harness.sandbox.base import Environment, SandboxProvider
 from harness.store import Run, Store, now, resolve_url
-from harness.trial import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -190,22 +189,13 @@ async def _run(
 
     image_ids = await _prepare(resolved, provider, locked)
     all_jobs = build_plan(resolved)
-    retries = resolved.suite.retries
-    rc = RunContext(
-        run_id,
-        resolved,
-        provider,
-        image_ids,
-        backoff_s=retries.backoff_s,
-        breaker=CircuitBreaker(stop_after=retries.stop_after),
-    )
+    rc = run_context(run_id, resolved, provider, image_ids)
     executor = None
     row_written = False
     store.reserve_space()
     try:
-        assert resolved.executor is not None
         # Before the run row: a wrong Ray address fails here and leaves no "running" run.
-        executor = resolved.executor.open(rc, sandbox_name, resolved.suite.ray_address)
+        executor = bind(resolved).open(rc, sandbox_name, resolved.suite.ray_address)
         jobs = _start_run_row(
             resolved, store, run_id, all_jobs, overrides, owner, sandbox_name, image_ids
         )

@@ -34,8 +34,7 @@ from harness.store.db import StoreUnavailable, UnstorableTrial
 from harness.store.refs import resume_command
 from harness.store.tables import TrialKey
 from harness.text import printable
-from harness.trial import TrialRecord
-from harness.trial_rows import unstorable_row
+from harness.trial_rows import TrialRecord, unstorable_row
 
 _NOTHING = object()
 BACKOFF_S = (0.5, 10.0)

@@ -7,103 +7,45 @@ returns a ``TrialRecord`` ready to be written as one store row. Nothing here wri
 
 from __future__ import annotations
 
-import copy
-import random
+import functools
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import anyio
 
-from graders import Evidence, Grader, Verdict, combine
+from graders import Evidence, Verdict, combine
 from graders.base import Harm
 from harness import errors, grading, trial_multistep, trial_steps
 from harness.agents import AgentResult
 from harness.agents.base import Usage
-from harness.breaker import CircuitBreaker
-from harness.config.models import Task
 from harness.plan import Job
-from harness.sandbox.base import (
-    SandboxProvider,
-)
+from harness.run_context import RunContext
 from harness.sandbox.workproduct import WorkProduct
 from harness.store import now
-from harness.store.tables import AttemptRow, TrialRow
+from harness.store.tables import AttemptRow
 from harness.tools.client import ToolServer
-from harness.trajectory import Event
 from harness.trial_agent import agent_context, agent_turn, grade
-from harness.trial_rows import TrialEvidence, severity, traceback_text, trial_row
+from harness.trial_rows import TrialEvidence, TrialRecord, severity, traceback_text, trial_row
 from harness.trial_rows import attempt_row as attempt_row  # re-exported: executors import it
 from harness.trial_steps import TaskSetupError as TaskSetupError  # re-exported
-
-if TYPE_CHECKING:  # resolving happens before any trial; trials only read its result
-    from harness.resolve import Resolved
 
 T = TypeVar("T")
 
 
-@dataclass
-class RunContext:
-    """What every trial of a run shares."""
-
-    run_id: str
-    resolved: Resolved
-    provider: SandboxProvider | None
-    image_ids: dict[str, str | None]
-    backoff_s: float = 1.0
-    breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
-    interrupted: list[AttemptRow] = field(default_factory=list)
-    """Attempts cut short by cancellation; the orchestrator records them."""
-    _frozen: dict[str, Task] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.breaker.health is None and self.provider is not None:
-            self.breaker.health = self.provider.healthy
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return RetryPolicy(self.resolved.suite.retries.max_attempts, self.backoff_s)
-
-    def graders(self, task: Task) -> list[Grader]:
-        """The task's graders, built (and validated) once from its specs when the suite was
-        resolved: nothing done to the task object afterwards changes what they expect."""
-        return self.resolved.graders[task.id]
-
-    def frozen_task(self, task: Task) -> Task:
-        """The graders' own copy of the task, taken once per run (never given to agents)."""
-        if task.id not in self._frozen:
-            self._frozen[task.id] = copy.deepcopy(task)
-        return self._frozen[task.id]
+Attempt = Callable[[int, Usage], Awaitable[TrialRecord]]
+"""One attempt of a job: ``(number, spent) -> record``, charging what it uses to ``spent``;
+raises to end the attempt (an ``InfraError`` is retried)."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Infrastructure-only retries, the same for every executor: up to ``max_attempts``
-    attempts per trial, waiting ``delay(n)`` after failed attempt ``n`` (exponential
-    backoff from ``backoff_s`` with jitter, so retries of many trials do not align)."""
-
-    max_attempts: int
-    backoff_s: float
-
-    def delay(self, number: int) -> float:
-        return self.backoff_s * (2.0 ** (number - 1)) * (0.5 + random.random())
-
-
-@dataclass
-class TrialRecord:
-    """One finished trial as store rows: the records the ``trials``, ``attempts`` and
-    ``trajectory_events`` tables are declared from (validated records, not ORM objects)."""
-
-    trial: TrialRow
-    attempts: list[AttemptRow]
-    events: list[Event]
-    blobs: dict[str, bytes] = field(default_factory=dict)
-
-
-async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
-    """Run a job until it has a verdict or its infrastructure attempts are used up."""
+async def run_trial(job: Job, rc: RunContext, attempt: Attempt | None = None) -> TrialRecord:
+    """Run a job until it has a verdict or its infrastructure attempts are used up: the one
+    retry loop. ``attempt`` runs one attempt (default: here, in this process; the Ray
+    executor passes one that runs it on a cluster node)."""
+    if attempt is None:
+        attempt = functools.partial(run_attempt, job, rc)
     policy = rc.retry
     max_attempts = policy.max_attempts
     attempts: list[AttemptRow] = []
@@ -115,7 +57,7 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
         started = now()
         spent = Usage()  # this attempt's, kept whatever becomes of the attempt
         try:
-            record = await _attempt(job, rc, number, spent)
+            record = await attempt(number, spent)
         except errors.InfraError as exc:
             rc.breaker.after_attempt(False, exc, job.arm)
             row = attempt_row(job, rc, number, "infra_error", repr(exc), started, spent)
@@ -148,7 +90,7 @@ async def run_trial(job: Job, rc: RunContext) -> TrialRecord:
 # long: it is the trial lifecycle read top to bottom, as DESIGN asks: provision, setup,
 #   snapshot s0, the agent's turn, its files taken out as data, its sandbox destroyed, grading
 #   (in a fresh grading sandbox when a grader runs code), teardown in ``finally``.
-async def _attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> TrialRecord:
+async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> TrialRecord:
     """One attempt of one trial; its outcome decides whether the job is retried. ``spent``
     is charged with the attempt's usage (the caller keeps it if the attempt fails)."""
     loaded = rc.resolved.task(job.task_id)

@@ -3,6 +3,7 @@ written by the orchestrator's driver)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
@@ -16,9 +17,21 @@ from harness.sandbox.base import Sandbox
 from harness.step_json import StepJson
 from harness.store import now
 from harness.store.tables import AttemptRow, TrialKey, TrialRow
+from harness.trajectory import Event
 
 if TYPE_CHECKING:
-    from harness.trial import RunContext
+    from harness.run_context import RunContext
+
+
+@dataclass
+class TrialRecord:
+    """One finished trial as store rows: the records the ``trials``, ``attempts`` and
+    ``trajectory_events`` tables are declared from (validated records, not ORM objects)."""
+
+    trial: TrialRow
+    attempts: list[AttemptRow]
+    events: list[Event]
+    blobs: dict[str, bytes] = field(default_factory=dict)
 
 
 class TrialEvidence(TypedDict):

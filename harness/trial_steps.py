@@ -22,7 +22,7 @@ from harness.sandbox.workproduct import BadWorkProduct, WorkProduct
 from harness.tools.client import ToolServer
 
 if TYPE_CHECKING:
-    from harness.trial import RunContext
+    from harness.run_context import RunContext
 
 T = TypeVar("T")
 

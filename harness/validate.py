@@ -21,9 +21,9 @@ from harness.config.models import Arm
 from harness.orchestrator import execute
 from harness.plan import Job
 from harness.resolve import Resolved, resolve
+from harness.run_context import run_context
 from harness.seeds import trial_seed
 from harness.store import Store, Trial
-from harness.trial import RunContext
 
 ORACLE, NOOP, MUTANT_PREFIX = "validate-oracle", "validate-noop", "mutant-"
 
@@ -151,7 +151,7 @@ async def _execute(
             started_at=now(),
         )
     )
-    rc = RunContext(run_id, resolved, provider, image_ids, backoff_s=0.1)
+    rc = run_context(run_id, resolved, provider, image_ids, backoff_s=0.1)
     try:
         title = f"validate {resolved.suite.name}"
         with TrialProgress(len(jobs), title, enabled=progress) as bar:

@@ -9,14 +9,17 @@ Adding a backend touches a new file and the table below, never the orchestrator.
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from harness.config.loader import ResolvedSuite
 from harness.config.models import Options
-from harness.registry import Registry
+from harness.registry import Registry, RegistryError
 
 if TYPE_CHECKING:  # the trial machinery is imported when a trial runs, not at resolve time
     from harness.plan import Job
-    from harness.trial import RunContext, TrialRecord
+    from harness.run_context import RunContext
+    from harness.trial_rows import TrialRecord
 
 
 class Executor(abc.ABC):
@@ -62,4 +65,34 @@ EXECUTORS: Registry[Executor] = Registry(
 )
 
 
-__all__ = ["EXECUTORS", "Executor", "LocalExecutor"]
+@dataclass(frozen=True)
+class ExecutorBinding:
+    """The suite's executor backend with its validated options."""
+
+    name: str
+    cls: type[Executor]
+    options: Options
+
+    def open(self, rc: RunContext, sandbox: str, address: str | None) -> Executor:
+        """Blocking: Ray connects to its cluster here."""
+        return self.cls(rc, sandbox, address=address, options=self.options)
+
+
+def bind(config: ResolvedSuite) -> ExecutorBinding:
+    """The suite's ``executor`` looked up and its ``executor_options`` validated: a
+    ``ConfigError`` naming the field and line (exit 2) before any run row. ``harness run``
+    binds it right after loading the suite; nothing else runs trials through an executor."""
+    from harness.resolve import checked_options, config_error
+
+    suite = config.suite
+    try:
+        cls = EXECUTORS.load(suite.executor)
+    except RegistryError as exc:
+        raise config_error(config, ("executor",), str(exc)) from None
+    options = checked_options(
+        config, ("executor_options",), cls.Options.model_validate, suite.executor_options
+    )
+    return ExecutorBinding(suite.executor, cls, options)
+
+
+__all__ = ["EXECUTORS", "Executor", "ExecutorBinding", "LocalExecutor", "bind"]

@@ -1,16 +1,17 @@
 """The ``ray`` executor: each trial runs as a Ray task on a cluster node, its record comes back.
 
 Driver side (``RayExecutor``): the orchestrator calls the executor once per job, in plan
-order and ``concurrency`` at a time, exactly as with ``local``; the executor submits one
-Ray task per attempt and awaits its ``TrialRecord``. Records stream back as trials finish and
-the driver alone writes the store. Seeds, interleaving, resume and the concurrency limit
-therefore stay the orchestrator's, identical on both executors.
+order and ``concurrency`` at a time, exactly as with ``local``; the executor runs the job
+through the one retry loop (``harness.trial.run_trial``), whose every attempt is one Ray
+task. Records stream back as trials finish and the driver alone writes the store. Seeds,
+interleaving, resume, the concurrency limit, retries and the circuit breaker therefore stay
+the driver's, identical on both executors.
 
-Worker side (``_run_on_worker``): each Ray worker process keeps, per run, the resolved suite
-(shipped once through the object store), a sandbox provider and a persistent event loop, and
-runs ``run_trial(job, rc)`` there: the same infra-only retries and circuit breaker as in
-process. With the Docker sandbox the driver pins the images; a worker adopts the driver's
-pinned image ids, so rule 1 holds across machines. A node whose daemon lacks an image gets
+Worker side (``_attempt_on_worker``): each Ray worker process keeps, per run, the resolved
+suite (shipped once through the object store), a sandbox provider and a persistent event
+loop, and runs one attempt there (``harness.trial.run_attempt``); what it spent and how it
+ended come back to the driver's loop. With the Docker sandbox the driver pins the images; a
+worker adopts the driver's pinned image ids, so rule 1 holds across machines. A node whose daemon lacks an image gets
 it from the driver's node (``_ImageDepot``: ``docker save`` once per run into the object
 store, ``docker load`` on the node, the id checked), or, with ``ship_images: false``,
 refuses the trial as an infrastructure error.
@@ -18,10 +19,10 @@ refuses the trial as an infrastructure error.
 Scheduling: with the Docker sandbox every task needs one unit of the custom resource
 ``docker`` (declare it on nodes with a daemon: ``ray start --resources='{"docker": 8}'``;
 the number is how many trials that node runs at once) and no CPU. Ray never retries a task
-itself (``max_retries=0``): when a worker process or a whole node dies mid-trial, the
-executor records the lost attempt as ``infra_error`` and submits the trial again (to any
-node with capacity) until the suite's ``retries.max_attempts`` are used up. Lost attempts
-count against the same budget as the worker's own retries, and stay in the attempts list.
+itself (``max_retries=0``): when a worker process or a whole node dies mid-attempt, the
+attempt is a ``NodeLost`` infrastructure error (usage unknown) and the loop runs the next
+attempt (on any node with capacity) until the suite's ``retries.max_attempts`` are used up,
+numbered as every other attempt.
 
 ``ray`` is imported only here, and only when the executor is chosen.
 """
@@ -34,6 +35,7 @@ import dataclasses
 import functools
 import logging
 import os
+import pickle
 import socket
 import uuid
 from dataclasses import dataclass
@@ -42,14 +44,14 @@ from typing import Any
 import anyio
 
 from harness import errors
-from harness.breaker import UpstreamDown
+from harness.agents.base import Usage
 from harness.executors import Executor
 from harness.executors.options import RayOptions
 from harness.plan import Job
 from harness.resolve import Resolved
-from harness.store import now
-from harness.store.tables import AttemptRow
-from harness.trial import RunContext, TrialRecord, attempt_row, error_record, run_trial
+from harness.run_context import RunContext, run_context
+from harness.trial import run_attempt, run_trial
+from harness.trial_rows import TrialRecord
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +93,6 @@ class _Payload:
     pinned: dict[str, object]
     """What the driver's sandbox provider pinned per environment (Docker: a ``PinnedImage``),
     handed unread to the workers' providers to adopt."""
-    backoff_s: float
     depot: Any = None
     """Handle of the ``_ImageDepot`` actor on the driver's node (None: no shipping)."""
 
@@ -173,7 +174,7 @@ class RayExecutor(Executor):
         num_cpus = self.options.num_cpus
         if num_cpus is None:
             num_cpus = 0 if docker else 1
-        self._remote = ray.remote(_run_on_worker).options(
+        self._remote = ray.remote(_attempt_on_worker).options(
             num_cpus=num_cpus, resources=resources, max_retries=0, retry_exceptions=False
         )
         pinned = rc.provider.pinned_images() if rc.provider is not None else {}
@@ -186,7 +187,6 @@ class RayExecutor(Executor):
             sandbox=sandbox,
             image_ids=dict(rc.image_ids),
             pinned=pinned,
-            backoff_s=rc.backoff_s,
             depot=self._depot,
         )
         self._key = f"{rc.run_id}:{uuid.uuid4().hex}"
@@ -194,44 +194,28 @@ class RayExecutor(Executor):
         self._box = [ray.put(payload)]
 
     async def __call__(self, job: Job) -> TrialRecord:
-        rc, ray = self.rc, self._ray
-        policy = rc.retry
-        max_attempts = policy.max_attempts
-        lost: list[AttemptRow] = []
-        first_started = now()
-        while True:
-            number, started = len(lost) + 1, now()
-            ref = self._remote.remote(self._key, self._box, job, max_attempts - len(lost))
-            try:
-                record: TrialRecord = await ref
-            except anyio.get_cancelled_exc_class():
-                ray.cancel(ref)  # KeyboardInterrupt in the task: its sandbox is destroyed
-                lost.append(attempt_row(job, rc, number, "interrupted", None, started))
-                rc.interrupted.extend(lost)
-                raise
-            except ray.exceptions.RayError as exc:
-                cause = exc.cause if isinstance(exc, ray.exceptions.RayTaskError) else None
-                if isinstance(cause, UpstreamDown):  # the worker's breaker stopped the run
-                    rc.interrupted.extend(lost)
-                    raise cause from None
-                if isinstance(exc, ray.exceptions.RayTaskError) and not isinstance(
-                    cause, errors.InfraError
-                ):
-                    # The task itself raised something other than an infrastructure error:
-                    # a bug of ours on the worker. Recorded, never retried.
-                    failure = cause if isinstance(cause, BaseException) else exc
-                    status = errors.classify(failure)
-                    lost.append(attempt_row(job, rc, number, status, _describe(exc), started))
-                    return error_record(job, rc, status, failure, lost, first_started)
-                lost.append(attempt_row(job, rc, number, "infra_error", _describe(exc), started))
-                if len(lost) >= max_attempts:
-                    final = NodeLost(f"attempt {number} of {max_attempts} lost: {_describe(exc)}")
-                    final.__cause__ = exc
-                    return error_record(job, rc, errors.INFRA_ERROR, final, lost, first_started)
-                log.warning("trial %s lost (%s); submitting it again", job.key, type(exc).__name__)
-                await anyio.sleep(policy.delay(number))
-                continue
-            return _after_lost(record, lost)
+        return await run_trial(job, self.rc, functools.partial(self._attempt, job))
+
+    async def _attempt(self, job: Job, number: int, spent: Usage) -> TrialRecord:
+        """Attempt ``number`` of ``job`` as one Ray task: its record, or its error raised
+        here for the retry loop (a lost worker or node: ``NodeLost``, usage unknown)."""
+        ray = self._ray
+        ref = self._remote.remote(self._key, self._box, job, number)
+        try:
+            outcome: _Outcome = await ref
+        except anyio.get_cancelled_exc_class():
+            ray.cancel(ref)  # KeyboardInterrupt in the task: its sandbox is destroyed
+            _unknown(spent)
+            raise
+        except ray.exceptions.RayError as exc:
+            _unknown(spent)
+            raise NodeLost(f"attempt {number} lost: {_describe(exc)}") from exc
+        for f in dataclasses.fields(Usage):
+            setattr(spent, f.name, getattr(outcome.spent, f.name))
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.record is not None
+        return outcome.record
 
     async def aclose(self) -> None:
         if self._depot is not None:
@@ -262,14 +246,9 @@ def _start_depot(ray, sandbox_options: dict[str, object]):
     )
 
 
-def _after_lost(record: TrialRecord, lost: list[AttemptRow]) -> TrialRecord:
-    """Put the lost attempts before the worker's own, numbered after them."""
-    if lost:
-        for row in record.attempts:
-            row.attempt += len(lost)
-        record.attempts = [*lost, *record.attempts]
-        record.trial.attempts = len(record.attempts)
-    return record
+def _unknown(spent: Usage) -> None:
+    """An attempt whose usage never came back: unknown, never stored as zero."""
+    spent.cost_usd, spent.cost_known, spent.tokens_known = None, False, False
 
 
 def _describe(exc: BaseException) -> str:
@@ -278,36 +257,16 @@ def _describe(exc: BaseException) -> str:
 
 # ----------------------------------------------------------------------------- worker
 @dataclass
-class _WorkerState:
-    """One run's context inside one Ray worker process."""
+class _Outcome:
+    """How one attempt on a worker ended: its record, or the error that ended it, and what
+    it spent either way."""
 
-    rc: RunContext
-    by_budget: dict[int, RunContext] = dataclasses.field(default_factory=dict)
-
-    def context(self, max_attempts: int) -> RunContext:
-        """The run's context with ``max_attempts`` left (fewer after lost attempts); all
-        share this process's provider and circuit breaker."""
-        rc = self.rc
-        if max_attempts == rc.resolved.suite.retries.max_attempts:
-            return rc
-        if max_attempts not in self.by_budget:
-            suite = rc.resolved.suite
-            retries = suite.retries.model_copy(update={"max_attempts": max(1, max_attempts)})
-            resolved = dataclasses.replace(
-                rc.resolved, suite=suite.model_copy(update={"retries": retries})
-            )
-            self.by_budget[max_attempts] = RunContext(
-                rc.run_id,
-                resolved,
-                rc.provider,
-                rc.image_ids,
-                backoff_s=rc.backoff_s,
-                breaker=rc.breaker,
-            )
-        return self.by_budget[max_attempts]
+    record: TrialRecord | None
+    error: Exception | None
+    spent: Usage
 
 
-_STATES: dict[str, _WorkerState] = {}
+_STATES: dict[str, RunContext] = {}
 _RUNNER: asyncio.Runner | None = None
 
 
@@ -319,21 +278,35 @@ def _runner() -> asyncio.Runner:
     return _RUNNER
 
 
-def _run_on_worker(key: str, box: list, job: Job, max_attempts: int) -> TrialRecord:
-    """The Ray task: one trial, with the worker-side retries of ``run_trial``."""
-    state = _STATES.get(key)
-    if state is None:
-        import ray
+def _attempt_on_worker(key: str, box: list, job: Job, number: int) -> _Outcome:
+    """The Ray task: attempt ``number`` of one trial (``run_attempt``), its error returned
+    rather than raised, so the driver's loop decides (a retry only for infrastructure)."""
+    spent = Usage()
+    try:
+        rc = _STATES.get(key)
+        if rc is None:
+            import ray
 
-        payload: _Payload = ray.get(box[0])
-        for old in [k for k in _STATES if k != key]:  # a previous run in this worker process
-            _close(_STATES.pop(old))
-        state = _runner().run(_open_state(payload))
-        _STATES[key] = state
-    return _runner().run(run_trial(job, state.context(max_attempts)))
+            payload: _Payload = ray.get(box[0])
+            for old in [k for k in _STATES if k != key]:  # a previous run in this process
+                _close(_STATES.pop(old))
+            rc = _STATES[key] = _runner().run(_open_state(payload))
+        return _Outcome(_runner().run(run_attempt(job, rc, number, spent)), None, spent)
+    except Exception as exc:  # noqa: BLE001 - the driver's loop classifies it
+        return _Outcome(None, _picklable(exc), spent)
 
 
-async def _open_state(payload: _Payload) -> _WorkerState:
+def _picklable(exc: Exception) -> Exception:
+    """``exc``, or a harness error naming it when it cannot cross to the driver (pickled
+    and read back here: an exception whose constructor takes other arguments fails there)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure to pickle or unpickle
+        return errors.HarnessError(_describe(exc))
+    return exc
+
+
+async def _open_state(payload: _Payload) -> RunContext:
     resolved = payload.resolved
     provider = None
     if resolved.environments and resolved.sandbox is not None:
@@ -342,10 +315,7 @@ async def _open_state(payload: _Payload) -> _WorkerState:
         await anyio.to_thread.run_sync(provider.gc)
         fetch = None if payload.depot is None else functools.partial(_fetch, payload.depot)
         await provider.adopt_images(payload.pinned, fetch)
-    rc = RunContext(
-        payload.run_id, payload.resolved, provider, payload.image_ids, backoff_s=payload.backoff_s
-    )
-    return _WorkerState(rc)
+    return run_context(payload.run_id, resolved, provider, payload.image_ids)
 
 
 def _fetch(depot, image_id: str) -> bytes:
@@ -356,8 +326,8 @@ def _fetch(depot, image_id: str) -> bytes:
     return ray.get(ref)
 
 
-def _close(state: _WorkerState) -> None:
-    provider = state.rc.provider
+def _close(rc: RunContext) -> None:
+    provider = rc.provider
     if provider is not None:
         try:
             _runner().run(provider.close())

@@ -58,7 +58,7 @@ from harness.sandbox.base import (
     SandboxRequest,
     network_hosts,
 )
-from harness.sandbox.docker_calls import DaemonCalls, DaemonTimeout
+from harness.sandbox.docker_calls import ContainerDaemon, DaemonCalls, DaemonTimeout
 from harness.sandbox.docker_client import NO_DAEMON_HINT, docker_available, make_client
 from harness.sandbox.docker_container import DockerSandbox, docker_errors
 from harness.sandbox.docker_images import PinnedImage
@@ -131,6 +131,8 @@ class DockerProvider(SandboxProvider):
             raise SandboxError(f"no Docker daemon answers ({exc}); {NO_DAEMON_HINT}") from exc
         self._ncpu = float(info.get("NCPU") or 1)
         self.calls = DaemonCalls(max_concurrency)
+        self._daemon = ContainerDaemon(self._client.api, base_url, self.calls, self._remove)
+        """What each container gets of this provider."""
         self._pull = pull
         self._cap_add = list(cap_add)
         self._owner = docker_gc.owner_labels()
@@ -345,7 +347,7 @@ class DockerProvider(SandboxProvider):
         self._quotas.rename(kwargs["name"], cid)
         self._services.rename(kwargs["name"], cid)
         box = DockerSandbox(
-            self, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
+            self._daemon, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
         )
         if not request.grading:
             box.only_user = kwargs["user"]

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -118,4 +119,19 @@ async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
     return value
 
 
-__all__ = ["LIMITS", "NETWORK", "REMOVE", "DaemonCalls", "DaemonTimeout"]
+@dataclass(frozen=True)
+class ContainerDaemon:
+    """What a container (``docker_container.DockerSandbox``) needs of its provider, and
+    nothing else: it never reaches into the provider's members."""
+
+    api: Any
+    """The daemon's low-level API (docker-py's ``APIClient``)."""
+    base_url: str | None
+    """The daemon's address as the suite gave it (None: the environment's default)."""
+    calls: DaemonCalls
+    """Every call to the daemon, within the limit of its kind (shared by the provider)."""
+    remove: Callable[[str], Awaitable[None]]
+    """The provider's forced removal of a container (it keeps the run's bookkeeping)."""
+
+
+__all__ = ["LIMITS", "NETWORK", "REMOVE", "ContainerDaemon", "DaemonCalls", "DaemonTimeout"]

@@ -1,8 +1,9 @@
 """One running container of the ``docker`` backend: commands by ``docker exec``, files by
 tar archives, liveness and the sweep of leftover processes, forced removal at the end.
 
-Created and owned by ``harness.sandbox.docker.DockerProvider`` (its client, its thread
-limiter); see that module for the hardening every container gets.
+Created and owned by ``harness.sandbox.docker.DockerProvider``; see that module for the
+hardening every container gets. A container reaches its provider only through
+``ContainerDaemon``: the daemon's API, its address, the bounded calls and its own removal.
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ from harness.sandbox import (
     grading_material,
 )
 from harness.sandbox.base import ExecResult, Sandbox
-from harness.sandbox.docker_calls import DaemonTimeout
+from harness.sandbox.docker_calls import ContainerDaemon, DaemonTimeout
 from harness.sandbox.docker_images import PinnedImage, tar_directory
 from harness.sandbox.output import OUTPUT_LIMIT, FileTooLarge
 from harness.sandbox.workproduct import AGENT_UID, WorkProduct, absolute, new_archive, reowned
 
 if TYPE_CHECKING:
-    from harness.sandbox.docker import DockerProvider
     from harness.sandbox.grading_material import GradingPlace
 
 _HOST_GUARD_S = 15.0  # extra seconds the host waits beyond the in-container timeout
@@ -62,7 +62,7 @@ class DockerSandbox(Sandbox):
 
     def __init__(
         self,
-        provider: DockerProvider,
+        daemon: ContainerDaemon,
         container_id: str,
         pinned: PinnedImage,
         workdir: str,
@@ -76,7 +76,7 @@ class DockerSandbox(Sandbox):
         self.agent_path = agent_path
         self.workdir: str = workdir
         self.socket_dir = socket_dir
-        self._provider = provider
+        self._daemon = daemon
         self._uid, self._gid = pinned.uid, pinned.gid
         self._destroyed = False
         self._own_kills: list[tuple[float, float]] = []
@@ -88,7 +88,7 @@ class DockerSandbox(Sandbox):
 
     @property
     def _api(self):
-        return self._provider._client.api
+        return self._daemon.api
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -130,8 +130,8 @@ class DockerSandbox(Sandbox):
         if docker is None:
             raise SandboxError("a tool server on Docker needs the docker command line client")
         env = dict(os.environ)
-        if self._provider._base_url:
-            env["DOCKER_HOST"] = self._provider._base_url
+        if self._daemon.base_url:
+            env["DOCKER_HOST"] = self._daemon.base_url
         argv = [docker, "exec", "-i", "-w", self.workdir, self.id, "bash", "-c", cmd]
         try:
             return await anyio.open_process(
@@ -173,7 +173,7 @@ class DockerSandbox(Sandbox):
         start = time.monotonic()
         code: int | None = None
         try:
-            exec_id = await self._provider._run(
+            exec_id = await self._daemon.calls(
                 "exec", self._exec_create_sync, argv, user, env, container=self.id
             )
         except docker_errors() as exc:
@@ -185,11 +185,11 @@ class DockerSandbox(Sandbox):
             # may rightly outlive its limit (a detached child holding the output open), so
             # a late one does not mark the container unresponsive by itself.
             limit = None if timeout is None else timeout + _HOST_GUARD_S
-            code, out, err = await self._provider._run(
+            code, out, err = await self._daemon.calls(
                 "exec", fn, container=self.id, limit=limit, late_is_stuck=False
             )
         except DaemonTimeout:
-            if self.id in self._provider.calls.unresponsive:
+            if self.id in self._daemon.calls.unresponsive:
                 raise
         except docker_errors() as exc:
             raise self._fail(exc, "exec") from exc
@@ -230,7 +230,7 @@ class DockerSandbox(Sandbox):
 
     async def _running(self) -> bool:
         try:
-            info = await self._provider._run(
+            info = await self._daemon.calls(
                 "inspect", self._api.inspect_container, self.id, container=self.id
             )
         except (DaemonTimeout, *docker_errors()):
@@ -274,7 +274,7 @@ class DockerSandbox(Sandbox):
                 return fh.read() if fh else b""
 
         try:
-            return await self._provider._run("files", read, container=self.id)
+            return await self._daemon.calls("files", read, container=self.id)
         except (FileNotFoundError, IsADirectoryError, FileTooLarge):
             raise
         except docker_errors() as exc:
@@ -296,7 +296,7 @@ class DockerSandbox(Sandbox):
             ti.uid, ti.gid = self._uid, self._gid
             tar.addfile(ti, io.BytesIO(data))
         try:
-            await self._provider._run("files", self._put, buf.getvalue(), container=self.id)
+            await self._daemon.calls("files", self._put, buf.getvalue(), container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, f"writing {target}") from exc
 
@@ -309,7 +309,7 @@ class DockerSandbox(Sandbox):
             lambda: tar_directory(Path(src), target.lstrip("/"), self._uid, self._gid, parents)
         )
         try:
-            await self._provider._run("files", self._put, tar, container=self.id)
+            await self._daemon.calls("files", self._put, tar, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, f"copying {src} to {target}") from exc
 
@@ -341,7 +341,7 @@ class DockerSandbox(Sandbox):
         """``paths`` as one archive, through the daemon's archive API (nothing runs inside
         the container, which may be paused)."""
         try:
-            return await self._provider._run("files", self._export_sync, paths, container=self.id)
+            return await self._daemon.calls("files", self._export_sync, paths, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, f"exporting {paths}") from exc
 
@@ -365,7 +365,7 @@ class DockerSandbox(Sandbox):
                     raise SandboxError(f"sandbox {self.id[:12]}: put_archive refused")
 
         try:
-            await self._provider._run("files", put, container=self.id)
+            await self._daemon.calls("files", put, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "importing the work product") from exc
         finally:
@@ -386,7 +386,7 @@ class DockerSandbox(Sandbox):
             grading_material.docker_tar, hidden, GRADING_ROOT, grading_material.DOCKER_AS_AGENT
         )
         try:
-            await self._provider._run("files", self._put, tar, container=self.id)
+            await self._daemon.calls("files", self._put, tar, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "installing the grading material") from exc
         hidden_dir = HIDDEN_PATH if hidden is not None else None
@@ -400,7 +400,7 @@ class DockerSandbox(Sandbox):
             lambda: tar_directory(files, target, AGENT_UID, AGENT_UID)
         )
         try:
-            await self._provider._run("files", self._put, tar, container=self.id)
+            await self._daemon.calls("files", self._put, tar, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "restoring the environment's files") from exc
 
@@ -420,7 +420,7 @@ class DockerSandbox(Sandbox):
             self._api.wait(self.id, timeout=60)
 
         try:
-            await self._provider._run("stop", kill, container=self.id)
+            await self._daemon.calls("stop", kill, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "stopping the container") from exc
 
@@ -447,7 +447,7 @@ class DockerSandbox(Sandbox):
             self._api.start(self.id)
 
         try:
-            await self._provider._run("restart", restart, container=self.id)
+            await self._daemon.calls("restart", restart, container=self.id)
         except docker_errors() as exc:
             raise self._fail(exc, "restarting after a failed sweep") from exc
 
@@ -463,7 +463,7 @@ class DockerSandbox(Sandbox):
     async def death_cause(self) -> str | None:
         """Why the container stopped, when the agent did it (the daemon's evidence; the
         harness's own kills are not evidence of anything)."""
-        return await self._provider._run(
+        return await self._daemon.calls(
             "inspect",
             docker_sweep.death_cause,
             self._api,
@@ -480,7 +480,7 @@ class DockerSandbox(Sandbox):
             return
         self._destroyed = True
         with anyio.CancelScope(shield=True):
-            await self._provider._remove(self.id)
+            await self._daemon.remove(self.id)
 
 
 # ----------------------------------------------------------------------------- provider

@@ -187,7 +187,7 @@ def test_a_row_the_database_refuses_is_stored_as_a_harness_error(tmp_path):
     writer goes on with the next trial instead of stopping the run."""
     from harness.orchestrator import RunOutcome
     from harness.store_writer import StoreWriter
-    from harness.trial import TrialRecord
+    from harness.trial_rows import TrialRecord
 
     store = Store(f"sqlite:///{tmp_path / 'h.db'}")
     run, trial, attempts, events, blobs = _rows("bad")

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
-from harness.resolve import load as load_suite
+from harness.executors import bind
+from harness.resolve import load
 from tests.conftest import write_suite
 
 GOOD_TASK = {
@@ -172,6 +173,13 @@ def case_missing_suite_file(tmp):
 
 
 CASES = [v for k, v in sorted(globals().items()) if k.startswith("case_")]
+
+
+def load_suite(path):
+    """What `harness run` checks before the store: the suite resolved, its executor bound."""
+    resolved = load(path)
+    bind(resolved)
+    return resolved
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__[5:] for c in CASES])

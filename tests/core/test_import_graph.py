@@ -128,32 +128,11 @@ def test_no_cycles_through_deferred_imports() -> None:
     assert cycles(import_graph(deferred=True)) == []
 
 
-# Run-side cycles through type-only imports, left for the run-side rework of issue 23 point 5
-# (RunContext in one module; the Docker container given a narrow client). Nothing may join them
-# and no other cycle may appear; delete an entry when its cycle is gone.
-TYPE_ONLY_CYCLES_ALLOWED = [
-    [
-        "harness.executors",
-        "harness.resolve",
-        "harness.trial",
-        "harness.trial_rows",
-        "harness.trial_steps",
-    ],
-    ["harness.sandbox.docker", "harness.sandbox.docker_container"],
-]
-
-
 def test_no_cycles_counting_type_only_imports() -> None:
     """A ``TYPE_CHECKING`` import cannot deadlock, but a circle of them is one layer split in
-    two: counted here too, so the analysis packages (report, release, stats) stay layered."""
-    found = cycles(import_graph(deferred=True, type_only=True))
-    assert [c for c in found if c not in TYPE_ONLY_CYCLES_ALLOWED] == []
-
-
-def test_the_type_only_allow_list_is_not_stale() -> None:
-    found = cycles(import_graph(deferred=True, type_only=True))
-    stale = [c for c in TYPE_ONLY_CYCLES_ALLOWED if c not in found]
-    assert not stale, f"these cycles are gone: delete them from TYPE_ONLY_CYCLES_ALLOWED: {stale}"
+    two: counted here too, so every layer stays layered (none is allowed: the run side's
+    circles went with RunContext's own module and the Docker container's narrow client)."""
+    assert cycles(import_graph(deferred=True, type_only=True)) == []
 
 
 def test_cycle_finder_finds_a_planted_cycle() -> None:

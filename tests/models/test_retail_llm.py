@@ -10,8 +10,9 @@ import pytest
 from harness.models.pricing import DEFAULT_PRICES
 from harness.plan import Job, trial_seed
 from harness.resolve import load as load_suite
+from harness.run_context import run_context
 from harness.sandbox.local import LocalProvider
-from harness.trial import RunContext, run_trial
+from harness.trial import run_trial
 from tests.fakes.openai_server import FakeOpenAI, call, completion
 
 from .conftest import API_KEY
@@ -41,7 +42,7 @@ async def test_scripted_model_solves_a_retail_task(fake_openai: FakeOpenAI, monk
     provider = LocalProvider()
     env = resolved.environments["retail"]
     image_ids = await provider.prepare([env])
-    rc = RunContext("test-run", resolved, provider, image_ids, backoff_s=0.01)
+    rc = run_context("test-run", resolved, provider, image_ids, backoff_s=0.01)
     job = Job(arm="llm", task_id=TASK, trial_index=0, seed=trial_seed(resolved.suite.seed, TASK, 0))
     record = await run_trial(job, rc)
 
