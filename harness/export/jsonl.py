@@ -14,7 +14,9 @@ Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
    grader evidence with each grader's reasons, answer, tokens, cost, latency, seed, image
    id, timings); ATTEMPT every column of ``attempts`` but ``id``; EVENT every column of
    ``trajectory_events`` but ``id`` and ``trial_id`` (in step order); ``blobs`` the full
-   tool outputs the events refer to by ``blob_ref``.
+   tool outputs the events refer to by ``blob_ref``; ``labels`` people's labels of the
+   trial (every column of ``human_labels`` but ``id`` and ``trial_id``; absent in files
+   written before labels existed).
 3. ``{"type": "attempts", "attempts": [ATTEMPT...]}``: attempts of trials that have no
    final row (interrupted), if any.
 4. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
@@ -33,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Annotated, Literal, TypeVar
+from typing import IO, Annotated, Literal, NotRequired, TypeVar
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from sqlalchemy import DateTime, LargeBinary, RowMapping, select
@@ -42,7 +44,7 @@ from typing_extensions import TypedDict  # pydantic validates it (Python < 3.12)
 
 from harness.errors import ConfigError
 from harness.store import Store
-from harness.store.tables import Attempt, Blob, Run, TrajectoryEvent, Trial, table_of
+from harness.store.tables import Attempt, Blob, HumanLabel, Run, TrajectoryEvent, Trial, table_of
 
 FORMAT = "harness-run-log"
 VERSION = 1
@@ -76,6 +78,8 @@ class TrialLine(TypedDict):
     events: list[Row]
     blobs: dict[str, str]
     """sha256 → base64 of a full tool output an event refers to by ``blob_ref``."""
+    labels: NotRequired[list[Row]]
+    """People's labels of the trial (``human_labels``), oldest first."""
 
 
 @with_config(_STRICT)
@@ -163,6 +167,14 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
             row = _out(e)
             row.pop("id")
             events[row.pop("trial_id")].append(row)
+        labels: dict[object, list[Row]] = defaultdict(list)
+        label_t = table_of(HumanLabel)
+        for lab in conn.execute(
+            select(label_t).where(label_t.c.trial_id.in_(trial_ids)).order_by(label_t.c.id)
+        ).mappings():
+            row = _out(lab)
+            row.pop("id")
+            labels[row.pop("trial_id")].append(row)
         n = 0
         for t in conn.execute(
             select(trial_t).where(trial_t.c.run_id == run_id).order_by(trial_t.c.id)
@@ -181,6 +193,7 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
                 "attempts": attempts.pop(tuple(row[k] for k in _KEY), []),
                 "events": evs,
                 "blobs": blobs,
+                "labels": labels.pop(trial_id, []),
             }
             yield json.dumps(trial)
             n += 1
@@ -237,12 +250,13 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
                 raise ConfigError(where, f"line {number}", f"unknown line type {kind!r}")
             item = _line(where, number, _BODY, raw, tagged=True)
             if item["type"] == "trial":
-                store.write_trial(
+                trial_id = store.write_trial(
                     _in(Trial, item["trial"]),
                     [_in(Attempt, a) for a in item["attempts"]],
                     [_in(TrajectoryEvent, e) for e in item["events"]],
                     {k: base64.b64decode(v) for k, v in item["blobs"].items()},
                 )
+                _put_labels(store, trial_id, item.get("labels") or [])
                 trials += 1
             elif item["type"] == "attempts":
                 store.write_attempts([_in(Attempt, a) for a in item["attempts"]])
@@ -253,3 +267,24 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
                 where, "end", f"truncated: {trials} trials read, end line says {ended}"
             )
     return run_id, trials
+
+
+def _put_labels(store: Store, trial_id: int, labels: list[Row]) -> None:
+    from harness.store.labels import LabelIn, put_labels
+
+    for lab in labels:
+        row = _in(HumanLabel, lab)
+        put_labels(
+            store.engine,
+            [
+                LabelIn(
+                    trial_id=trial_id,
+                    passed=bool(row["passed"]),
+                    labeller=str(row["labeller"]),
+                    criterion=str(row.get("criterion", "")),
+                    note=str(row.get("note", "")),
+                    source=str(row.get("source", "")),
+                )
+            ],
+            row["labelled_at"],
+        )

@@ -112,6 +112,20 @@ def test_labels_file_round_trip_and_agreement(judged: dict[str, Any]) -> None:
     markdown = cli(judged, "judge-agreement", judged["run"], "--markdown")
     assert markdown.stdout.startswith("## Judge")
 
+    # Export carries the judge's evidence and the labels; a copy reports the same numbers.
+    log = judged["tmp"] / "run.jsonl"
+    out = cli(judged, "export", judged["run"], "-o", str(log))
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    labelled_lines = [x for x in lines if x["type"] == "trial" and x["labels"]]
+    assert len(labelled_lines) == len(labelled)
+    assert {x["labeller"] for t in labelled_lines for x in t["labels"]} == {"ann", "bo"}
+    copy = judged["tmp"] / "copy.db"
+    out = run_cli("import-log", str(log), "--store", f"sqlite:///{copy}")
+    assert out.returncode == 0, out.stderr
+    again = run_cli("judge-agreement", judged["run"], "--json", "--store", f"sqlite:///{copy}")
+    assert json.loads(again.stdout) == s
+
 
 def test_a_bad_labels_line_is_one_line_naming_file_line_and_field(judged: dict[str, Any]) -> None:
     path = judged["tmp"] / "bad.jsonl"
