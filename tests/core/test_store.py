@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -135,8 +136,8 @@ def _back_to_v2_sqlite(path) -> None:
     """Rebuild ``trials`` as schema v2 made it (token columns NOT NULL), rows kept."""
     with sqlite3.connect(path) as conn:  # foreign keys off: plain sqlite3 default
         ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'trials'").fetchone()[0]
-        for name in TOKENS:
-            ddl = ddl.replace(f"{name} INTEGER,", f"{name} INTEGER NOT NULL,")
+        for name in TOKENS:  # the column itself, not judge_tokens_in (added later, by v9)
+            ddl = re.sub(rf"(?<![a-z_]){name} INTEGER,", f"{name} INTEGER NOT NULL,", ddl)
         assert ddl.count("NOT NULL,") >= 3
         indexes = [
             sql
