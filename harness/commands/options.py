@@ -24,6 +24,7 @@ REPORT_SECTIONS = (
     "measures",
     "reliability",
     "usage",
+    "steps",
     "comparison",
     "versions",
 )

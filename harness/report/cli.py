@@ -180,7 +180,8 @@ def _load(
     """The report data, and the gate's verdict when the suite declares a gate: one read of
     the run's table for both."""
     from harness.analysis.load import DECISIONS
-    from harness.release.source import suite_config
+    from harness.release.source import stored_config, suite_config
+    from harness.report.steps import steps_section
 
     store = Store(resolve_url(store_url))
     try:
@@ -188,9 +189,13 @@ def _load(
         gated = with_gate and bool(suite_config(run).get("gate"))
         table = load_report_table(store, run, DECISIONS if gated else ())
         gate = declared_gate(store, run, table) if gated else None
+        steps = steps_section(store, run, dict(stored_config(run)))
     finally:
         store.close()
-    return report_of(run, table, estimand=estimand), gate
+    report = report_of(run, table, estimand=estimand)
+    if steps is not None:
+        report["steps"] = steps
+    return report, gate
 
 
 def declared_gate(store: Store, run: Run, table: RunTable) -> GateResult | str | None:

@@ -420,6 +420,23 @@ class Provenance(TypedDict):
     agent_root: list[TaskProvenance]
 
 
+class StepProgress(TypedDict):
+    """One step of one multi-step task for one arm (``report.steps``)."""
+
+    arm: str
+    task: str
+    step: str
+    index: int
+    trials: int
+    reached: int
+    passed: int
+    rate: float
+    lo: float
+    hi: float
+    confidence: float
+    mean_reward: float
+
+
 class Report(TypedDict, total=False):
     """The whole report of one run: the contract the renderers and the viewer read.
 
@@ -451,6 +468,9 @@ class Report(TypedDict, total=False):
     warnings: list[str]
     subset: NotRequired[SubsetSection | None]
     """A subset run's full-suite estimates, savings and precision (``report.subset``)."""
+    steps: NotRequired[list[StepProgress]]
+    """A run with multi-step tasks: per arm, task and step, the trials that reached and
+    passed it (``report.steps``)."""
     provenance: Provenance
     """Tasks graded in the agent's own sandbox and tasks whose agent ran as root, with
     their trials per arm (also named in ``warnings``)."""

@@ -2,7 +2,8 @@
 in one sandbox, each graded in place with its own hidden tests; per-step rewards and the
 trajectory's step notes are on the row; ``min_reward`` stops the trial early (later steps
 not run, scoring 0); the trial passes only when every step passes and scores the mean (or
-the last step's reward); a steps task that is not graded in place is refused at load."""
+the last step's reward); the report's steps section shows the progress per step; a steps
+task that is not graded in place is refused at load."""
 
 from __future__ import annotations
 
@@ -112,6 +113,26 @@ def test_steps_run_in_order_with_per_step_rewards_and_early_stop(tmp_path: Path)
     ]
     spans = [s["events"] for s in got[("oracle", "all")][3]["steps"]]
     assert [a for a, _ in spans] == [s for s, _ in notes] and all(a < b for a, b in spans)
+    # The report's steps section: per arm, task and step, from those rows.
+    store = f"sqlite:///{db}"
+    data = json.loads(run_cli("report", "--store", store, "--json").stdout)
+    rows = {(r["arm"], r["task"], r["step"]): r for r in data["steps"]}
+    stops = rows[("oracle", "stops", "two")]
+    assert (stops["trials"], stops["reached"], stops["passed"], stops["mean_reward"]) == (
+        1,
+        0,
+        0,
+        0,
+    )
+    middle = rows[("oracle", "middle", "three")]
+    assert (middle["reached"], middle["passed"], middle["rate"]) == (1, 1, 1.0)
+    assert abs(middle["lo"] - 0.2065) < 1e-3 and middle["hi"] == 1.0  # Wilson, 1 of 1, 95%
+    text = run_cli("report", "--store", store, "--section", "steps").stdout
+    assert "oracle · stops" in text
+    assert "2. two: reached 0/1, passed 0/1 0.0% [0.0%, 79.3%], mean reward 0.00" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    markdown = run_cli("report", "--store", store, "--markdown").stdout
+    assert "| oracle | middle | 2. two | 1/1 | 0/1 0.0% [0.0%, 79.3%] | 0.00 |" in markdown
 
 
 def test_a_steps_task_must_be_graded_in_place(tmp_path: Path) -> None:

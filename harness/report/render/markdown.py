@@ -67,6 +67,18 @@ def render_markdown(report: Report, gate: GateResult | str | None = None) -> str
         head = f"*{subset[0].rstrip(':')}*"
         lines += ["", "### Full suite (subset run)", "", head, ""]
         lines += [f"- {x.strip()}" for x in subset[1:]]
+    if steps := report.get("steps"):
+        lines += ["", "### Steps (multi-step tasks)", ""]
+        lines += [
+            "| arm | task | step | reached | passed | mean reward |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['arm']} | {r['task']} | {r['index']}. {r['step']} | {r['reached']}/{r['trials']} "
+            f"| {r['passed']}/{r['trials']} {pct(r['rate'])} [{pct(r['lo'])}, {pct(r['hi'])}] "
+            f"| {r['mean_reward']:.2f} |"
+            for r in steps
+        ]
     c = report.get("comparison")
     if c and c.get("estimate") is None:
         lines += ["", "### Primary comparison", "", "No task was run by both arms."]

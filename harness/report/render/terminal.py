@@ -19,6 +19,7 @@ from harness.report.records import (
     Reliability,
     Report,
     SliceRow,
+    StepProgress,
     UsageSection,
 )
 from harness.report.render.fmt import (
@@ -99,6 +100,8 @@ def _render(
         if chosen & set(ARM_SECTIONS):
             console.rule(f"[bold]{escape(name)}")
             _arm(console, arm, chosen)
+    if (steps := report.get("steps")) and "steps" in chosen:
+        _steps(console, steps)
     if (comparison := report.get("comparison")) and "comparison" in chosen:
         _comparison(console, comparison, report)
         if floor := noise_floor_text(report):
@@ -106,6 +109,32 @@ def _render(
             console.print(f"[{style}]{escape(floor)}[/]")
     if "versions" in chosen:
         _versions(console, report)
+
+
+def _steps(console: Console, steps: list[StepProgress]) -> None:
+    """Per-step progress of the multi-step tasks: reached, passed (with the task's own
+    interval over its trials) and the mean reward, per arm and task."""
+    console.rule("[bold]steps")
+    last = None
+    for row in steps:
+        if (row["arm"], row["task"]) != last:
+            last = (row["arm"], row["task"])
+            console.print(f"{row['arm']} · {row['task']}", markup=False, highlight=False)
+        rate = f"{pct(row['rate'])} [{pct(row['lo'])}, {pct(row['hi'])}]"
+        line = (
+            f"  {row['index']}. {row['step']}: reached {row['reached']}/{row['trials']}, "
+            f"passed {row['passed']}/{row['trials']} {rate}, mean reward "
+            f"{row['mean_reward']:.2f}"
+        )
+        wrapped = textwrap.fill(
+            line, width=console.width, subsequent_indent="     ", break_on_hyphens=False
+        )
+        console.print(wrapped, markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"[dim]passed: the share of the task's trials that passed the step, "
+        f"{pct(steps[0]['confidence'], 0)} Wilson interval over those trials; a step not "
+        "reached (an earlier one stopped the trial) scores 0[/]"
+    )
 
 
 def _method(console: Console, report: Report) -> None:
