@@ -3,7 +3,9 @@
 must agree on every quantity they share (estimate, interval, n, unit, arm roles) to the last
 digit. The suites cover each way roles are declared: ``gate.primary`` only, ``report.primary``
 only (with ``cluster_key: task``), and an A/A arm of each naming style (``aa: true``'s
-``-aa``, ``_aa``, a twin configured like the baseline, at the suite's own confidence)."""
+``-aa``, ``_aa``, ``.aa``, a twin configured like the baseline, at the suite's own
+confidence). All runs share one store (one ``harness run`` per suite, simulated agents on
+unsafe-local), so the views also pick the right run among several."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import json
 import pytest
 import yaml
 
-from harness.report.render.numbers import delta_text, signed_points
+from harness.report.render.numbers import delta_text, rate_text, signed_points
 from tests.cli.test_usage_errors import _main
 from tests.conftest import REPO
 
@@ -45,6 +47,10 @@ SUITES = {
         {"arms": [_arm("base", 3.0), _arm("cand", 4.0), _arm("base_aa", 3.0)], "gate": GATE},
         ("base", "cand", "base_aa"),
     ),
+    "aa-dot": (
+        {"arms": [_arm("base", 3.0), _arm("base.aa", 3.0), _arm("cand", 2.5)], "gate": GATE},
+        ("base", "cand", "base.aa"),
+    ),
     "aa-twin": (
         {
             "arms": [_arm("base", 3.0), _arm("cand", 4.0), _arm("twin", 3.0)],
@@ -55,6 +61,9 @@ SUITES = {
     ),
 }
 SHARED = ("estimate", "lo", "hi", "n", "unit")
+TRIALS = {"gate-primary-only": 2, "report-primary-task-unit": 2}
+"""Two trials per task (the sign test, per-trial pairing) for these; one for the others
+(the exact McNemar test): both designs are compared, and the runs stay short."""
 
 
 def _json(*argv: str) -> dict:
@@ -67,28 +76,43 @@ def _same(a: dict, b: dict, keys=SHARED, what: str = "") -> None:
     assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}, what
 
 
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[str, dict[str, str]]:
+    """One store holding a run of every suite: (store URL, suite name -> run id)."""
+    tmp = tmp_path_factory.mktemp("views")
+    store = f"sqlite:///{tmp / 'views.db'}"
+    ids: dict[str, str] = {}
+    for name, (spec, _) in SUITES.items():
+        suite = {
+            "name": name,
+            "seed": 7,
+            "trials": TRIALS.get(name, 1),
+            "tasks": [TASKS],
+            "environments_dir": str(REPO / "environments"),
+            "sandbox": "unsafe-local",
+            "concurrency": 8,
+            **spec,
+        }
+        path = tmp / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(suite))
+        code, _, err = _main("run", str(path), "--store", store, "-q")
+        assert code == 0, err
+        ids[name] = _json("runs", "--store", store, "--json")[0]["id"]
+    assert len(set(ids.values())) == len(SUITES)
+    return store, ids
+
+
 @pytest.mark.parametrize("name", list(SUITES))
-def test_every_view_says_the_same_number(tmp_path, name):
-    spec, (base, cand, aa) = SUITES[name]
-    suite = {
-        "name": name,
-        "seed": 7,
-        "trials": 2,
-        "tasks": [TASKS],
-        "environments_dir": str(REPO / "environments"),
-        "sandbox": "unsafe-local",
-        "concurrency": 8,
-        **spec,
-    }
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    store = f"sqlite:///{tmp_path / 'h.db'}"
-    code, _, err = _main("run", str(path), "--store", store, "-q")
-    assert code == 0, err
-    report = _json("report", "--store", store, "--json")
-    compare = _json("compare", "latest", "--store", store, "--json")
-    gate = _json("gate", "latest", "--store", store, "--json")
+def test_every_view_says_the_same_number(runs, name):
+    _, (base, cand, aa) = SUITES[name]
+    store, ids = runs
+    run = ids[name]
+    report = _json("report", run, "--store", store, "--json")
+    assert report["run"]["id"] == run
+    compare = _json("compare", run, "--store", store, "--json")
+    gate = _json("gate", run, "--store", store, "--json")
     history = _json("history", name, "--store", store, "--json")["runs"][-1]
+    assert gate["run_id"] == run and history["run_id"] == run
 
     # arm roles
     assert report["roles"] == {"baseline": base, "candidate": cand, "aa": aa}
@@ -136,9 +160,10 @@ def test_every_view_says_the_same_number(tmp_path, name):
     from harness.report.render.markdown import render_markdown
 
     markdown = render_markdown(report)  # what `report --markdown` prints, from the same data
-
     html = build_html(None, store, viewer_url=None, data=report)
     assert delta_text(comparison) in markdown
     assert signed_points(comparison["estimate"]) in html
+    for arm in (base, cand):
+        assert rate_text(arms[arm]["success"]) in markdown, arm
     if aa is not None:
         assert delta_text(floors[0]) in markdown
