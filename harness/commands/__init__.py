@@ -10,7 +10,7 @@ import importlib
 
 import typer
 
-MODULES = ["agents", "environments", "interop", "judging", "release", "viewer"]
+MODULES = ["agents", "anchors", "environments", "interop", "judging", "release", "viewer"]
 
 
 def register_all(app: typer.Typer) -> None:

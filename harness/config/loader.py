@@ -166,10 +166,14 @@ class ResolvedSuite:
 
 
 def load_suite(
-    path: str | Path, overrides: Mapping[str, object] | None = None, fits: FitSource | None = None
+    path: str | Path,
+    overrides: Mapping[str, object] | None = None,
+    fits: FitSource | None = None,
+    whole: bool = False,
 ) -> ResolvedSuite:
     """Load a suite file, apply CLI overrides, then load and check every task and environment.
-    ``fits``: the store's 2PL fits, for a subset drawn from one."""
+    ``fits``: the store's 2PL fits, for a subset drawn from one; ``whole``: every task, the
+    suite's ``subset:`` not drawn (what ``harness anchors`` fits)."""
     path = Path(path)
     settings = given(overrides)
     # Selections (--task, --limit, --arm) pick from the suite; they are not suite settings.
@@ -186,8 +190,12 @@ def load_suite(
     every_task = _load_tasks(suite, path, lines)
     _check_must_never(suite, every_task, path, lines)
     tasks = select_tasks(every_task, only_tasks, limit, path)
-    drawn = subset_of(
-        suite, [t.task for t in tasks], (path, nearest_line(lines, ("subset",))), fits, limit
+    drawn = (
+        None
+        if whole
+        else subset_of(
+            suite, [t.task for t in tasks], (path, nearest_line(lines, ("subset",))), fits, limit
+        )
     )
     tasks = [t for t in tasks if drawn is None or t.task.id in drawn["tasks"]]
     env_root = _environments_dir(suite, path, lines)

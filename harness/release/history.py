@@ -77,6 +77,25 @@ def headline(
     }
 
 
+def subset_headline(trials: Trials, draw: Any, confidence: float, denominator: str) -> Headline:
+    """For a subset run, its full-suite estimate in place of the rate over the tasks it ran
+    (``harness.analysis.full_suite``, as its report shows), and which it is."""
+    if not draw:
+        return Headline(basis="full run")
+    from harness.analysis.full_suite import full_suite
+
+    est = full_suite(trials.originals(), draw, confidence, denominator)
+    if est.get("estimate") is None:
+        return Headline(basis=est.get("label") or "subset")
+    return Headline(
+        estimate=est["estimate"],
+        rate=est["estimate"],
+        lo=est.get("lo"),
+        hi=est.get("hi"),
+        basis=est.get("label", "subset"),
+    )
+
+
 def fingerprint(trials: Trials) -> Fingerprint:
     """What pairing needs to be equal: tasks, grader versions, image ids."""
     versions = trials.grader_versions()
@@ -160,6 +179,7 @@ def suite_history(
             entry: HistoryArm = {
                 "arm": arm,
                 **headline(ar, base_level, denominator, settings.cluster_key),
+                **subset_headline(ar, stored_config(run).get("subset"), base_level, denominator),
                 "cost_usd": math.fsum(costs.tolist()) if costs.size else None,
                 "cost_known_trials": int(costs.size),
                 "images": short_hash(fp["images"]),

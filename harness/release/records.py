@@ -374,6 +374,9 @@ class Headline(Interval, total=False):
     n_tasks: int
     n_clusters: int
     n_trials: int
+    basis: str
+    """'full run', or for a subset run the label of its full-suite estimate (the rate and
+    interval are then that estimate: both estimate the same full-suite quantity)."""
 
 
 class Move(TypedDict, total=False):

@@ -67,7 +67,7 @@ class SubsetEstimate:
 def _within(scores: np.ndarray, within_var: object | None) -> np.ndarray:
     if within_var is None:
         return np.zeros_like(scores)
-    v = as_1d_float(within_var, "within_var")
+    v = as_1d_float(np.nan_to_num(np.asarray(within_var, dtype=float), nan=0.0), "within_var")
     if v.shape != scores.shape:
         raise ValueError("within_var must have one value per task")
     out: np.ndarray = np.nan_to_num(v, nan=0.0)

@@ -43,6 +43,7 @@ COMMANDS = [
     ["export", "latest", "--format", "inspect", "-o", "inspect"],
     ["html", "latest", "-o", "r.html"],
     ["judge-agreement", "latest"],
+    ["anchors", "fit", str(DEMO)],
 ]
 WITHOUT_STORE = [
     ["validate", str(DEMO), "--limit", "2"],

@@ -28,6 +28,10 @@ def test_a_random_subset_run_reports_the_full_suite(tmp_path: Path) -> None:
     assert section["arms"]["cand"]["lo"] == 0.75  # all passed: 4 failing tasks fit in 30 unseen
     assert section["saving"]["width"] > section["saving"]["width_full"]
     assert report["arms"]["base"]["tasks"] == report["arms"]["cand"]["tasks"] == 10
+    history = json.loads(run_cli("history", "test-suite", "--json", "--store", store).stdout)
+    arm = next(a for a in history["runs"][-1]["arms"] if a["arm"] == "base")
+    assert arm["basis"] == "full-suite estimate from 10 of 40 tasks (a random subset)"
+    assert (arm["estimate"], arm["lo"]) == (base["estimate"], base["lo"])  # one number
     md = run_cli("report", "--markdown", "--store", store).stdout
     assert "### Full suite (subset run)" in md
     assert f"base: full suite {100 * base['estimate']:.1f}%" in md

@@ -106,6 +106,9 @@ def print_history(h: History) -> None:
         any_floor |= e["noise_floor"] is not None
         for a in e["arms"]:
             r = f"{pct(a['estimate'])} {ci(a)}" if a["estimate"] is not None else MISSING
+            if a.get("basis", "full run") != "full run":
+                r += " *"
+                notes.append(f"{e['run_id']} {a['arm']} *: {a['basis']}")
             m = a["move"]
             if m is None:
                 move = ""
