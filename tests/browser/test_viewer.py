@@ -166,7 +166,7 @@ def test_view_command_serves_on_loopback_only(retail_run):
     )
     try:
         body = None
-        for _ in range(100):
+        for _ in range(600):
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as r:  # noqa: S310
                     body = r.read().decode()
