@@ -161,11 +161,18 @@ def judge_tables(data: dict) -> str:
     return "\n".join(lines)
 
 
+def prediction_tables(data: dict) -> str:
+    from benchmarks.prediction import markdown
+
+    return markdown(data)
+
+
 RENDER = {
     "judge": ("judge_coverage.json", judge_tables),
     "coverage": ("coverage_grid.json", coverage_tables),
     "plans": ("plan_power.json", plan_tables),
     "nightly": ("nightly.json", nightly_tables),
+    "prediction": ("prediction.json", prediction_tables),
 }
 
 

@@ -402,25 +402,11 @@ def arm_report(
     ks = settings.get("k") or list(range(1, trials_per_task + 1))
     hat, at = sec.pass_k_section(n, c, unit, sorted(set(ks)), confidence=confidence)
     out["pass_hat_k"], out["pass_at_k"] = hat, at
-    out["pass_hat_k_predicted"] = sec.prediction_section(
-        n,
-        c,
-        unit,
-        trials_per_task,
-        hat,
-        n_resamples=prediction_resamples,
-        seed=seed,
-        confidence=confidence,
+    ext = sec.extrapolation(
+        n, c, unit, n_resamples=prediction_resamples, seed=seed, confidence=confidence
     )
-    out["pass_at_k_predicted"] = sec.pass_at_prediction_section(
-        n,
-        c,
-        unit,
-        trials_per_task,
-        n_resamples=prediction_resamples,
-        seed=seed,
-        confidence=confidence,
-    )
+    out["pass_hat_k_predicted"] = sec.prediction_section(n, c, trials_per_task, hat, ext, unit)
+    out["pass_at_k_predicted"] = sec.pass_at_prediction_section(n, trials_per_task, ext, unit)
     unstable = (c > 0) & (c < n)
     out["unstable_tasks"] = int(unstable.sum())
     out["unstable_task_ids"] = sorted(str(t) for t in arm.task_ids[inc][unstable])[:50]

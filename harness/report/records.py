@@ -187,6 +187,9 @@ class PredictionCheck(TypedDict, total=False):
     observed_interval: list[float | None] | None
     n: int
     unit: str
+    p_value: float | None
+    """The G² goodness-of-fit test of the model against the per-task pass counts."""
+    df: int | None
 
 
 class Prediction(TypedDict, total=False):
@@ -206,6 +209,12 @@ class Prediction(TypedDict, total=False):
     check: PredictionCheck
     note: str
     n_tasks: int
+    model: str | None
+    """'beta-binomial' or 'beta-binomial with an always-pass share'."""
+    always_pass: float | None
+    """The fitted share of tasks that always pass."""
+    withheld: str
+    """Why no prediction is shown (the model failed its check, or cannot be checked)."""
 
 
 class Stratum(TypedDict):

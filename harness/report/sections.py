@@ -23,10 +23,13 @@ from harness.stats import (
     mean_estimate,
     pass_at_k,
     pass_hat_k,
-    predict_pass_hat_k,
 )
-from harness.stats.betabinom import at_concentration_cap
+from harness.stats.mixture_fit import LOG_BOUNDS
+from harness.stats.passk_predict import Extrapolation, predict_pass_k
 from harness.stats.task_units import Unit, mean_interval
+
+SPREAD_BOUND = 0.99 * float(np.exp(LOG_BOUNDS[1]))
+"""a + b from which a fit shows no spread of task rates (its a, b sit at the bound)."""
 
 
 def num(x: Any) -> float | None:
@@ -132,137 +135,113 @@ def boot_name(unit: Unit) -> str:
     return f"cluster ({unit.n_units} clusters)" if unit.kind == "cluster" else "task"
 
 
-def prediction_section(
-    n: np.ndarray,
-    c: np.ndarray,
-    unit: Unit,
-    trials: int,
-    observed_hat: list[PassAtK],
-    *,
-    n_resamples: int,
-    seed: int,
-    confidence: float,
-) -> Prediction:
-    """Beta-binomial predicted pass^k beyond the trials run (agent-evaluation guide), marked a prediction."""
-    ks = sorted({k for k in (2 * trials, 4 * trials, 8, 16, 32) if k > trials})
-    base: Prediction = {
-        "prediction": True,
-        "estimand": "mean over tasks of p_j^k with task rates p_j ~ Beta(a, b) fitted to the "
-        "per-task counts; a model-based prediction, not an observation",
-        "ks": ks,
-    }
-    if n.size < 2 or not ks:
-        return {**base, "points": [], "note": "needs at least two tasks"}
-    # The moment fit (unbiased pass^1 and pass^2) is closed-form, so hundreds of bootstrap
-    # refits cost nothing; it needs two trials per task, else maximum likelihood.
-    method = "moments" if int(n.min()) >= 2 else "mle"
-    try:
-        pred = predict_pass_hat_k(
-            c,
-            n,
-            ks + [trials],
-            n_boot=n_resamples,
-            rng=seed,
-            method=method,
-            confidence=confidence,
-            clusters=unit.labels if unit.kind == "cluster" else None,
-        )
-    except ValueError as exc:  # every task passed or every task failed: no spread to fit
-        return {**base, "points": [], "note": f"not fitted: {exc}"}
-    points: list[PassAtK] = [
+def extrapolation(
+    n: np.ndarray, c: np.ndarray, unit: Unit, *, n_resamples: int, seed: int, confidence: float
+) -> Extrapolation:
+    """The pass^k model behind both predictions (``harness.stats.passk_predict``): chosen,
+    checked and bootstrapped once; withheld with its reason when it cannot be trusted."""
+    return predict_pass_k(
+        c,
+        n,
+        [1],
+        n_boot=n_resamples,
+        rng=seed,
+        confidence=confidence,
+        clusters=unit.labels if unit.kind == "cluster" else None,
+    )
+
+
+def _points(ext: Extrapolation, ks: list[int], metric: str, n_tasks: int) -> list[PassAtK]:
+    est, lo, hi = ext.curve(ks, metric)
+    return [
         {
             "k": int(k),
-            "estimate": num(pred.estimate[i]),
-            "lo": num(pred.lo[i]),
-            "hi": num(pred.hi[i]),
-            "n": int(n.size),
+            "estimate": num(est[i]),
+            "lo": num(lo[i]),
+            "hi": num(hi[i]),
+            "n": n_tasks,
             "unit": "task",
-            "confidence": confidence,
+            "confidence": ext.confidence,
         }
         for i, k in enumerate(ks)
     ]
+
+
+def _model_text(ext: Extrapolation, unit: Unit) -> str:
+    check = f"G² check p = {ext.check_p:.2f} on {ext.check_df} df"
+    return (
+        f"{ext.model} by maximum likelihood (an always-pass share when the likelihood ratio "
+        f"test of none rejects at 5%: p = {ext.mixture_p:.3g}); {check}; percentile "
+        f"{boot_name(unit)} bootstrap of fit and choice, {ext.replicates} resamples"
+    )
+
+
+def prediction_section(
+    n: np.ndarray,
+    c: np.ndarray,
+    trials: int,
+    observed_hat: list[PassAtK],
+    ext: Extrapolation,
+    unit: Unit,
+) -> Prediction:
+    """Predicted pass^k beyond the trials run, marked a prediction, or withheld with the
+    reason (agent-evaluation guide: the beta-binomial extrapolation, here checked)."""
+    ks = sorted({k for k in (2 * trials, 4 * trials, 8, 16, 32) if k > trials})
+    base: Prediction = {
+        "prediction": True,
+        "estimand": "mean over tasks of p_j^k with task rates p_j from the fitted model (a "
+        "Beta, with a share of tasks that always pass when the counts show one); a "
+        "model-based prediction, not an observation",
+        "ks": ks,
+        "n_tasks": int(n.size),
+    }
+    if ext.withheld is not None or not ks:
+        why = ext.withheld or "no k beyond the trials run"
+        return {**base, "points": [], "note": f"withheld: {why}", "withheld": why}
+    fitted = _points(ext, [trials], "pass_hat", int(n.size))[0]
     observed = next((p for p in observed_hat if p["k"] == trials), None)
     return {
         **base,
-        "points": points,
-        "a": num(pred.a),
-        "b": num(pred.b),
+        "points": _points(ext, ks, "pass_hat", int(n.size)),
+        "model": ext.model,
+        "always_pass": num(ext.always_pass),
+        "a": num(ext.a),
+        "b": num(ext.b),
         "degenerate": (
             "no spread of task rates beyond binomial noise: the fit puts every task at one "
             "rate (a and b are a bound, not estimates)"
-            if at_concentration_cap(pred.a, pred.b)
+            if (ext.a or 0) + (ext.b or 0) >= SPREAD_BOUND
             else None
         ),
-        "n_tasks": int(n.size),
-        "method": (
-            "beta-binomial fit by "
-            + ("moments (unbiased pass^1, pass^2)" if method == "moments" else "maximum likelihood")
-            + f"; percentile {boot_name(unit)} bootstrap with refits, {n_resamples} resamples"
-        ),
+        "method": _model_text(ext, unit),
         "check": {
             "k": trials,
-            "fitted": num(pred.estimate[-1]),
-            "fitted_interval": [num(pred.lo[-1]), num(pred.hi[-1])],
+            "fitted": fitted["estimate"],
+            "fitted_interval": [fitted["lo"], fitted["hi"]],
             "observed_unbiased": observed["estimate"] if observed else None,
             "observed_interval": [observed.get("lo"), observed.get("hi")] if observed else None,
             "n": int(n.size),
             "unit": "task",
+            "p_value": num(ext.check_p),
+            "df": ext.check_df,
         },
     }
 
 
 def pass_at_prediction_section(
-    n: np.ndarray,
-    c: np.ndarray,
-    unit: Unit,
-    trials: int,
-    *,
-    n_resamples: int,
-    seed: int,
-    confidence: float,
+    n: np.ndarray, trials: int, ext: Extrapolation, unit: Unit
 ) -> Prediction | None:
-    """Beta-binomial predicted pass@k for every k from 1 to max(2 × trials, 32), marked a
-    prediction; None with fewer than three tasks or one trial per task (nothing to fit the
-    spread of task rates from)."""
-    if n.size < 3 or int(n.max()) < 2:
+    """Predicted pass@k for every k from 1 to max(2 × trials, 32) from the same model, marked
+    a prediction; None when the model is withheld."""
+    if ext.withheld is not None:
         return None
     ks = list(range(1, max(2 * trials, 32) + 1))
-    method = "moments" if int(n.min()) >= 2 else "mle"
-    try:
-        pred = predict_pass_hat_k(
-            c,
-            n,
-            ks,
-            n_boot=n_resamples,
-            rng=seed,
-            method=method,
-            confidence=confidence,
-            clusters=unit.labels if unit.kind == "cluster" else None,
-            metric="pass_at",
-        )
-    except (ValueError, FloatingPointError):  # no spread to fit
-        return None
     return {
         "prediction": True,
-        "estimand": "mean over tasks of 1 − (1 − p_j)^k with p_j ~ Beta(a, b) fitted to the "
-        "per-task counts; a model-based prediction, not an observation",
-        "points": [
-            {
-                "k": k,
-                "estimate": num(pred.estimate[j]),
-                "lo": num(pred.lo[j]),
-                "hi": num(pred.hi[j]),
-                "n": int(n.size),
-                "unit": "task",
-                "confidence": confidence,
-            }
-            for j, k in enumerate(ks)
-        ],
-        "method": (
-            "beta-binomial fit by "
-            + ("moments (unbiased pass^1, pass^2)" if method == "moments" else "maximum likelihood")
-            + f"; percentile {boot_name(unit)} bootstrap with refits, {n_resamples} resamples"
-        ),
+        "estimand": "mean over tasks of 1 − (1 − p_j)^k with p_j from the fitted model; a "
+        "model-based prediction, not an observation",
+        "points": _points(ext, ks, "pass_at", int(n.size)),
+        "method": _model_text(ext, unit),
     }
 
 

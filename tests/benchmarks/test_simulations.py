@@ -20,7 +20,7 @@ def _se(p: float, n: int) -> float:
 
 
 def test_the_docs_tables_are_the_checked_in_results():
-    for name in ("coverage_grid", "nightly", "plan_power", "judge_coverage"):
+    for name in ("coverage_grid", "nightly", "plan_power", "judge_coverage", "prediction"):
         data = json.loads((RESULTS / f"{name}.json").read_text())
         assert data["rows"] and data["settings"]
     text = DOC.read_text()
@@ -69,7 +69,19 @@ def test_judge_coverage_sample():
         assert abs(row["coverage"] - 0.95) <= 3 * _se(0.95, 300), row
 
 
-@pytest.mark.parametrize("name", ["coverage_grid", "nightly", "plan_power", "judge_coverage"])
+def test_prediction_sample():
+    """The always-pass mixture at 200 tasks: the plain beta-binomial is rejected and the
+    prediction covers the truth; the old plain fit does not (a few seeded runs)."""
+    from benchmarks.prediction import run_cell
+
+    row = run_cell("always-pass mix", 200, 4, reps=5, seed=99, boot=100)
+    assert row["beta rejected"] >= 0.6 and row["shown"] >= 3
+    assert row["covered when shown"] >= 0.6 and row["before: coverage"] <= 0.4
+
+
+@pytest.mark.parametrize(
+    "name", ["coverage_grid", "nightly", "plan_power", "judge_coverage", "prediction"]
+)
 def test_results_name_the_command_that_made_them(name):
     data = json.loads((RESULTS / f"{name}.json").read_text())
     assert "benchmarks" in json.dumps(data["settings"]) or data["settings"].get("command")

@@ -99,9 +99,13 @@ def test_sections_match_direct_statistics(known, store_url):
     pred = arm["pass_hat_k_predicted"]
     assert pred["prediction"] is True
     assert [p["k"] for p in pred["points"]] == [8, 16, 32]
-    a, b = hs.fit_beta_binomial(c, n, method="moments")
-    assert pred["a"] == pytest.approx(a, rel=1e-6) and pred["b"] == pytest.approx(b, rel=1e-6)
-    assert pred["points"][0]["estimate"] == pytest.approx(hs.beta_pass_hat_k(a, b, 8), rel=1e-6)
+    from harness.stats.passk_predict import predict_pass_k
+
+    ext = predict_pass_k(c, n, [8], n_boot=200, rng=7, clusters=labels)
+    assert ext.withheld is None and pred["model"] == ext.model
+    assert pred["a"] == pytest.approx(ext.a, rel=1e-6) and pred["b"] == pytest.approx(ext.b)
+    assert pred["points"][0]["estimate"] == pytest.approx(ext.estimate[0], rel=1e-6)
+    assert pred["check"]["p_value"] == pytest.approx(ext.check_p)
     for p in pred["points"]:
         assert p["lo"] <= p["estimate"] <= p["hi"]
 

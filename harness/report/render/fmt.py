@@ -151,19 +151,24 @@ def interval_text(x: float | None, interval: list | None) -> str:
 
 def fit_check_text(chk: PredictionCheck) -> str:
     """The beta-binomial fit check: fitted vs observed pass^k, each with interval and n."""
+    g2 = chk.get("p_value")
     return (
         f"fitted {interval_text(chk.get('fitted'), chk.get('fitted_interval'))} vs observed "
         f"{interval_text(chk.get('observed_unbiased'), chk.get('observed_interval'))}"
         + (f" (n={chk['n']} tasks)" if chk.get("n") else "")
+        + (f"; G² fit p = {g2:.2f} on {chk.get('df')} df" if g2 is not None else "")
     )
 
 
 def fit_text(pred: Prediction) -> str:
     """The beta-binomial fit behind a prediction: its a and b, or why it is degenerate
     (a fit at the concentration cap has no a and b worth printing)."""
+    name = pred.get("model") or "beta-binomial"
     if pred.get("degenerate"):
-        return f"beta-binomial fit DEGENERATE: {pred['degenerate']}"
-    return f"beta-binomial a={pred['a']:.2f}, b={pred['b']:.2f}"
+        return f"{name} fit DEGENERATE: {pred['degenerate']}"
+    share = pred.get("always_pass")
+    lead = f"{name}, always-pass share {100 * share:.1f}%, " if share else f"{name} "
+    return f"{lead}a={pred['a']:.2f}, b={pred['b']:.2f}"
 
 
 def latency_text(lat: Latency) -> str:

@@ -158,6 +158,8 @@ def _arm(a: ArmReport) -> list[str]:
             f"*Prediction ({fit_text(pred)}; not observed):* pass^k {pts}; at k={chk.get('k')} "
             f"{fit_check_text(chk)}.",
         ]
+    elif pred.get("note"):
+        out += ["", f"*Predicted pass^k:* {_inline(pred['note'])}."]
     out += [line for m in measures_lines(a.get("measures")) for line in ("", _inline(m) + ".")]
     return out + _slices(a) + _reliability_and_usage(a)
 

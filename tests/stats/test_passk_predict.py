@@ -1,0 +1,64 @@
+"""pass^k beyond the trials run (harness.stats.passk_predict): the always-pass mixture is fitted
+and chosen when the counts show it, the plain beta-binomial otherwise, and the prediction is
+withheld with its reason when it cannot be checked or fails its check. Coverage by planted
+truth: benchmarks/prediction.py (results/prediction.json)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.stats.mixture_fit import best_fit
+from harness.stats.passk_predict import predict_pass_k
+
+
+def _counts(rng, tasks: int, trials: int, always: float) -> np.ndarray:
+    p = np.where(rng.random(tasks) < always, 1.0, rng.beta(2.0, 3.0, tasks))
+    return rng.binomial(trials, p)
+
+
+def test_the_mixture_recovers_the_always_pass_share():
+    rng = np.random.default_rng(3)
+    c = _counts(rng, 4000, 8, 0.3)
+    cells, idx = np.unique(c, return_inverse=True)
+    fit = best_fit(
+        cells.astype(float), np.full(cells.size, 8.0), np.bincount(idx), always_pass=True
+    )
+    assert float(fit.pi[0]) == pytest.approx(0.3, abs=0.03)
+    assert float(fit.a[0] / (fit.a[0] + fit.b[0])) == pytest.approx(0.4, abs=0.04)
+
+
+def test_some_tasks_always_passing_are_predicted_with_their_share():
+    rng = np.random.default_rng(4)
+    c = _counts(rng, 300, 5, 0.3)
+    e = predict_pass_k(c, 5, [16, 32], n_boot=100, rng=1)
+    assert e.withheld is None and e.model and "always-pass" in e.model
+    truth = 0.3 + 0.7 * np.exp(np.sum(np.log((2 + np.arange(16)) / (5 + np.arange(16)))))
+    assert e.lo is not None and e.hi is not None and e.estimate is not None
+    assert e.lo[0] <= truth <= e.hi[0] and e.estimate[1] > 0.2  # a plain Beta falls toward 0
+    hat, _, _ = e.curve([16], "pass_hat")
+    at, _, _ = e.curve([16], "pass_at")
+    assert at[0] > hat[0] and hat[0] == pytest.approx(e.estimate[0])
+
+
+def test_beta_rates_keep_the_plain_beta_binomial():
+    rng = np.random.default_rng(5)
+    c = rng.binomial(4, rng.beta(2.0, 2.0, 300))
+    e = predict_pass_k(c, 4, [16], n_boot=50, rng=1)
+    assert e.withheld is None and e.model == "beta-binomial" and e.always_pass == 0.0
+
+
+@pytest.mark.parametrize(
+    "c, n, reason",
+    [
+        (np.array([1, 2, 3]), 3, "needs at least 10 tasks"),
+        (np.tile([0, 1, 2], 10), 2, "needs at least 3 trials per task"),
+        (np.full(12, 3), 5, "does not fit the per-task pass counts"),
+        (np.tile([3, 3, 3, 3, 0, 1, 2, 1], 10), 3, "cannot be checked: run 4 or more"),
+    ],
+)
+def test_a_prediction_that_cannot_be_trusted_is_withheld_with_its_reason(c, n, reason):
+    e = predict_pass_k(c, n, [16], n_boot=20, rng=1)
+    assert e.estimate is None and e.withheld is not None and reason in e.withheld
+    with pytest.raises(ValueError, match="no prediction"):
+        e.curve([16])
