@@ -3,6 +3,7 @@ module (``harness.report.render.numbers``)."""
 
 from __future__ import annotations
 
+from harness.report.prediction_records import PredictionCheck
 from harness.report.records import (
     Comparison,
     CostSummary,
@@ -10,7 +11,6 @@ from harness.report.records import (
     Latency,
     PassAtK,
     Prediction,
-    PredictionCheck,
     Report,
     Tokens,
 )
