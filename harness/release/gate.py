@@ -293,6 +293,11 @@ def evaluate_gate(
         stat_verdict, why = primary_verdict(primary, policy, confidence)
     if settings.phase_one_trials is not None and primary is not None:
         why += f"; estimator: {primary['estimator']}"
+    if draw := config.get("subset"):
+        from harness.analysis.full_suite import label
+
+        shown = label(draw, len(set(trials_b.task.values().tolist())))
+        why += f"; on the paired subset, not the full suite ({shown})"
     sequential = None
     if policy.sequential:
         stat_verdict, why, sequential = _nightly(

@@ -32,6 +32,11 @@ def test_a_random_subset_run_reports_the_full_suite(tmp_path: Path) -> None:
     arm = next(a for a in history["runs"][-1]["arms"] if a["arm"] == "base")
     assert arm["basis"] == "full-suite estimate from 10 of 40 tasks (a random subset)"
     assert (arm["estimate"], arm["lo"]) == (base["estimate"], base["lo"])  # one number
+    (tmp_path / "gate.yaml").write_text("rule: improvement\n")
+    gate = run_cli("gate", "latest", "--policy", str(tmp_path / "gate.yaml"), "--store", store)
+    assert "on the paired subset, not the full suite (full-suite estimate from 10 of 40" in (
+        " ".join(gate.stdout.split())
+    )
     md = run_cli("report", "--markdown", "--store", store).stdout
     assert "### Full suite (subset run)" in md
     assert f"base: full suite {100 * base['estimate']:.1f}%" in md
