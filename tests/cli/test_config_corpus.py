@@ -11,11 +11,20 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.resolve import load as load_suite
+from harness.executors import bind
+from harness.resolve import load
 from tests.cli.config_corpus import all_cases, write_case
 from tests.conftest import run_cli
 
 CASES = all_cases()
+
+
+def load_suite(path: Path):
+    """What `harness run` and `harness validate` check before the store: the suite resolved,
+    its executor bound (``harness.preflight``)."""
+    resolved = load(path)
+    bind(resolved)
+    return resolved
 
 
 def test_corpus_is_large_and_the_base_is_valid(tmp_path):
