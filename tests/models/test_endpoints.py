@@ -71,6 +71,17 @@ def run(suite: Path, db: Path, *extra: str):
     return result, time.monotonic() - start
 
 
+def load_allowance() -> float:
+    """Seconds to allow beyond a bound measured on an idle machine: this machine's CLI start-up now.
+
+    Other test processes can load the machine twentyfold; a `harness run --help` timed here slows
+    the same way, so the bounds below stay bounds on the harness's own waiting, not on the load.
+    """
+    start = time.monotonic()
+    run_cli("run", "--help")
+    return 20 * (time.monotonic() - start)
+
+
 def rows(db: Path, sql: str) -> list[tuple]:
     with sqlite3.connect(db) as conn:
         return conn.execute(sql).fetchall()
@@ -84,7 +95,7 @@ def test_a_closed_port_ends_the_run_before_it_starts(tmp_path) -> None:
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, result.stderr
     assert "arm 'llm'" in lines[0] and url in lines[0] and "unreachable" in lines[0]
-    assert seconds < 60  # about 2 s on an idle machine (measured in docs/faults.md)
+    assert seconds < 60 + load_allowance()  # about 2 s idle (measured in docs/faults.md)
     assert not (tmp_path / "s.db").exists() or rows(tmp_path / "s.db", "SELECT id FROM runs") == []
 
 
@@ -123,7 +134,7 @@ def test_an_upstream_that_goes_down_mid_run_trips_the_breaker_and_the_run_resume
         assert result.returncode == 3, result.stderr
         # 2 good trials, then 3 failed attempts in a row (the third trial's), 2 tries each
         assert len(server.model_requests()) == 2 + 3 * 2
-        assert seconds < 30
+        assert seconds < 30 + load_allowance()
         err = result.stderr
         retries = [ln for ln in err.splitlines() if "retrying" in ln]
         assert len(retries) == 1 and "HTTP 503" in retries[0], err  # one line per cause
