@@ -108,6 +108,15 @@ def _se_full(y: np.ndarray, within: np.ndarray, total: int) -> float:
     return float(np.sqrt(v / total))
 
 
+def full_run_se(trials: Trials, denominator: str = "failure") -> float | None:
+    """A full run's SE as an estimate of its suite's expected success rate: the trials'
+    noise alone over its tasks (the tasks are the suite, not a sample of it)."""
+    ids, passes, counted = per_task(trials, denominator)
+    if not ids:
+        return None
+    return _se_full(*_rates(passes, counted), len(ids))
+
+
 def _empty(draw: SubsetDraw) -> FullSuite:
     return FullSuite(
         estimate=None, lo=None, hi=None, se=None, n=0, N=len(draw.get("population") or [])

@@ -16,6 +16,12 @@ from typing import Any
 import numpy as np
 
 from harness.analysis.table import Trials
+from harness.release.full_suite_rows import (
+    estimate_move,
+    night,
+    subset_headline,
+    why_not_same_quantity,
+)
 from harness.release.records import (
     Comparison,
     Fingerprint,
@@ -77,25 +83,6 @@ def headline(
     }
 
 
-def subset_headline(trials: Trials, draw: Any, confidence: float, denominator: str) -> Headline:
-    """For a subset run, its full-suite estimate in place of the rate over the tasks it ran
-    (``harness.analysis.full_suite``, as its report shows), and which it is."""
-    if not draw:
-        return Headline(basis="full run")
-    from harness.analysis.full_suite import full_suite
-
-    est = full_suite(trials.originals(), draw, confidence, denominator)
-    if est.get("estimate") is None:
-        return Headline(basis=est.get("label") or "subset")
-    return Headline(
-        estimate=est["estimate"],
-        rate=est["estimate"],
-        lo=est.get("lo"),
-        hi=est.get("hi"),
-        basis=est.get("label", "subset"),
-    )
-
-
 def fingerprint(trials: Trials) -> Fingerprint:
     """What pairing needs to be equal: tasks, grader versions, image ids."""
     versions = trials.grader_versions()
@@ -145,12 +132,12 @@ def suite_history(
     report uses."""
     from harness.analysis import run_roles, settings_of
     from harness.analysis.paired import aa_floor, compare_arms
-    from harness.release.nightly import RESTART, Night, drift_call, drift_reading
+    from harness.release.nightly import RESTART, Night
     from harness.release.source import stored_config, suite_config
 
     entries: list[HistoryRun] = []
     base_levels: list[float] = []
-    last: dict[str, tuple[Any, Trials, Fingerprint]] = {}
+    last: dict[str, tuple[Any, Trials, Fingerprint, HistoryArm]] = {}
     seasons: dict[str, list[Night]] = {}
     for run in sorted(runs, key=lambda r: r.started_at):
         trials = trials_by_run[run.id]
@@ -172,6 +159,7 @@ def suite_history(
             if noise is not None:
                 noise["floor"] = max(abs(noise["lo"] or 0.0), abs(noise["hi"] or 0.0))
         arms_out: list[HistoryArm] = []
+        draw = stored_config(run).get("subset")
         for arm in run.arms:
             ar = trials.of_arm(arm)
             fp = fingerprint(ar)
@@ -179,7 +167,7 @@ def suite_history(
             entry: HistoryArm = {
                 "arm": arm,
                 **headline(ar, base_level, denominator, settings.cluster_key),
-                **subset_headline(ar, stored_config(run).get("subset"), base_level, denominator),
+                **subset_headline(ar, draw, base_level, denominator),
                 "cost_usd": math.fsum(costs.tolist()) if costs.size else None,
                 "cost_known_trials": int(costs.size),
                 "images": short_hash(fp["images"]),
@@ -188,11 +176,20 @@ def suite_history(
             }
             prev = last.get(arm)
             if prev is not None:
-                prun, prows, pfp = prev
+                prun, prows, pfp, prow = prev
+                pdraw = stored_config(prun).get("subset")
                 problems = why_unpairable(pfp, fp)
-                if problems:
+                by_estimates = bool(draw or pdraw)
+                estimates = False  # a subset run: both estimate one full-suite quantity?
+                if problems and by_estimates:
+                    problems = why_not_same_quantity(pfp, pdraw, fp, draw)
+                    estimates = not problems
+                if estimates:
+                    # a full and a subset run, or two draws: two estimates of one quantity
+                    move = estimate_move(prow, entry, prun.id, base_level)
+                elif problems:
                     seasons.pop(arm, None)
-                    entry["move"] = {
+                    move = {
                         "from_run": prun.id,
                         "paired": False,
                         "cannot_pair": problems,
@@ -202,7 +199,7 @@ def suite_history(
                     flagged = None
                     if noise is not None and c["estimate"] is not None:
                         flagged = abs(c["estimate"]) > noise["floor"]
-                    move: Move = {
+                    move = {
                         "from_run": prun.id,
                         "paired": True,
                         "estimate": c["estimate"],
@@ -214,21 +211,15 @@ def suite_history(
                         "call": _call(c),
                         "beyond_noise_floor": flagged,
                     }
-                    entry["move"] = move
-                    reading = drift_reading(ar, prows, settings) if sequential else None
-                    if reading is not None:
+                entry["move"] = move
+                if sequential and "cannot_pair" not in move:
+                    first, tonight = _nights(ar, prows, prow, entry, settings, by_estimates)
+                    if tonight is not None:
                         season = seasons.setdefault(arm, [])
-                        if not season:  # the season's first night: its SE is tonight's drift
-                            season.append(Night(prun.id, *_rate_of(prows, reading[1], settings)))
-                        season.append(Night(run.id, *reading))
-                        flagged_now, evidence, alarm = drift_call(season, 1 - base_level)
-                        move["call"] = "regression" if flagged_now else "none"
-                        move["look"] = len(season)
-                        move["evidence"] = evidence
-                        move["alarm_at"] = alarm
-                        if flagged_now:  # the season restarts on the next night
-                            seasons.pop(arm)
-            last[arm] = (run, ar, fp)
+                        _look(season, move, (prun.id, first), (run.id, tonight), base_level)
+                        if move["call"] == "regression":
+                            seasons.pop(arm)  # the season restarts on the next night
+            last[arm] = (run, ar, fp, entry)
             arms_out.append(entry)
         entries.append(
             {
@@ -252,6 +243,47 @@ def suite_history(
             else "none: each move at its own level"
         ),
     }
+
+
+Reading = tuple[float, float]
+
+
+def _nights(
+    ar: Trials, prows: Trials, prow: HistoryArm, entry: HistoryArm, settings, by_estimates: bool
+) -> tuple[Reading | None, Reading | None]:
+    """(the previous run's night, tonight's) for ``--sequential``: each row's full-suite
+    estimate with its own SE where either run is a subset run, else tonight's rate with the
+    SE of the per-task drift since the previous run (``drift_reading``)."""
+    from harness.release.nightly import drift_reading
+
+    if by_estimates:
+        return night(prow), night(entry)
+    tonight = drift_reading(ar, prows, settings)
+    if tonight is None:
+        return None, None
+    return _rate_of(prows, tonight[1], settings), tonight
+
+
+def _look(
+    season: list[Any],
+    move: Move,
+    first: tuple[str, Reading | None],
+    tonight: tuple[str, Reading],
+    level: float,
+) -> None:
+    """Add tonight to an arm's season (its first night too when the season is new: its SE
+    from the next run where only that run's drift tells it) and read the detector into the
+    move."""
+    from harness.release.nightly import Night, drift_call
+
+    if not season and first[1] is not None:
+        season.append(Night(first[0], *first[1]))
+    season.append(Night(tonight[0], *tonight[1]))
+    flagged_now, evidence, alarm = drift_call(season, 1 - level)
+    move["call"] = "regression" if flagged_now else "none"
+    move["look"] = len(season)
+    move["evidence"] = evidence
+    move["alarm_at"] = alarm
 
 
 def _rate_of(trials: Trials, se: float, settings) -> tuple[float, float]:

@@ -112,7 +112,7 @@ def print_history(h: History) -> None:
             m = a["move"]
             if m is None:
                 move = ""
-            elif not m["paired"]:
+            elif m.get("cannot_pair"):
                 move = "[yellow]cannot pair[/]"
                 notes.append(
                     f"{e['run_id']} {a['arm']} cannot be paired with {m['from_run']}: "
@@ -124,6 +124,9 @@ def print_history(h: History) -> None:
                     move += f" {m['call']}"
                 if m["beyond_noise_floor"]:
                     move = f"[red]{move} beyond A/A floor[/]"
+                if not m["paired"]:
+                    move += " †"
+                    notes.append(f"{e['run_id']} {a['arm']} †: {m.get('basis', 'unpaired')}")
             t.add_row(
                 e["run_id"],
                 (e["started_at"] or "")[:16].replace("T", " "),
@@ -146,6 +149,8 @@ def print_history(h: History) -> None:
         f = e["noise_floor"]
         if f and f.get("degenerate"):
             con.print(f"[yellow]{e['run_id']}: {f['degenerate_reason']}[/]")
+    if any(a.get("subset_method") for e in h["runs"] for a in e["arms"]):
+        con.print("rows without *: full runs (every task of the suite)")
     if not any_floor:
         con.print("no A/A arm in these runs: no noise floor, so no move is flagged (aa: true)")
     if h.get("sequential"):
