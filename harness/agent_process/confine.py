@@ -4,7 +4,7 @@ The agent's process runs on the host (in the jail), not in the trial's sandbox, 
 sandbox's limits do not reach it: without these, an agent that allocates 20 GiB or forks
 without end takes the host and every other trial with it. Each attempt's process joins a
 cgroup of its own (``harness.sandbox.bwrap_limits``: the same mechanism and the same
-``memory`` and ``pids`` values as a bwrap sandbox) the moment it says hello, before it has
+``memory``, ``pids`` and ``cpus`` values as a bwrap sandbox) the moment it says hello, before it has
 run any of the agent's code; ending the attempt removes the cgroup with every process in
 it. Where the host gives no writable cgroups (an unprivileged user) the process runs
 unconfined, as a bwrap sandbox's pid limit does there.
@@ -29,7 +29,7 @@ class Confinement:
         kind = bwrap_limits.mechanism()
         _sweep_once(kind)
         name = f"agent-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.cgroup = bwrap_limits.create(name, kind, limits.memory, limits.pids)
+        self.cgroup = bwrap_limits.create(name, kind, limits.memory, limits.pids, limits.cpus)
 
     def join(self, pid: int) -> None:
         """Move ``pid`` (the agent's process, before it runs agent code) into the cgroup."""
@@ -62,7 +62,7 @@ def _sweep_once(kind: str) -> None:
     if kind == "none":
         return
     parents = [bwrap_limits.ROOT / "harness"]
-    parents += [bwrap_limits.ROOT / c / "harness" for c in ("pids", "memory")]
+    parents += [bwrap_limits.ROOT / c / "harness" for c in ("pids", "memory", "cpu")]
     for parent in parents:
         with suppress(OSError):
             for d in parent.glob("agent-*-*"):

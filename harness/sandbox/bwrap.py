@@ -15,7 +15,7 @@ command runs in a NEW ``bwrap`` sandbox over that directory:
   ends and the kernel kills everything it started: nothing outlives a command, let alone
   the agent's turn. State persists between commands only in files.
 * limits from the suite's ``limits`` (see ``bwrap_limits``): a cgroup per trial (pids,
-  memory with swap) when the host allows, else ``ulimit -v``; a disk quota (``disk_quota``);
+  memory with swap, a CPU quota) when the host allows, else ``ulimit -v``; a disk quota (``disk_quota``);
   time from each command's timeout and the agent's budget.
 * two more read-only host paths, only when the trial's arm asks: the metering proxy's
   socket directory at ``SOCKET_MOUNT`` (the in-sandbox relay reaches the proxy through it;
@@ -387,6 +387,11 @@ class BwrapProvider(SandboxProvider):
                 "sandbox 'bwrap': no writable cgroup on this host: memory is capped per "
                 "process (ulimit -v), the pid limit is NOT enforced"
             )
+        elif not bwrap_limits.cpu_quota_applies(self.cgroups):
+            log.warning(
+                "sandbox 'bwrap': this host's cgroups have no cpu controller: limits.cpus is "
+                "NOT enforced (memory and pids are)"
+            )
 
     async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
         for env in environments:
@@ -454,8 +459,9 @@ class BwrapProvider(SandboxProvider):
             disk = request.limits.disk if self.quota == "tmpfs" else None
             root = make_trial_root(self.base_dir, request.environment.files_dir, disk)
             try:
+                limits = request.limits
                 cgroup = bwrap_limits.create(
-                    root.name, self.cgroups, request.limits.memory, request.limits.pids
+                    root.name, self.cgroups, limits.memory, limits.pids, limits.cpus
                 )
             except BaseException:
                 remove_trial_root(root)

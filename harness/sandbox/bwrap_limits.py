@@ -4,9 +4,10 @@ Which mechanism applies is decided once per process and printed by the provider:
 
 * **cgroup v2** (a writable ``/sys/fs/cgroup`` with the ``pids`` and ``memory`` controllers)
   or **cgroup v1** (writable ``/sys/fs/cgroup/pids`` and ``/sys/fs/cgroup/memory``): the trial
-  gets a cgroup with ``pids.max`` and a memory limit (swap included); every command of the
-  trial joins it before ``bwrap`` starts, so the limits hold for the whole trial, and
-  ``kill_all`` ends every process in it.
+  gets a cgroup with ``pids.max`` and a memory limit (swap included), and a CPU quota of
+  ``limits.cpus`` where the host has the ``cpu`` controller (``cpu.max``, or v1's CFS quota);
+  every command of the trial joins it before ``bwrap`` starts, so the limits hold for the
+  whole trial, and ``kill_all`` ends every process in it.
 * **none** (an unprivileged user on a host without delegated cgroups): memory is capped per
   process with ``ulimit -v`` inside the sandbox; the pid limit cannot be enforced (the
   provider says so once).
@@ -25,6 +26,8 @@ from harness.config.base import parse_bytes
 
 ROOT = Path("/sys/fs/cgroup")
 _GROUP = "harness"
+CPU_PERIOD_US = 100_000
+"""The CFS period the CPU quota is given in: ``cpus`` of 0.5 is 50 ms of CPU every 100 ms."""
 
 
 def _writable(path: Path) -> bool:
@@ -103,20 +106,32 @@ class TrialCgroup:
                     time.sleep(0.02)
 
 
-def create(name: str, kind: str, memory: str, pids: int) -> TrialCgroup | None:
-    """A new cgroup named ``name`` with the trial's limits, or None when ``kind`` is none."""
+def create(
+    name: str, kind: str, memory: str, pids: int, cpus: float | None = None
+) -> TrialCgroup | None:
+    """A new cgroup named ``name`` with the trial's limits, or None when ``kind`` is none.
+
+    ``cpus`` becomes a CFS quota when the host has the ``cpu`` controller; without it the
+    share is left to the scheduler (``cpu_quota_applies`` says which).
+    """
     mem = str(parse_bytes(memory))
+    quota = None if cpus is None else max(1_000, int(cpus * CPU_PERIOD_US))
     if kind == "v2":
         parent = ROOT / _GROUP
         parent.mkdir(exist_ok=True)
         with contextlib.suppress(OSError):
             (parent / "cgroup.subtree_control").write_text("+pids +memory")
+        if quota is not None:
+            with contextlib.suppress(OSError):
+                (parent / "cgroup.subtree_control").write_text("+cpu")
         d = parent / name
         d.mkdir()
         (d / "pids.max").write_text(str(pids))
         (d / "memory.max").write_text(mem)
         with contextlib.suppress(OSError):
             (d / "memory.swap.max").write_text("0")
+        if quota is not None and (d / "cpu.max").is_file():
+            (d / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
         return TrialCgroup(name, [d])
     if kind == "v1":
         pd = ROOT / "pids" / _GROUP / name
@@ -127,11 +142,25 @@ def create(name: str, kind: str, memory: str, pids: int) -> TrialCgroup | None:
         (md / "memory.limit_in_bytes").write_text(mem)
         with contextlib.suppress(OSError):
             (md / "memory.memsw.limit_in_bytes").write_text(mem)
-        return TrialCgroup(name, [pd, md])
+        dirs = [pd, md]
+        if quota is not None and _writable(ROOT / "cpu"):
+            cd = ROOT / "cpu" / _GROUP / name
+            cd.mkdir(parents=True)
+            dirs.append(cd)
+            (cd / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            (cd / "cpu.cfs_quota_us").write_text(str(quota))
+        return TrialCgroup(name, dirs)
     return None
+
+
+def cpu_quota_applies(kind: str) -> bool:
+    """Whether ``create`` can give a trial a CPU quota on this host."""
+    if kind == "v2":
+        return "cpu" in (ROOT / "cgroup.controllers").read_text().split()
+    return kind == "v1" and _writable(ROOT / "cpu")
 
 
 def remove_cgroups_named(name: str) -> None:
     """Remove a trial's cgroups by name, wherever they are (gc after a killed run)."""
-    dirs = [ROOT / _GROUP / name, ROOT / "pids" / _GROUP / name, ROOT / "memory" / _GROUP / name]
+    dirs = [ROOT / _GROUP / name] + [ROOT / c / _GROUP / name for c in ("pids", "memory", "cpu")]
     TrialCgroup(name, [d for d in dirs if d.is_dir()]).remove()
