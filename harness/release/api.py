@@ -212,11 +212,12 @@ def _earlier_nights(store, run, trials: Trials, policy) -> list:
 
     from harness.analysis import settings_of
     from harness.release.gate import gate_roles
-    from harness.release.history import fingerprint, why_unpairable
+    from harness.release.history import fingerprint
     from harness.release.nightly import Night, night_reading
-    from harness.release.source import suite_config
+    from harness.release.source import stored_config, suite_config
 
     suite = suite_config(run)
+    draw = stored_config(run).get("subset")
     roles = gate_roles(policy, suite, list(run.arms))
     pair = [a for a in (roles.baseline, roles.candidate) if a]
 
@@ -238,7 +239,8 @@ def _earlier_nights(store, run, trials: Trials, policy) -> list:
             break
         old_trials = _trials(store, old.id)
         by_arm = {a: old_trials.of_arm(a) for a in pair}
-        if any(why_unpairable(fingerprint(by_arm[a]), prints[a]) for a in pair):
+        old_draw = stored_config(old).get("subset")
+        if any(_changed(fingerprint(by_arm[a]), old_draw, prints[a], draw) for a in pair):
             break
         none = old_trials.where(np.zeros(len(old_trials), bool))
         reading = night_reading(
@@ -246,10 +248,22 @@ def _earlier_nights(store, run, trials: Trials, policy) -> list:
             by_arm[roles.candidate or ""],
             policy,
             settings_of(cfg, old.trials_per_task),
+            old_draw,
         )
         if reading is not None:
             nights.append(Night(old.id, *reading))
     return nights[::-1]
+
+
+def _changed(before, before_draw, now, now_draw) -> bool:
+    """Whether a night cannot join tonight's season: a change of tasks, graders or images;
+    between a full and a subset run (or two draws), of the suite's tasks they both estimate."""
+    from harness.release.full_suite_rows import why_not_same_quantity
+    from harness.release.history import why_unpairable
+
+    if before_draw or now_draw:
+        return bool(why_not_same_quantity(before, before_draw, now, now_draw))
+    return bool(why_unpairable(before, now))
 
 
 def run_power(

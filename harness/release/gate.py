@@ -51,6 +51,7 @@ from harness.release.run_config import StoredConfig, StoredSuite
 
 if TYPE_CHECKING:
     from harness.config.models import GatePolicy
+    from harness.config.subset import SubsetDraw
     from harness.release.nightly import Night
 
 VERDICTS = ("improvement", "non-inferior", "inconclusive", "regression", "no-verdict")
@@ -301,7 +302,7 @@ def evaluate_gate(
     sequential = None
     if policy.sequential:
         stat_verdict, why, sequential = _nightly(
-            trials_a, trials_b, policy, settings, run_id, earlier, why
+            trials_a, trials_b, policy, settings, run_id, earlier, why, config.get("subset")
         )
 
     noise = None
@@ -414,11 +415,13 @@ def _nightly(
     run_id: str | None,
     earlier: list[Night] | None,
     tonight_why: str,
+    draw: SubsetDraw | None = None,
 ) -> tuple[str, str, Sequential | None]:
-    """The season's verdict with this run as its latest night (``harness.release.nightly``)."""
+    """The season's verdict with this run as its latest night (``harness.release.nightly``;
+    a subset run's night is its full-suite estimate)."""
     from harness.release.nightly import Night, night_reading, season_reading
 
-    reading = night_reading(trials_a, trials_b, policy, settings)
+    reading = night_reading(trials_a, trials_b, policy, settings, draw)
     if reading is None:
         return "no-verdict", "no task has a verdict tonight: nothing to add to the season", None
     nights = [*(earlier or []), Night(run_id or "this run", *reading)]

@@ -28,6 +28,7 @@ from harness.release.records import Sequential
 if TYPE_CHECKING:
     from harness.analysis import Settings
     from harness.analysis.table import Trials
+    from harness.config.subset import SubsetDraw
 
 RESTART = (
     "a season restarts when the suite's tasks, grader versions or images change, when the "
@@ -46,15 +47,20 @@ class Night:
 
 
 def night_reading(
-    trials_a: Trials, trials_b: Trials, policy, settings: Settings
+    trials_a: Trials, trials_b: Trials, policy, settings: Settings, draw: SubsetDraw | None = None
 ) -> tuple[float, float] | None:
     """(estimate, SE) of one night: candidate − baseline per paired task (task weights), or
-    the candidate's own rate under the threshold rule. None when nothing was resolved."""
+    the candidate's own rate under the threshold rule. On a subset run (``draw``): the full
+    suite's estimate of the same quantity with its own SE (``harness.analysis.full_suite``),
+    so full and subset nights pool into one season. None when nothing was resolved."""
     from harness.stats.sequential import night_look
 
     def first(trials: Trials) -> Trials:
         k = settings.phase_one_trials
         return trials if k is None else trials.first(k)
+
+    if draw:
+        return _subset_night(first(trials_a), first(trials_b), policy, settings, draw)
 
     rb = _rates(first(trials_b), settings.denominator)
     if policy.rule == "threshold":
@@ -71,6 +77,21 @@ def night_reading(
     d = np.array([[rb[t] - ra[t] for t in tasks]])
     est, se = night_look(d, np.array([weight.get(t, 1.0) for t in tasks]))
     return float(est[0]), float(se[0])
+
+
+def _subset_night(
+    trials_a: Trials, trials_b: Trials, policy, settings: Settings, draw: SubsetDraw
+) -> tuple[float, float] | None:
+    from harness.analysis.full_suite import full_suite, full_suite_delta
+
+    if policy.rule == "threshold":
+        est = full_suite(trials_b, draw, denominator=settings.denominator)
+    else:
+        est = full_suite_delta(trials_a, trials_b, draw, denominator=settings.denominator)
+    value, se = est.get("estimate"), est.get("se")
+    if value is None or se is None or not se > 0:
+        return None
+    return float(value), float(se)
 
 
 def _rates(trials: Trials, denominator: str) -> dict[str, float]:

@@ -62,3 +62,19 @@ def test_a_subset_of_another_task_set_still_cannot_pair(tmp_path: Path) -> None:
     shown = run_cli("history", "test-suite", "--json", "--store", store)
     move = json.loads(shown.stdout)["runs"][-1]["arms"][0]["move"]
     assert move["cannot_pair"] == ["different suite tasks (+0 / -10)"]
+
+
+def test_the_nightly_gate_pools_full_and_subset_nights(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, task_list=subset_tasks(40))
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    _run(suite, store)
+    _run(suite, store, "--subset", "random:10", "--seed", "3")
+    _run(suite, store)
+    (tmp_path / "gate.yaml").write_text("rule: improvement\nsequential: true\n")
+    policy = str(tmp_path / "gate.yaml")
+    gate = run_cli("gate", "latest", "--policy", policy, "--json", "--store", store)
+    assert gate.stdout, gate.stderr
+    record = json.loads(gate.stdout)["sequential"]
+    assert record["look"] == 3  # the subset night did not restart the season
+    # the subset night is its full-suite delta with the design SE (wider than a full night's)
+    assert record["ses"][1] > max(record["ses"][0], record["ses"][2])
