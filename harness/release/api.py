@@ -211,6 +211,7 @@ def _earlier_nights(store, run, trials: Trials, policy) -> list:
     import numpy as np
 
     from harness.analysis import settings_of
+    from harness.release.full_suite_rows import task_hashes
     from harness.release.gate import gate_roles
     from harness.release.history import fingerprint
     from harness.release.nightly import Night, night_reading
@@ -240,7 +241,8 @@ def _earlier_nights(store, run, trials: Trials, policy) -> list:
         old_trials = _trials(store, old.id)
         by_arm = {a: old_trials.of_arm(a) for a in pair}
         old_draw = stored_config(old).get("subset")
-        if any(_changed(fingerprint(by_arm[a]), old_draw, prints[a], draw) for a in pair):
+        hashes = (task_hashes(stored_config(old)), task_hashes(stored_config(run)))
+        if any(_changed(fingerprint(by_arm[a]), old_draw, prints[a], draw, hashes) for a in pair):
             break
         none = old_trials.where(np.zeros(len(old_trials), bool))
         reading = night_reading(
@@ -255,14 +257,14 @@ def _earlier_nights(store, run, trials: Trials, policy) -> list:
     return nights[::-1]
 
 
-def _changed(before, before_draw, now, now_draw) -> bool:
+def _changed(before, before_draw, now, now_draw, hashes) -> bool:
     """Whether a night cannot join tonight's season: a change of tasks, graders or images;
     between a full and a subset run (or two draws), of the suite's tasks they both estimate."""
     from harness.release.full_suite_rows import why_not_same_quantity
     from harness.release.history import why_unpairable
 
     if before_draw or now_draw:
-        return bool(why_not_same_quantity(before, before_draw, now, now_draw))
+        return bool(why_not_same_quantity(before, before_draw, now, now_draw, hashes))
     return bool(why_unpairable(before, now))
 
 

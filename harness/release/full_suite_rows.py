@@ -50,13 +50,33 @@ def estimated_tasks(fp: Fingerprint, draw: Any) -> list[str]:
     return sorted(fp["tasks"])
 
 
-def why_not_same_quantity(fa: Fingerprint, draw_a: Any, fb: Fingerprint, draw_b: Any) -> list[str]:
+def task_hashes(config: Any) -> dict[str, str]:
+    """Task id → hash of the task as a stored run config ran it (``config["tasks"]``)."""
+    from harness.config.subset import task_hash
+
+    return {t: task_hash(doc) for t, doc in ((config or {}).get("tasks") or {}).items()}
+
+
+def why_not_same_quantity(
+    fa: Fingerprint, draw_a: Any, fb: Fingerprint, draw_b: Any, hashes: tuple[Any, Any]
+) -> list[str]:
     """Why two runs (at least one a subset run) do not estimate the same full-suite
-    quantity: different suite tasks, or graders or images beyond the subset's share."""
+    quantity: different suite tasks, a task changed between them (for an anchor run: since
+    its fit, ``stale_reason``), or graders or images beyond the subset's share. ``hashes``:
+    each run's ``task_hashes``."""
+    from harness.config.subset import stale_reason
+
     out = []
     ta, tb = set(estimated_tasks(fa, draw_a)), set(estimated_tasks(fb, draw_b))
     if ta != tb:
         out.append(f"different suite tasks (+{len(tb - ta)} / -{len(ta - tb)})")
+    ha, hb = hashes
+    fitted = [(d["fit"], h) for d, h in ((draw_a, hb), (draw_b, ha)) if (d or {}).get("fit")]
+    if fitted and (stale := stale_reason(*fitted[0])):  # the other run's tasks vs the fit
+        out.append(stale)
+    elif changed := sorted(t for t in set(ha) & set(hb) if ha[t] != hb[t]):
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        out.append(f"task '{changed[0]}'{more} changed between the runs")
     for key, what in (("graders", "graders"), ("images", "images")):
         a, b = set(fa[key]), set(fb[key])  # type: ignore[literal-required]
         if not (a <= b or b <= a):

@@ -20,6 +20,7 @@ from harness.release.full_suite_rows import (
     estimate_move,
     night,
     subset_headline,
+    task_hashes,
     why_not_same_quantity,
 )
 from harness.release.records import (
@@ -182,7 +183,8 @@ def suite_history(
                 by_estimates = bool(draw or pdraw)
                 estimates = False  # a subset run: both estimate one full-suite quantity?
                 if problems and by_estimates:
-                    problems = why_not_same_quantity(pfp, pdraw, fp, draw)
+                    hashes = (task_hashes(stored_config(prun)), task_hashes(stored_config(run)))
+                    problems = why_not_same_quantity(pfp, pdraw, fp, draw, hashes)
                     estimates = not problems
                 if estimates:
                     # a full and a subset run, or two draws: two estimates of one quantity

@@ -78,3 +78,37 @@ def test_the_nightly_gate_pools_full_and_subset_nights(tmp_path: Path) -> None:
     assert record["look"] == 3  # the subset night did not restart the season
     # the subset night is its full-suite delta with the design SE (wider than a full night's)
     assert record["ses"][1] > max(record["ses"][0], record["ses"][2])
+
+
+def test_history_refuses_a_move_across_a_task_changed_since_the_fit(tmp_path: Path) -> None:
+    from tests.subset.test_anchors_cli import _write
+
+    suite = _write(tmp_path)
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    for seed in ("1", "2"):
+        _run(suite, store, "--seed", seed)
+    assert run_cli("anchors", "fit", str(suite), "--store", store).returncode == 0
+    _run(suite, store, "--subset", "anchors:8", "--arm", "s1")
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(tasks.read_text().replace("say 1", "say one", 1))  # t00 changes
+    _run(suite, store, "--arm", "s1")
+    _run(suite, store, "--subset", "random:10", "--arm", "s1", "--seed", "5")
+    shown = run_cli("history", "irt", "--json", "--store", store)
+    rows = [a for r in json.loads(shown.stdout)["runs"] for a in r["arms"] if a["arm"] == "s1"]
+    assert rows[2]["subset_method"] == "anchors" and "paired" in rows[2]["move"]
+    assert rows[3]["move"]["cannot_pair"] == ["task 't00' changed since fit 1"]
+    assert "difference of full-suite estimates" in rows[4]["move"]["basis"]  # same tasks now
+
+
+def test_a_task_changed_between_a_full_and_a_random_subset_run_is_named() -> None:
+    from harness.release.full_suite_rows import why_not_same_quantity
+
+    full = {"tasks": ["t0", "t1", "t2"], "graders": ["g=1"], "images": []}
+    part = {"tasks": ["t1"], "graders": ["g=1"], "images": []}
+    draw = {"method": "random", "population": [{"id": t} for t in ("t0", "t1", "t2")]}
+    same = ({"t0": "a", "t1": "b", "t2": "c"}, {"t1": "b"})
+    assert why_not_same_quantity(full, None, part, draw, same) == []
+    changed = (same[0], {"t1": "B"})
+    assert why_not_same_quantity(full, None, part, draw, changed) == [
+        "task 't1' changed between the runs"
+    ]
