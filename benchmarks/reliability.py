@@ -21,9 +21,15 @@ Scenarios (each a table row):
 - ``memory``: one run of ``--memory-trials`` trials; the driver's resident memory and its
   trials per second, first quarter against last quarter of the run.
 
-Not covered here (measured by their own tests): Docker container kill/pause
-(``tests/faults/test_docker_hangs.py``, ``tests/faults/test_docker_faults.py``) and Ray
-worker loss (``tests/cluster/``).
+- ``docker_kill``: ``--docker-kills`` containers of a Docker run killed (``docker kill``) at
+  seeded moments (``benchmarks/reliability_docker.py``): lost, duplicated, changed against
+  a clean run; each kill an ``infra_error`` attempt, retried.
+- ``docker_pause``: a container's cgroup frozen mid-exec: seconds from the freeze to the
+  run's exit against the bound (budget plus the exec, restart and removal limits of
+  ``harness.sandbox.docker_calls``). Needs root; otherwise the row says why it was skipped.
+
+``--only docker`` runs just the Docker rows and, with ``--json``, replaces those rows in the
+file. Not covered here: Ray worker loss (``tests/cluster/test_ray_executor.py``).
 
 The full output is checked in (``--json benchmarks/results/reliability.json``); the test
 suite recomputes ``--sample`` live (``tests/faults/test_reliability.py``).
@@ -67,8 +73,10 @@ class Row:
     def ok(self) -> bool:
         """Nothing lost, duplicated or changed; every attempt a kill cut is recorded."""
         died = self.detail.get("driver_died_attempts", self.detail.get("attempts_cut"))
-        return not (self.lost or self.duplicated or self.changed) and (
-            died == self.detail.get("attempts_cut")
+        return (
+            not (self.lost or self.duplicated or self.changed)
+            and (died == self.detail.get("attempts_cut"))
+            and self.detail.get("within_bound", True)
         )
 
 
@@ -329,14 +337,28 @@ def memory_run(work: Path, n_trials: int) -> Row:
     return row
 
 
-def measure(kills: int, outages: list[float] | None, memory_trials: int, seed: int) -> list[Row]:
-    """Every scenario's row; ``outages`` None: no PostgreSQL scenarios."""
+def measure(
+    kills: int,
+    outages: list[float] | None,
+    memory_trials: int,
+    seed: int,
+    docker_kills: int | None = None,
+    only_docker: bool = False,
+) -> list[Row]:
+    """Every scenario's row; ``outages`` None: no PostgreSQL scenarios; ``docker_kills``
+    None: no Docker scenarios."""
     with tempfile.TemporaryDirectory(prefix="harness-reliability-") as tmp:
         work = Path(tmp)
-        rows = [sigkill_series(work / "kill", kills, seed)]
-        if outages is not None:
-            rows += postgres_series(work, outages)
-        rows.append(memory_run(work, memory_trials))
+        rows = []
+        if not only_docker:
+            rows.append(sigkill_series(work / "kill", kills, seed))
+            if outages is not None:
+                rows += postgres_series(work, outages)
+            rows.append(memory_run(work, memory_trials))
+        if docker_kills is not None:
+            from benchmarks.reliability_docker import docker_kill, docker_pause
+
+            rows += [docker_kill(work, docker_kills, seed), docker_pause(work)]
         return rows
 
 
@@ -347,14 +369,25 @@ def main() -> None:
     parser.add_argument("--memory-trials", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--no-postgres", dest="postgres", action="store_false")
+    parser.add_argument("--docker-kills", type=int, default=4)
+    parser.add_argument("--no-docker", dest="docker", action="store_false")
+    parser.add_argument("--only", choices=["docker"], help="run only these rows")
     parser.add_argument("--sample", action="store_true", help="the small sample CI recomputes")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     if args.sample:
         args.kills, args.outages, args.memory_trials, args.postgres = 2, "", 200, False
+        args.docker = False
     outages = [float(x) for x in args.outages.split(",") if x]
     t0 = time.monotonic()
-    rows = measure(args.kills, outages if args.postgres else None, args.memory_trials, args.seed)
+    rows = measure(
+        args.kills,
+        outages if args.postgres else None,
+        args.memory_trials,
+        args.seed,
+        docker_kills=args.docker_kills if args.docker or args.only else None,
+        only_docker=args.only == "docker",
+    )
     for r in rows:
         print(
             f"{r.scenario:24} trials {r.trials:5}  lost {r.lost}  duplicated {r.duplicated}  "
@@ -365,6 +398,11 @@ def main() -> None:
         "seconds": round(time.monotonic() - t0),
         "rows": [{**asdict(r), "ok": r.ok} for r in rows],
     }
+    if args.json and args.only and args.json.exists():
+        old = json.loads(args.json.read_text())
+        names = {r["scenario"] for r in doc["rows"]}
+        kept = [r for r in old["rows"] if r["scenario"] not in names]
+        doc = {**old, "rows": kept + doc["rows"], "docker_command": doc["command"]}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(doc, indent=1) + "\n")

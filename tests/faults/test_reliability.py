@@ -27,6 +27,10 @@ def test_the_checked_in_figures_hold_the_promises():
     for name, r in rows.items():
         if name.startswith("postgres_stop_") or name == "postgres_terminated":
             assert r["exits"] == [0], r
+    kill_docker, pause = rows["docker_kill"], rows["docker_pause"]
+    assert kill_docker["exits"] == [0, 0] and kill_docker["detail"]["kills"] >= 1
+    assert kill_docker["detail"]["infra_error_attempts"] >= kill_docker["detail"]["kills"]
+    assert pause["detail"]["within_bound"] and pause["exits"] == [0, 0]
 
 
 def test_a_seeded_sample_recomputed_live(tmp_path):
