@@ -14,6 +14,7 @@ from harness.commands.options import (
     LimitOpt,
     QuietOpt,
     SandboxOpt,
+    StoreOpt,
     TaskGlobOpt,
 )
 
@@ -108,12 +109,29 @@ def validate(
     task: TaskGlobOpt = None,
     limit: LimitOpt = None,
     quiet: QuietOpt = False,
+    judge_checks: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--judge-checks",
+            metavar="RUN",
+            help="Instead: re-ask the judge of RUN's judged trials unchanged, with the answer "
+            "padded and with the criteria reversed; report how often verdicts move.",
+        ),
+    ] = None,
+    store: StoreOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="--judge-checks: JSON on stdout.")
+    ] = False,
 ) -> None:
     """Prove every task solvable (oracle) and every grader strict (noop floor, mutants)."""
     from rich.console import Console
     from rich.table import Table
 
     from harness.resolve import load
+
+    if judge_checks is not None:
+        _judge_checks(suite, judge_checks, store, as_json)
+        return
     from harness.stats import wilson_interval
     from harness.validate import validate_suite
 
@@ -184,3 +202,29 @@ def validate(
         console.print("[red bold]validation failed[/]")
         raise typer.Exit(exitcodes.VALIDATION_FAILED)
     console.print("[green bold]validation passed[/]: every task solvable, every mutant caught")
+
+
+def _judge_checks(suite: Path, run_ref: str, store: str | None, as_json: bool) -> None:
+    """``validate --judge-checks RUN``: the judge's position and length checks."""
+    import json
+
+    from harness.errors import GraderError
+    from harness.judge_checks import judge_checks, judge_checks_text
+    from harness.resolve import load
+    from harness.store.refs import find_run, open_for_reading
+
+    resolved = load(suite, {})
+    db = open_for_reading(store)
+    try:
+        run = find_run(db, run_ref)
+        report = judge_checks(db, resolved, run.id)
+    except GraderError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(exitcodes.ENVIRONMENT) from None
+    finally:
+        db.close()
+    summary = report.as_json(0.95)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+    else:
+        typer.echo(judge_checks_text(summary), nl=False)

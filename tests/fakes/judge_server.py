@@ -20,6 +20,7 @@ from tests.fakes.llm_wire import Turn
 from tests.fakes.openai_server import RecordedRequest, Reply
 
 _QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
+_LISTED = re.compile(r"^- ([A-Za-z0-9_.-]+) \(", re.MULTILINE)
 _ANSWER = re.compile(r"Final answer:\n(.*?)(?:\n\n|$)", re.DOTALL)
 
 
@@ -49,6 +50,21 @@ class ScriptedJudge:
     reply: str | None = None
     """A fixed reply text instead of verdicts (garbage, cannot_apply...)."""
     usage: tuple[int, int] = (300, 40)
+    length_flip: float = 0.0
+    """A planted length bias: a final answer over 200 characters has its verdict flipped
+    with this probability."""
+    first_flip: float = 0.0
+    """A planted position bias: the criterion listed first in the rubric has its verdict
+    flipped with this probability."""
+
+    def _planted(self, prompt: str, criterion: str, passed: bool) -> bool:
+        a = _ANSWER.search(prompt)
+        if a is not None and len(a.group(1)) > 200 and self._draw(prompt, "len") < self.length_flip:
+            passed = not passed
+        listed = _LISTED.findall(prompt)
+        if listed and listed[0] == criterion and self._draw(prompt, "first") < self.first_flip:
+            passed = not passed
+        return passed
 
     def _draw(self, prompt: str, extra: object) -> float:
         key = f"{self.seed}|{extra}|{prompt}".encode()
@@ -68,7 +84,7 @@ class ScriptedJudge:
             "criteria": [
                 {
                     "id": c,
-                    "verdict": passed,
+                    "verdict": self._planted(prompt, c, passed),
                     "reason": f"the answer is {'right' if passed else 'wrong'}",
                 }
                 for c in self.criteria
