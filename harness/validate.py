@@ -161,7 +161,9 @@ async def _execute(
     finally:
         if provider is not None:
             await provider.close()
-    return store.trials(run_id)
+    from harness.analysis.load import load_trial_rows
+
+    return load_trial_rows(store, run_id)
 
 
 def _analyse(rows: list[Trial], resolved: ResolvedSuite) -> ValidationReport:

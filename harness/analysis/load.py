@@ -144,6 +144,13 @@ def load_run_table(
     return RunTable(run_id, trials, attempts, attempt_cost, retried, rows.notes, timings)
 
 
+def load_trial_rows(store: Any, run_id: str) -> list[Any]:
+    """One run's whole trial rows (``harness.store.Trial``), oldest first: for the analyses
+    that read a trial's evidence (step progress, grader verdicts, judge details), which the
+    packed ``RunTable`` does not carry. The one other way the analyses read the store."""
+    return list(store.trials(run_id))
+
+
 def _mixed_labels(trials: Trials, rows: list[tuple[Any, ...]]) -> None:
     """Give every trial its own image, pairing image and grader versions (``rows``: one per
     trial of the run) where its group's trials disagree."""

@@ -71,6 +71,7 @@ def judge_agreement(
     interval, the confusion matrix; pass rates corrected for the judge's error; the judge's
     self-disagreement and its cost beside the agent's."""
     from harness.analysis.judging import judge_summary, judged_run
+    from harness.analysis.load import load_trial_rows
     from harness.analysis.roles import run_roles
     from harness.report.render.judging import judge_markdown, judge_text
     from harness.store.labels import run_labels
@@ -79,7 +80,7 @@ def judge_agreement(
     db = open_for_reading(store)
     try:
         run = find_run(db, no_arm(run_ref, "judge-agreement", "it covers every arm"))
-        judged = judged_run(db.trials(run.id), run_labels(db.engine, run.id))
+        judged = judged_run(load_trial_rows(db, run.id), run_labels(db.engine, run.id))
         config = cast("StoredConfig", run.config or {})
         suite = config.get("suite") or {}
         roles = run_roles(suite, list(run.arms)) if len(run.arms) > 1 else None

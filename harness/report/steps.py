@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.analysis.load import load_trial_rows
 from harness.report.records import StepProgress
 from harness.stats.intervals import wilson_interval
 from harness.store import Store
@@ -67,7 +68,7 @@ def steps_section(store: Store, run: Run, config: dict[str, Any]) -> list[StepPr
         return None
     confidence = float((config.get("suite") or {}).get("report", {}).get("confidence", 0.95))
     rows: list[tuple[str, str, list[dict[str, Any]]]] = []
-    for trial in store.trials(run.id):
+    for trial in load_trial_rows(store, run.id):
         steps = (trial.evidence or {}).get("steps")
         if isinstance(steps, list) and steps:
             rows.append((trial.arm, trial.task_id, steps))
