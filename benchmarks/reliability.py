@@ -28,8 +28,13 @@ Scenarios (each a table row):
   run's exit against the bound (budget plus the exec, restart and removal limits of
   ``harness.sandbox.docker_calls``). Needs root; otherwise the row says why it was skipped.
 
-``--only docker`` runs just the Docker rows and, with ``--json``, replaces those rows in the
-file. Not covered here: Ray worker loss (``tests/cluster/test_ray_executor.py``).
+- ``ray_worker_lost``: the only Ray worker node of a two-node loopback cluster killed
+  (SIGKILL of the node and its processes) while trials run on it, a new node started
+  (``benchmarks/reliability_ray.py``): lost, duplicated, changed against a clean run on the
+  local executor; the cut attempts recorded as ``infra_error``.
+
+``--only docker`` or ``--only ray`` runs just those rows and, with ``--json``, replaces them
+in the file.
 
 The full output is checked in (``--json benchmarks/results/reliability.json``); the test
 suite recomputes ``--sample`` live (``tests/faults/test_reliability.py``).
@@ -128,6 +133,15 @@ def _compare(row: Row, got: list[tuple], reference: list[tuple]) -> Row:
     row.lost = len(set(ref) - set(keys))
     row.changed = sum(1 for r in got if r[:4] in ref and ref[r[:4]] != r[4])
     return row
+
+
+def compared_row(scenario: str, trials: int, exits: list[int], db: Path, clean: Path, **detail):
+    """The row of a faulted run ``db`` against its clean run ``clean``, with the faulted
+    run's ``infra_error`` attempts beside ``detail``."""
+    infra = _count(db, "SELECT count(*) FROM attempts WHERE outcome = 'infra_error'")
+    row = Row(scenario, trials=trials, exits=exits)
+    row.detail = {**detail, "infra_error_attempts": infra}
+    return _compare(row, _rows(f"sqlite:///{db}"), _rows(f"sqlite:///{clean}"))
 
 
 def _run_id(db: Path) -> str | None:
@@ -343,22 +357,27 @@ def measure(
     memory_trials: int,
     seed: int,
     docker_kills: int | None = None,
-    only_docker: bool = False,
+    only: str | None = None,
+    ray: bool = False,
 ) -> list[Row]:
     """Every scenario's row; ``outages`` None: no PostgreSQL scenarios; ``docker_kills``
-    None: no Docker scenarios."""
+    None: no Docker scenarios; ``only``: just the ``docker`` or ``ray`` rows."""
     with tempfile.TemporaryDirectory(prefix="harness-reliability-") as tmp:
         work = Path(tmp)
         rows = []
-        if not only_docker:
+        if only is None:
             rows.append(sigkill_series(work / "kill", kills, seed))
             if outages is not None:
                 rows += postgres_series(work, outages)
             rows.append(memory_run(work, memory_trials))
-        if docker_kills is not None:
+        if docker_kills is not None and only in (None, "docker"):
             from benchmarks.reliability_docker import docker_kill, docker_pause
 
             rows += [docker_kill(work, docker_kills, seed), docker_pause(work)]
+        if (ray and only is None) or only == "ray":
+            from benchmarks.reliability_ray import ray_worker_lost
+
+            rows.append(ray_worker_lost(work))
         return rows
 
 
@@ -371,13 +390,14 @@ def main() -> None:
     parser.add_argument("--no-postgres", dest="postgres", action="store_false")
     parser.add_argument("--docker-kills", type=int, default=4)
     parser.add_argument("--no-docker", dest="docker", action="store_false")
-    parser.add_argument("--only", choices=["docker"], help="run only these rows")
+    parser.add_argument("--no-ray", dest="ray", action="store_false")
+    parser.add_argument("--only", choices=["docker", "ray"], help="run only these rows")
     parser.add_argument("--sample", action="store_true", help="the small sample CI recomputes")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     if args.sample:
         args.kills, args.outages, args.memory_trials, args.postgres = 2, "", 200, False
-        args.docker = False
+        args.docker = args.ray = False
     outages = [float(x) for x in args.outages.split(",") if x]
     t0 = time.monotonic()
     rows = measure(
@@ -386,7 +406,8 @@ def main() -> None:
         args.memory_trials,
         args.seed,
         docker_kills=args.docker_kills if args.docker or args.only else None,
-        only_docker=args.only == "docker",
+        only=args.only,
+        ray=args.ray,
     )
     for r in rows:
         print(
@@ -402,7 +423,7 @@ def main() -> None:
         old = json.loads(args.json.read_text())
         names = {r["scenario"] for r in doc["rows"]}
         kept = [r for r in old["rows"] if r["scenario"] not in names]
-        doc = {**old, "rows": kept + doc["rows"], "docker_command": doc["command"]}
+        doc = {**old, "rows": kept + doc["rows"], f"{args.only}_command": doc["command"]}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(doc, indent=1) + "\n")

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.reliability import REPO, Row, _compare, _count, _harness, _rows, _run_id
+from benchmarks.reliability import (
+    REPO,
+    Row,
+    _compare,
+    _harness,
+    _rows,
+    _run_id,
+    compared_row,
+)
 
 MARKER = "harness-reliability-freeze"
 
@@ -98,14 +106,7 @@ def docker_kill(work: Path, kills: int, seed: int, n_tasks: int = 12) -> Row:
         if proc.poll() is None:
             proc.kill()
         _remove_left(run_id)
-    row = Row("docker_kill", trials=2 * n_tasks, exits=exits)
-    row.detail = {
-        "kills": done,
-        "infra_error_attempts": _count(
-            db, "SELECT count(*) FROM attempts WHERE outcome = 'infra_error'"
-        ),
-    }
-    return _compare(row, _rows(f"sqlite:///{db}"), _rows(f"sqlite:///{clean}"))
+    return compared_row("docker_kill", 2 * n_tasks, exits, db, clean, kills=done)
 
 
 def _hang_suite(root: Path, budget_s: float) -> Path:

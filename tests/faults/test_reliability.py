@@ -31,6 +31,9 @@ def test_the_checked_in_figures_hold_the_promises():
     assert kill_docker["exits"] == [0, 0] and kill_docker["detail"]["kills"] >= 1
     assert kill_docker["detail"]["infra_error_attempts"] >= kill_docker["detail"]["kills"]
     assert pause["detail"]["within_bound"] and pause["exits"] == [0, 0]
+    ray = rows["ray_worker_lost"]
+    assert ray["exits"] == [0, 0] and ray["trials"] > 0
+    assert ray["detail"]["infra_error_attempts"] >= 1  # the node's trials were cut and retried
 
 
 def test_a_seeded_sample_recomputed_live(tmp_path):
