@@ -49,7 +49,8 @@ def ray_worker_lost(work: Path, n_tasks: int = 12) -> Row:
             cluster.add_worker("w2", docker=4)
         exits.append(proc.wait(timeout=900))
     finally:
-        cluster.stop()
+        for name in list(cluster.nodes):  # only this cluster's nodes: never `ray stop`,
+            cluster.kill(name)  # which would end every Ray cluster on the machine
         _remove_left(run_id)
     return compared_row(
         "ray_worker_lost", 2 * n_tasks, exits, db, clean, killed_after_trials=cut_after

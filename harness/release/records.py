@@ -377,13 +377,9 @@ class Headline(Interval, total=False):
     basis: str
     """'full run', or for a subset run the label of its full-suite estimate (the rate and
     interval are then that estimate: both estimate the same full-suite quantity)."""
-    suite_se: float | None
-    """The SE of the row as an estimate of the suite's expected success rate: a full run's
-    trial noise over the fixed suite, a subset run's design or model SE."""
-    subset_method: str | None
-    """None for a full run; else the draw's method ('random', 'stratified', 'anchors', ...)."""
-    suite_tasks: int
-    """A subset run's N: the suite's tasks its estimate is about."""
+    suite_se: float | None  # as an estimate of the suite's rate: trial noise / design SE
+    subset_method: str | None  # None for a full run, else 'random', 'stratified', 'anchors'
+    suite_tasks: int  # a subset run's N: the suite's tasks its estimate is about
 
 
 class Move(TypedDict, total=False):
@@ -402,8 +398,7 @@ class Move(TypedDict, total=False):
     se: float
     basis: str
     """Where a run is a subset run and the tasks differ: 'difference of full-suite estimates
-    (full run → random 10 of 40), ...' (unpaired; ``paired`` is then False, no
-    ``cannot_pair``)."""
+    (full run → random 10 of 40), ...' (unpaired: ``paired`` False, no ``cannot_pair``)."""
     look: int  # under ``--sequential``: this run's night in the arm's season
     call: str
     """'regression', 'improvement' or 'none': read off the interval, or under

@@ -382,16 +382,8 @@ class BwrapProvider(SandboxProvider):
         self.cgroups = bwrap_limits.mechanism()
         self.quota = disk_quota.mechanism_for(self.name)
         log.info("bwrap sandbox: limits via %s, disk quota via %s", self.cgroups, self.quota)
-        if self.cgroups == "none":
-            log.warning(
-                "sandbox 'bwrap': no writable cgroup on this host: memory is capped per "
-                "process (ulimit -v), the pid limit is NOT enforced"
-            )
-        elif not bwrap_limits.cpu_quota_applies(self.cgroups):
-            log.warning(
-                "sandbox 'bwrap': this host's cgroups have no cpu controller: limits.cpus is "
-                "NOT enforced (memory and pids are)"
-            )
+        if (warning := bwrap_limits.host_warning(self.cgroups)) is not None:
+            log.warning("sandbox 'bwrap': %s", warning)
 
     async def prepare(self, environments: list[Environment]) -> dict[str, str | None]:
         for env in environments:

@@ -153,6 +153,18 @@ def create(
     return None
 
 
+def host_warning(kind: str) -> str | None:
+    """What of the suite's ``limits`` this host cannot enforce, said once per run."""
+    if kind == "none":
+        return (
+            "no writable cgroup on this host: memory is capped per process (ulimit -v), "
+            "the pid limit is NOT enforced"
+        )
+    if not cpu_quota_applies(kind):
+        return "this host's cgroups have no cpu controller: limits.cpus is NOT enforced"
+    return None
+
+
 def cpu_quota_applies(kind: str) -> bool:
     """Whether ``create`` can give a trial a CPU quota on this host."""
     if kind == "v2":

@@ -78,6 +78,7 @@ def _assumed(con, p: TasksNeeded | Sensitivity | ThresholdPlan) -> None:
     con.print(f"  [dim]simulated: {p['model']}; {p['simulated_runs']:,} runs per point[/]")
 
 
+# long: one table of runs, then the notes under it (moves, looks, subset rows), in order.
 def print_history(h: History) -> None:
     from rich.console import Console
     from rich.table import Table
