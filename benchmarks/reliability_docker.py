@@ -24,7 +24,9 @@ from benchmarks.reliability import (
     compared_row,
 )
 
-MARKER = "harness-reliability-freeze"
+# The hanging task and the freezer's files, as the test of the same fault has them.
+from tests.faults.test_docker_hangs import _freezer, _marker_running
+from tests.faults.test_docker_hangs import _suite as hang_suite
 
 
 def _containers(run_id: str) -> list[str]:
@@ -109,52 +111,6 @@ def docker_kill(work: Path, kills: int, seed: int, n_tasks: int = 12) -> Row:
     return compared_row("docker_kill", 2 * n_tasks, exits, db, clean, kills=done)
 
 
-def _hang_suite(root: Path, budget_s: float) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    tasks = [
-        {
-            "id": "hang",
-            "environment": "shell",
-            "instruction": "Say x.",
-            "graders": [{"type": "answer_match", "mode": "exact", "expected": "x"}],
-            "solution": {"commands": [f"echo {MARKER}; sleep 40"], "answer": "x"},
-        }
-    ]
-    (root / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}))
-    suite = {
-        "name": "reliability-freeze",
-        "seed": 3,
-        "trials": 1,
-        "tasks": ["tasks.yaml"],
-        "environments_dir": str(REPO / "environments"),
-        "arms": [{"name": "oracle", "agent": "oracle"}],
-        "sandbox": "docker",
-        "budgets": {"timeout_s": budget_s},
-        "retries": {"max_attempts": 2, "backoff_s": 0.2},
-    }
-    (root / "suite.yaml").write_text(yaml.safe_dump(suite))
-    return root / "suite.yaml"
-
-
-def _freezer(cid: str) -> tuple[Path, str, str] | None:
-    """(control file, frozen value, thawed value) of a container's cgroup freezer."""
-    for path, frozen, thawed in (
-        (Path(f"/sys/fs/cgroup/freezer/docker/{cid}/freezer.state"), "FROZEN", "THAWED"),
-        (Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cgroup.freeze"), "1", "0"),
-        (Path(f"/sys/fs/cgroup/docker/{cid}/cgroup.freeze"), "1", "0"),
-    ):
-        if path.exists():
-            return path, frozen, thawed
-    return None
-
-
-def _marker_running(cid: str) -> bool:
-    top = subprocess.run(
-        ["docker", "top", cid, "-eo", "pid,args"], capture_output=True, text=True, timeout=60
-    )
-    return "sleep 40" in top.stdout
-
-
 def docker_pause(work: Path, budget_s: float = 8.0) -> Row:
     """A container's cgroup frozen while its exec runs (the kernel freezer, as ``docker
     pause`` does, without asking dockerd): the run ends within the trial's budget plus the
@@ -167,7 +123,8 @@ def docker_pause(work: Path, budget_s: float = 8.0) -> Row:
     if os.geteuid() != 0:
         row.detail = {"skipped": "freezing a container's cgroup needs root"}
         return row
-    suite = _hang_suite(work / "freeze", budget_s)
+    (work / "freeze").mkdir(parents=True, exist_ok=True)
+    suite = hang_suite(work / "freeze", budgets={"timeout_s": budget_s})
     clean = work / "freeze-clean.db"
     exits = [_harness("run", str(suite), "--store", f"sqlite:///{clean}", "-q").wait()]
     db = work / "freeze.db"
