@@ -99,7 +99,10 @@ def test_labels_file_round_trip_and_agreement(judged: dict[str, Any]) -> None:
             rogan_gladen(raw["estimate"], cal.sensitivity, cal.specificity)
         ), arm
         assert fixed["lo"] <= fixed["estimate"] <= fixed["hi"]
-        assert fixed["hi"] - fixed["lo"] > raw["hi"] - raw["lo"]  # both errors carried
+        # Both errors are carried: wider than the raw interval, unless cut at 0 or 1 (the
+        # judge's concurrent calls make the verdicts, so the rates, differ run to run).
+        clipped = fixed["hi"] == 1.0 or fixed["lo"] == 0.0
+        assert clipped or fixed["hi"] - fixed["lo"] > raw["hi"] - raw["lo"]
     assert c["delta"]["baseline"] == "base" and c["delta"]["candidate"] == "cand"
 
     noise = s["judge"]
