@@ -49,6 +49,12 @@ class GraderParams(BaseModel):
         never the agent's failure). A path ending in '/' names a directory."""
         return []
 
+    def workspace_files(self) -> list[str]:
+        """Files of the agent's final work whose text grading reads (relative to the work
+        dir, or absolute): taken out of its sandbox after its turn as data, with nothing run
+        there, into ``Evidence.files``."""
+        return []
+
 
 @dataclass
 class Evidence:
@@ -67,6 +73,9 @@ class Evidence:
     """Where the task's hidden files are in the grading sandbox (the grader's only)."""
     seed: int | None = None
     """The trial's seed (a judge seeds its samples with it where the API takes a seed)."""
+    files: dict[str, str | None] = field(default_factory=dict)
+    """The text of each file the graders read (``workspace_files``), by the path they gave;
+    None: the agent left no regular file there."""
 
 
 class Harm(TypedDict):

@@ -53,9 +53,13 @@ class JudgeParams(GraderParams):
     """which API the judge speaks: chat (completions), responses, or messages (Anthropic)"""
     criteria: list[Criterion] = Field(min_length=1)
     """the rubric; the trial passes this grader when every criterion passes"""
-    reads: list[Reading] = Field(default_factory=lambda: list(DEFAULT_READS), min_length=1)
+    reads: list[Reading] = Field(default_factory=lambda: list(DEFAULT_READS))
     """what the judge is shown: the conversation, the final answer, the final workspace
-    (files taken out of the agent's sandbox as data, read-only)"""
+    (files taken out of the agent's sandbox as data, read-only); empty only with files"""
+    files: list[str] = Field(default_factory=list)
+    """files of the agent's work whose text the judge reads (relative to the work dir, or
+    absolute), taken out of its sandbox after its turn as data; one the agent did not
+    leave fails every criterion without asking the judge"""
     samples: int = Field(1, ge=1, le=15)
     """judgements per trial, reduced by majority (pass/fail) or mean (scales)"""
     prompt: str | None = None
@@ -67,6 +71,8 @@ class JudgeParams(GraderParams):
         wants = "anthropic" if self.api == "messages" else "openai"
         if self.model.api != wants:
             raise ValueError(f"api '{self.api}' needs model.api: {wants}")
+        if not self.reads and not self.files:
+            raise ValueError("reads is empty and no files are named: the judge would see nothing")
         if self.prompt is not None:
             for slot in ("{instruction}", "{rubric}", "{material}"):
                 if slot not in self.prompt:
@@ -75,6 +81,9 @@ class JudgeParams(GraderParams):
 
     def models(self) -> list[ModelSettings]:
         return [self.model]
+
+    def workspace_files(self) -> list[str]:
+        return list(self.files)
 
     def setup(self) -> dict[str, Any]:
         """What decides the judge's verdicts (the API key variable and price do not)."""
@@ -91,6 +100,8 @@ class JudgeParams(GraderParams):
             "criteria": [c.model_dump() for c in self.criteria],
             "reads": self.reads,
             "samples": self.samples,
+            # Only when named: the setups of judges without files hash as they always did.
+            **({"files": self.files} if self.files else {}),
         }
 
     def judge_setup(self) -> str | None:
@@ -175,7 +186,11 @@ class Judge:
 
     async def grade(self, evidence: Evidence) -> Verdict:
         p = self.params
-        prompt = render(p.prompt, p.criteria, p.reads, evidence)
+        missing = [f for f in p.files if evidence.files.get(f) is None]
+        if missing:  # nothing to judge: the agent's failure, as missing tests output is
+            why = f"the agent left no file {missing[0]} (the judge was not asked)"
+            return self._verdict([], [], unjudged=why)
+        prompt = render(p.prompt, p.criteria, p.reads, evidence, p.files)
         samples: list[list[CriterionReply]] = []
         calls: list[dict[str, Any]] = []
         for k in range(p.samples):
@@ -188,10 +203,24 @@ class Judge:
                 raise GraderError(f"judge answered garbage: {exc}") from None
         return self._verdict(samples, calls)
 
-    def _verdict(self, samples: list[list[CriterionReply]], calls: list[dict[str, Any]]) -> Verdict:
+    def _verdict(
+        self,
+        samples: list[list[CriterionReply]],
+        calls: list[dict[str, Any]],
+        unjudged: str | None = None,
+    ) -> Verdict:
+        """The verdict from the samples' replies; ``unjudged``: the judge was not asked
+        (why), every criterion fails with that reason."""
         p = self.params
         results, reasons, disagreed = [], [], 0
         for i, c in enumerate(p.criteria):
+            if unjudged is not None:
+                results.append(
+                    {"id": c.id, "passed": False, "value": None, "votes": [], "disagreed": False}
+                    | {"reasons": [unjudged]}
+                )
+                reasons.append(f"{c.id}: {unjudged}")
+                continue
             replies = [s[i] for s in samples]
             unusable = [r for r in replies if r.value is None]
             if len(unusable) * 2 >= len(replies):

@@ -3,7 +3,8 @@
 The prompt lays out the rubric (one line per criterion, with its scale), then what the
 judge reads: the conversation (everything the agent told the user, and the tools it
 called), the final answer, and optionally the final workspace (the files the harness took
-out of the agent's sandbox as data: read-only by construction, the agent's sandbox is gone).
+out of the agent's sandbox as data: read-only by construction, the agent's sandbox is gone)
+and the text of files named in ``files``, taken out the same way.
 The judge answers with one JSON object; anything else is garbage, a grader error.
 """
 
@@ -97,7 +98,7 @@ def rubric_text(criteria: list[Criterion]) -> str:
     return "\n".join(lines)
 
 
-def material(evidence: Evidence, reads: Sequence[str]) -> str:
+def material(evidence: Evidence, reads: Sequence[str], files: Sequence[str] = ()) -> str:
     parts: list[str] = []
     if "conversation" in reads:
         said = []
@@ -115,6 +116,9 @@ def material(evidence: Evidence, reads: Sequence[str]) -> str:
         state = evidence.final_state
         shown = json.dumps(state, indent=1, default=str) if state else "(no files)"
         parts.append("Final workspace (files as left by the agent):\n" + shown)
+    for path in files:
+        left = evidence.files.get(path)
+        parts.append(f"File {path} (as left by the agent):\n" + (left or "(empty)"))
     text = "\n\n".join(parts)
     if len(text) > MATERIAL_LIMIT:
         cut = len(text) - MATERIAL_LIMIT
@@ -123,13 +127,17 @@ def material(evidence: Evidence, reads: Sequence[str]) -> str:
 
 
 def render(
-    template: str | None, criteria: list[Criterion], reads: Sequence[str], evidence: Evidence
+    template: str | None,
+    criteria: list[Criterion],
+    reads: Sequence[str],
+    evidence: Evidence,
+    files: Sequence[str] = (),
 ) -> str:
     """The prompt for one trial: ``template`` (None: the harness's) filled in."""
     return (template or DEFAULT_TEMPLATE).format(
         instruction=evidence.task.instruction,
         rubric=rubric_text(criteria),
-        material=material(evidence, reads),
+        material=material(evidence, reads, files),
     )
 
 

@@ -18,7 +18,8 @@ installed in its sandbox, and the verdict is marked "graded in place".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -38,12 +39,16 @@ from harness.sandbox.workproduct import (
     BadWorkProduct,
     WorkProduct,
     absolute,
+    file_texts,
     files_state,
     parse_state,
 )
 
 if TYPE_CHECKING:
     from graders.base import Grader
+
+FILE_TEXT_LIMIT = 200_000
+"""Bytes of each file a grader reads as text (a judge shows at most 60,000 characters)."""
 
 
 def grader_runs_code(grader: Grader) -> bool:
@@ -124,6 +129,9 @@ class GradingPlan:
     runs_code: bool
     """A grader executes code (hidden tests): the whole workdir goes in after the dump."""
     in_place: str | None
+    read_files: list[str] = field(default_factory=list)
+    """Files whose text graders read (``workspace_files``), as they gave them; taken out
+    with ``exports``."""
 
     @property
     def needs_sandbox(self) -> bool:
@@ -137,6 +145,7 @@ def plan(
     runs_code = any(grader_runs_code(g) for g in graders)
     if env is None:
         return GradingPlan([], "none", [], [], False, False, None)
+    read = _dedupe_names(p for g in graders for p in _workspace_files(g))
     spec, workdir = env.spec.state, "."
     kind = "none" if served_state else spec.kind
     # Paths as each sandbox resolves them: relative to its own workdir (the same path on
@@ -158,6 +167,7 @@ def plan(
         else:
             wanted = [_relative(p, env.spec.workdir) if own else p for p in given]
         exports = [*wanted, *(r for r in exports if not any(_under(r, w) for w in wanted))]
+    exports += [_relative(p, env.spec.workdir) for p in read]
     return GradingPlan(
         exports=_dedupe(exports),
         state_kind=kind,
@@ -166,7 +176,18 @@ def plan(
         restore_files=kind == "command" and not roots,
         runs_code=runs_code,
         in_place=task.grade_in_place,
+        read_files=read,
     )
+
+
+def _workspace_files(grader: Grader) -> list[str]:
+    """The files a grader reads as text (graders written before ``workspace_files``: none)."""
+    read = getattr(getattr(grader, "params", None), "workspace_files", None)
+    return list(read()) if callable(read) else []
+
+
+def _dedupe_names(paths: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(paths))
 
 
 def _relative(path: str, workdir: str) -> str:
@@ -230,6 +251,15 @@ async def _dump(sandbox: Sandbox, env: Environment, *, user: str | None, env_var
             f"{what} failed (exit {result.exit_code}): {result.stderr.strip()[-300:]}"
         )
     return parse_state(result.stdout, what)
+
+
+async def final_file_texts(product: WorkProduct, plan_: GradingPlan) -> dict[str, str | None]:
+    """The text of the files graders read, from the agent's archive (nothing runs anywhere)."""
+    import anyio.to_thread
+
+    if not plan_.read_files:
+        return {}
+    return await anyio.to_thread.run_sync(file_texts, product, plan_.read_files, FILE_TEXT_LIMIT)
 
 
 async def final_files_state(product: WorkProduct, plan_: GradingPlan) -> dict | None:
@@ -306,6 +336,7 @@ __all__ = [
     "GradingPlan",
     "agent_fault",
     "command_state",
+    "final_file_texts",
     "final_files_state",
     "grader_env",
     "import_workdir",

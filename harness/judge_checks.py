@@ -14,7 +14,8 @@ grader whose setup hash the trial's verdict carries) is asked again three ways:
 A move is a criterion whose pass/fail differs from the stored verdict. Judge calls go
 through the same upstream code as in a run (its key, retries, price): their tokens and
 cost are summed and reported. Trials whose setup is no longer in the suite, or whose
-judge reads the workspace (not stored with the trial), are skipped and counted.
+judge reads the workspace or its files (not stored with the trial), are skipped and
+counted.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ async def _check_trial(
             why = "judge setup not in the suite (changed since the run)"
             report.skipped[why] = report.skipped.get(why, 0) + 1
             continue
-        if "workspace" in params.reads:
+        if "workspace" in params.reads or params.files:
             why = "judge reads the workspace (not stored with the trial)"
             report.skipped[why] = report.skipped.get(why, 0) + 1
             continue

@@ -159,6 +159,7 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
             failure = exc
         latency = time.monotonic() - t0
         final = None
+        files: dict[str, str | None] = {}
         try:
             if failure is None and server is not None and served_state:
                 # The server's state is its own (only the harness talks to it): read it
@@ -175,6 +176,9 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                 )
                 final = final or await trial_steps.after_agent(
                     sandbox, grading.final_files_state(product, how), "reading the files state"
+                )
+                files = await trial_steps.after_agent(
+                    sandbox, grading.final_file_texts(product, how), "reading the agent's files"
                 )
         except errors.AgentFailure as exc:  # incl. the agent's input bringing the server down
             failure = failure or exc
@@ -208,6 +212,7 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                 sandbox=grader,
                 hidden_dir=grader.hidden_dir if grader is not None else None,
                 seed=job.seed,
+                files=files,
             )
             verdicts = steps.verdicts if steps else await grade(rc.graders(task), evidence)
             combined = combine(verdicts)

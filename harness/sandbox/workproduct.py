@@ -152,6 +152,20 @@ def files_state(product: WorkProduct, roots: list[str]) -> dict[str, Any]:
     return {"files": dict(sorted(out.items()))}
 
 
+def file_texts(product: WorkProduct, paths: list[str], limit: int) -> dict[str, str | None]:
+    """The text of each of ``paths`` (relative to the workdir, or absolute) from the archive
+    alone, by the path as given: its first ``limit`` bytes, decoded as UTF-8 (bad bytes
+    replaced); None when the archive holds no regular file there (a link is never
+    followed)."""
+    wanted = {absolute(product.workdir, p).lstrip("/"): p for p in paths}
+    out: dict[str, str | None] = dict.fromkeys(paths)
+    for member, data in product.members():
+        path = wanted.get(member.name.rstrip("/"))
+        if path is not None and data is not None:
+            out[path] = data.read(limit).decode("utf-8", errors="replace")
+    return out
+
+
 # ----------------------------------------------------------------------------- dumps
 def depth(doc: Any, limit: int = MAX_STATE_DEPTH) -> int:
     """How deeply ``doc`` nests (iteratively, so any depth is measured safely), stopping
