@@ -16,7 +16,7 @@ from typing import TypedDict
 import numpy as np
 
 from harness.analysis.table import Trials
-from harness.config.subset import SubsetDraw
+from harness.config.subset import FitRecord, SubsetDraw
 from harness.stats import irt
 from harness.stats import subset as sub
 
@@ -123,6 +123,24 @@ def _empty(draw: SubsetDraw) -> FullSuite:
     )
 
 
+def model_score(
+    fit: FitRecord,
+    ids: list[str],
+    passes: np.ndarray,
+    counted: np.ndarray,
+    population: list[str],
+    confidence: float = 0.95,
+) -> tuple[irt.Ability, irt.PredictedScore]:
+    """θ from the anchors' results and the predicted score over ``population``, both by the
+    fit's a and b (its scoring half: not the half that chose the anchors)."""
+    a = np.array([fit["a"][i] for i in ids])
+    b = np.array([fit["b"][i] for i in ids])
+    est = irt.ability(passes, counted, a, b)
+    a_all = np.array([fit["a"][i] for i in population])
+    b_all = np.array([fit["b"][i] for i in population])
+    return est, irt.predicted_score(est, a_all, b_all, confidence)
+
+
 def full_suite(
     trials: Trials, draw: SubsetDraw, confidence: float = 0.95, denominator: str = "failure"
 ) -> FullSuite:
@@ -140,13 +158,8 @@ def full_suite(
         se_full=_se_full(*_rates(passes, counted), total),
     )
     if fit := draw.get("fit"):
-        a = np.array([fit["a"][i] for i in ids])
-        b = np.array([fit["b"][i] for i in ids])
-        est = irt.ability(passes, counted, a, b)
         pop = [p["id"] for p in draw.get("population") or []]
-        a_all = np.array([fit["a"][i] for i in pop])
-        b_all = np.array([fit["b"][i] for i in pop])
-        score = irt.predicted_score(est, a_all, b_all, confidence)
+        est, score = model_score(fit, ids, passes, counted, pop, confidence)
         half = (score.hi - score.lo) / 2
         return out | FullSuite(
             estimate=score.estimate,

@@ -57,17 +57,19 @@ def list_fits(store: Store, suite: str) -> list[AnchorFit]:
 
 def choose(spec: Subset, ids: list[str], fit: FitRecord, n: int) -> list[str]:
     """anchors: the n most informative tasks at the abilities seen recently; midrange: n
-    tasks whose historical pass rate is within the band, nearest 50% first."""
+    tasks whose historical pass rate is within the band, nearest 50% first; both by the
+    fit's choosing half, so the scoring half's a and b are not the ones that chose."""
     import numpy as np
 
     from harness.stats.irt import midrange, most_informative
 
+    by = fit.get("choose") or fit  # the half that chooses (a fit made before the split: itself)
     if spec.method == "anchors":
-        a = np.array([fit["a"][i] for i in ids])
-        b = np.array([fit["b"][i] for i in ids])
-        picked = most_informative(a, b, fit.get("recent_theta") or [0.0], n)
+        a = np.array([by["a"][i] for i in ids])
+        b = np.array([by["b"][i] for i in ids])
+        picked = most_informative(a, b, by.get("recent_theta") or [0.0], n)
     else:
-        rates = np.array([fit["pass_rate"][i] for i in ids])
+        rates = np.array([by["pass_rate"][i] for i in ids])
         picked = midrange(rates, n, spec.band)
         if picked.size < n:
             raise ValueError(

@@ -8,11 +8,12 @@ task, and its old results describe another one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from harness.config.subset import FitRecord, task_hash
+from harness.stats.anchor_split import SplitFit, split_fit
 
 
 @dataclass
@@ -64,27 +65,59 @@ RECENT = 5
 """Systems whose abilities say where anchors should be informative (the newest ones)."""
 
 
-def fit_record(history: History, current: dict[str, str]) -> FitRecord:
-    """Fit 2PL to the history; the record a subset draw and the report read, with quality."""
-    from harness.stats.irt import fit_2pl
+def _split(history: History, rows: list[int], seed: int) -> tuple[SplitFit, str]:
+    """``split_fit`` of those rows of the history: halves by run, or by system when the
+    rows come from one run."""
+    systems = [history.systems[i] for i in rows]
+    by_run = len({r for r, _ in systems}) >= 2
+    units = [r if by_run else f"{r}/{arm}" for r, arm in systems]
+    fitted = split_fit(history.successes[rows], history.trials[rows], units, seed, RECENT)
+    at = np.asarray(rows)
+    mapped = replace(fitted, choose_rows=at[fitted.choose_rows], score_rows=at[fitted.score_rows])
+    return mapped, "run" if by_run else "system"
 
-    fit = fit_2pl(history.successes, history.trials)
-    ran = history.trials.sum(0)
-    rates = np.where(ran > 0, history.successes.sum(0) / np.maximum(ran, 1), np.nan)
+
+def fit_record(history: History, current: dict[str, str], seed: int = 0) -> FitRecord:
+    """Fit 2PL to the history, split in two by ``seed``: one half's fit picks anchors
+    (``choose``), the other's a and b score a run; the record a subset draw and the report
+    read, with the scoring fit's quality."""
+    fitted, unit = _split(history, list(range(len(history.systems))), seed)
     t = history.tasks
+
+    def per_task(values: np.ndarray) -> dict[str, float]:
+        return {x: float(v) for x, v in zip(t, values, strict=True)}
+
+    def rates(rows: np.ndarray) -> dict[str, float]:
+        ran = history.trials[rows].sum(0)
+        won = history.successes[rows].sum(0)
+        return per_task(np.where(ran > 0, won / np.maximum(ran, 1), 0.5))
+
+    fit, chooser = fitted.score, fitted.choose
+    everyone = np.arange(len(history.systems))
     record: FitRecord = {
-        "a": {x: float(v) for x, v in zip(t, fit.a, strict=True)},
-        "b": {x: float(v) for x, v in zip(t, fit.b, strict=True)},
-        "pass_rate": {x: float(v) for x, v in zip(t, np.nan_to_num(rates, nan=0.5), strict=True)},
+        "a": per_task(fit.a),
+        "b": per_task(fit.b),
+        "pass_rate": rates(everyone),
         "task_hash": dict(current),
-        "recent_theta": [float(v) for v in fit.theta[:RECENT]],
+        "choose": {
+            "a": per_task(chooser.a),
+            "b": per_task(chooser.b),
+            "pass_rate": rates(fitted.choose_rows),
+            "recent_theta": [float(v) for v in fitted.recent_theta],
+        },
+        "split": {
+            "seed": seed,
+            "unit": unit,
+            "choose": [list(history.systems[i]) for i in fitted.choose_rows],
+            "score": [list(history.systems[i]) for i in fitted.score_rows],
+        },
     }
     quality = {
-        "se_a": {x: float(v) for x, v in zip(t, fit.se_a, strict=True)},
-        "se_b": {x: float(v) for x, v in zip(t, fit.se_b, strict=True)},
+        "se_a": per_task(fit.se_a),
+        "se_b": per_task(fit.se_b),
         "unplaced": {t[i]: why for i, why in fit.unplaced.items()},
         "systems": [list(s) for s in history.systems],
-        "converged": fit.converged,
+        "converged": fit.converged and chooser.converged,
         "iterations": fit.iterations,
         "loglik": fit.loglik,
     }
@@ -105,12 +138,13 @@ class Check:
 def leave_one_run_out(
     history: History, n: int, confidence: float = 0.95, seed: int = 0
 ) -> list[Check]:
-    """For each run that ran every task: fit on the other runs, pick n anchors (most
-    informative at the remaining newest abilities), predict the held-out run's full score
-    from its anchor results; and, beside it, from a random subset of n of its tasks. The
+    """For each run that ran every task: fit the other runs' two halves (``fit_record``'s
+    split), pick n anchors by one half (most informative at the remaining newest
+    abilities), predict the held-out run's full score
+    from its anchor results under the other half's fit; and, beside it, from a random subset of n of its tasks. The
     truth compared against is the run's own full-suite mean of per-task rates."""
     from harness.stats import subset as sub
-    from harness.stats.irt import ability, fit_2pl, most_informative, predicted_score
+    from harness.stats.irt import ability, most_informative, predicted_score
 
     rng = np.random.default_rng(seed)
     runs = list(dict.fromkeys(r for r, _ in history.systems))
@@ -120,8 +154,9 @@ def leave_one_run_out(
         rest = [i for i, (r, _) in enumerate(history.systems) if r != run]
         if len(rest) < 2:
             continue
-        fit = fit_2pl(history.successes[rest], history.trials[rest])
-        picked = most_informative(fit.a, fit.b, fit.theta[:RECENT], n)
+        fitted, _ = _split(history, rest, seed)
+        fit = fitted.score
+        picked = most_informative(fitted.choose.a, fitted.choose.b, fitted.recent_theta, n)
         for i in held:
             s, m = history.successes[i], history.trials[i]
             if np.any(m == 0):

@@ -67,14 +67,19 @@ def fit(
     suite: SuiteArg,
     store: StoreOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="The fit record as JSON.")] = False,
+    seed: Annotated[
+        int, typer.Option(min=0, help="Seed of the split of the runs into the two halves.")
+    ] = 0,
 ) -> None:
     """Fit 2PL (per-task difficulty and discrimination) to every finished run of SUITE in
-    the store and store it as the suite's next fit version."""
+    the store and store it as the suite's next fit version. The runs are split at random
+    in two halves: one half's fit picks anchors, the other's scores a run on them (one fit
+    doing both over-states the chosen tasks and its intervals undercover)."""
     from harness.anchors.fits import save_fit
     from harness.anchors.history import fit_record
 
     name, current, db, history = _history(suite, store)
-    record = fit_record(history, current)
+    record = fit_record(history, current, seed)
     version = save_fit(db, name, record)
     db.close()
     quality = record["quality"]  # type: ignore[typeddict-item]
@@ -88,6 +93,11 @@ def fit(
         f"{len(history.systems)} systems (arms of {runs} runs); "
         f"{'converged' if quality['converged'] else 'NOT converged'} in "
         f"{quality['iterations']} EM iterations"
+    )
+    split = record["split"]
+    _say(
+        f"split (seed {split['seed']}, by {split['unit']}): anchors chosen by a fit of "
+        f"{len(split['choose'])} systems, scored by a fit of the other {len(split['score'])}"
     )
     _say(f"task SE of difficulty b: median {se_b[len(se_b) // 2]:.2f}, largest {se_b[-1]:.2f}")
     unplaced = quality["unplaced"]

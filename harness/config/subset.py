@@ -95,6 +95,33 @@ class FitRecord(TypedDict, total=False):
     """Task id → hash of the task's config when fitted: a changed task makes the fit stale."""
     recent_theta: list[float]
     """Abilities of the systems seen most recently: where anchors should be informative."""
+    choose: FitChoice
+    """The fit of the history's other half, which picks the anchors (a fit without it, made
+    before the split, picks by its own a and b)."""
+    split: FitSplit
+    """Which runs fitted which half (a, b above: the scoring half)."""
+
+
+class FitChoice(TypedDict, total=False):
+    """What picks anchors: a 2PL fit of one half of the history, independent of the half
+    whose a and b score the run (choosing and scoring by one fit over-states the chosen
+    tasks' discrimination, and the interval undercovers)."""
+
+    a: dict[str, float]
+    b: dict[str, float]
+    pass_rate: dict[str, float]
+    recent_theta: list[float]
+
+
+class FitSplit(TypedDict):
+    """The seeded split of the history's systems into the choosing and the scoring half."""
+
+    seed: int
+    unit: str
+    """'run' (every arm of a run in one half) or 'system' (a store with one run: its arms)."""
+    choose: list[list[str]]
+    """(run id, arm) of each system the choosing fit used."""
+    score: list[list[str]]
 
 
 class SubsetDraw(TypedDict, total=False):

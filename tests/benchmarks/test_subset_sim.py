@@ -15,6 +15,9 @@ def test_the_docs_table_is_the_checked_in_result() -> None:
     for cond in sim.CONDITIONS:
         for n in sim.NS:
             assert 0.9 <= cells[(cond, "random", n)]["coverage"] <= 0.98
+    for n in sim.NS:  # where 2PL holds: the split history covers, one fit did not
+        assert 0.92 <= cells[("2PL holds", "anchors", n)]["coverage"] <= 0.97
+        assert cells[("2PL holds", "anchors_same", n)]["coverage"] <= 0.9
 
 
 def test_a_seeded_live_sample() -> None:

@@ -52,10 +52,15 @@ def test_fit_stores_a_versioned_fit_with_its_quality(history: tuple[Path, str]) 
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith("fit v1 of suite irt: 30 tasks from 8 systems (arms of 2 runs)")
     assert "task SE of difficulty b: median" in first.stdout
+    said = " ".join(first.stdout.split())
+    assert "split (seed 0, by run): anchors chosen by a fit of 4 systems, scored by a fit" in said
     second = json.loads(run_cli("anchors", "fit", str(suite), "--store", store, "--json").stdout)
     assert second["version"] == "2"
     assert len(second["a"]) == 30 and len(second["quality"]["systems"]) == 8
     assert set(second["quality"]["unplaced"]) <= set(second["a"])
+    chose, scored = second["split"]["choose"], second["split"]["score"]
+    assert len(chose) == len(scored) == 4 and not {r for r, _ in chose} & {r for r, _ in scored}
+    assert len(second["choose"]["a"]) == 30
 
 
 def test_a_run_on_anchors_names_the_fit_and_check_prints_the_table(
