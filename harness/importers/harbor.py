@@ -12,7 +12,9 @@ a reward to ``/logs/verifier/reward.txt`` (or ``reward.json``). Each becomes:
 - a task in ``tasks/harbor/tasks.yaml``: the instruction; ``solve.sh`` as the oracle's
   solution; ``tests/`` as hidden material copied in after the agent, run by a
   ``tests_script`` grader from ``/tests`` that reads the reward file (a reward of 1 passes);
-  the agent and verifier timeouts as the trial's time budget and the tests' timeout;
+  the agent and verifier timeouts as the trial's time budget and the tests' timeout; a
+  model-judge verifier (``[verifier.env]`` with an API key, a ``test.sh`` running one judge
+  script) becomes the harness's ``judge`` grader instead (``harbor_judge``);
 - ``tasks/harbor/suite.yaml``: oracle and noop arms on Docker, with the largest memory and
   CPU limits the tasks ask for.
 
@@ -33,7 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError
-from harness.importers import harbor_compose, harbor_network, harbor_steps
+from harness.importers import harbor_compose, harbor_judge, harbor_network, harbor_steps
 from harness.importers.harbor_network import ALLOWLIST, PUBLIC
 
 REWARD_DIR = "/logs/verifier"
@@ -167,8 +169,8 @@ _TaskEntry = TypedDict(
         "instruction": str,
         "environment": str,
         "class": str,
-        "hidden": str,
-        "graders": list[_TestsGrader],
+        "hidden": NotRequired[str],
+        "graders": list[_TestsGrader | dict],
         "solution": NotRequired[_Solution],
         "network": NotRequired[list[str]],
         "internet": NotRequired[bool],
@@ -253,8 +255,13 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         )
     if _nonempty(env.env):
         return "environment variables ([environment.env])"
-    if _nonempty(verifier.env):
-        return "verifier environment variables, e.g. an API key for a model judge ([verifier.env])"
+    if _nonempty(verifier.env) and multi:
+        return "verifier environment variables in a multi-step task ([verifier.env])"
+    if _nonempty(verifier.env) and (task_dir / "tests" / "test.sh").is_file():
+        try:  # a model judge's key and model: the harness's judge grader
+            _judge(task_dir, toml)
+        except harbor_judge.Refused as exc:
+            return str(exc)
     if _nonempty(toml.solution.env):
         return "solution environment variables ([solution.env])"
     if multi:
@@ -266,6 +273,13 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     if "/logs/agent" in (task_dir / "tests" / "test.sh").read_text(errors="replace"):
         return "tests that read Harbor's own agent logs (/logs/agent)"
     return None
+
+
+def _judge(task_dir: Path, toml: HarborToml) -> dict | None:
+    """The judge grader a model-judge verifier maps to (``harbor_judge``), or None when the
+    verifier has no environment variables; raises ``harbor_judge.Refused``."""
+    env = toml.verifier.env
+    return harbor_judge.judge_grader(task_dir, env) if isinstance(env, dict) and env else None
 
 
 def _workdir(task_dir: Path, env: HarborEnvironment) -> str:
@@ -370,11 +384,20 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             spec["services"], spec["volumes"] = services, volumes
         (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
         steps: list[dict] = []
+        judge = _judge(task_dir, toml)
         if toml.steps is not None:  # each step's hidden material, the first the task's
             hidden_dir = task_root / "hidden" / slug
             steps = harbor_steps.write_steps(task_dir, toml.steps, hidden_dir, f"hidden/{slug}")
-        else:
+        elif judge is None:  # a judge reads the agent's files: nothing of tests/ is run
             shutil.copytree(task_dir / "tests", task_root / "hidden" / slug)
+        tests: _TestsGrader = {
+            "type": "tests_script",
+            "command": TEST_COMMAND,
+            "reward_file": f"{REWARD_DIR}/reward.txt",
+            "timeout_s": harbor_steps.verifier_timeout(toml.steps, verifier.timeout_sec)
+            if steps
+            else verifier.timeout_sec,
+        }
         entry: _TaskEntry = {
             "id": f"harbor/{slug}",
             "instruction": (
@@ -382,18 +405,10 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             ),
             "environment": f"harbor-{slug}",
             "class": str(toml.metadata.category),
-            "hidden": steps[0]["hidden"] if steps else f"hidden/{slug}",
-            "graders": [
-                {
-                    "type": "tests_script",
-                    "command": TEST_COMMAND,
-                    "reward_file": f"{REWARD_DIR}/reward.txt",
-                    "timeout_s": harbor_steps.verifier_timeout(toml.steps, verifier.timeout_sec)
-                    if steps
-                    else verifier.timeout_sec,
-                }
-            ],
+            "graders": [judge if judge is not None else tests],
         }
+        if judge is None:
+            entry["hidden"] = steps[0]["hidden"] if steps else f"hidden/{slug}"
         if steps:
             entry["steps"] = steps
             strategy = (toml.model_extra or {}).get("multi_step_reward_strategy", "mean")
@@ -409,7 +424,11 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         if agent.timeout_sec:
             entry["budgets"] = {"timeout_s": agent.timeout_sec}
         grading = harbor_network.grading_keys(verifier_net)
-        if toml.separate_verifier:
+        if judge is not None:
+            # The judge runs on the host, its calls leaving from there: no grading sandbox,
+            # and the verifier's network is no sandbox's.
+            grading = {}
+        elif toml.separate_verifier:
             grading.update(_verifier_environment(task_dir, toml, slug, out))
         elif spec["workdir"] == "/" or services or steps:
             # Nothing marks where the agent's work lies, the tests may talk to its
@@ -424,7 +443,7 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             grading = {}
         if grading:
             entry["grading"] = grading
-        if PUBLIC in (agent_net.mode, verifier_net.mode):
+        if PUBLIC in (agent_net.mode, verifier_net.mode if judge is None else None):
             result.open_egress.append(rel)
         entries.append(entry)
         result.imported.append(rel)
