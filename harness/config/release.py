@@ -91,6 +91,12 @@ class GatePolicy(Strict):
         "trials without a verdict) a may-ship verdict tolerates; beyond it, and clear of noise "
         "at `confidence`, the gate says inconclusive",
     )
+    quantity: Literal["raw", "corrected"] = Field(
+        "raw",
+        description="the rates the rule reads: raw (as graded) or, for a judged suite, "
+        "corrected for the judge's error with the run's human labels (Rogan–Gladen, its "
+        "interval wider for the labels' own uncertainty; `harness label` stores them)",
+    )
     must_never: list[str] = Field(
         default_factory=list,
         description="task classes where any candidate failure blocks the release (asserted, "
@@ -128,6 +134,8 @@ class GatePolicy(Strict):
             raise ValueError("'bar' belongs to the threshold rule only")
         if self.looks is not None and not self.sequential:
             raise ValueError("'looks' needs sequential: true")
+        if self.quantity == "corrected" and self.sequential:
+            raise ValueError("quantity 'corrected' is read one run at a time, not sequentially")
         return self
 
 

@@ -184,8 +184,13 @@ def gate_trials(
 ) -> GateResult:
     """The gate on a run whose trials are loaded already (the HTML page loads them once)."""
     from harness.release.gate import evaluate_gate
+    from harness.release.gate_quantity import corrected_reading
     from harness.release.source import stored_config
 
+    corrected = None
+    if policy.quantity == "corrected":
+        where = (str(policy_path), "quantity") if policy_path else (run.suite_path, "gate.quantity")
+        corrected = corrected_reading(store, run, policy, *where)
     out = evaluate_gate(
         trials,
         policy,
@@ -194,6 +199,7 @@ def gate_trials(
         trials_per_task=run.trials_per_task,
         run_id=run.id,
         earlier=_earlier_nights(store, run, trials, policy) if policy.sequential else None,
+        corrected=corrected,
     )
     out["suite"] = run.suite_name
     out["policy_source"] = str(policy_path) if policy_path else "suite gate:"

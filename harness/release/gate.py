@@ -31,7 +31,7 @@ Beside it: the A/A delta (noise floor) when the run has an A/A arm, and class sc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -194,14 +194,8 @@ def threshold_check(
     else:
         n_eff = float(est.n_units)
     prob = posterior_prob_above(p * n_eff, n_eff, bar)
-    bound = "one-sided" if policy.sides == "one-sided" else "two-sided"
-    ci = f"{bound} {_level(confidence)} bounds [{est.lo:.3f}, {est.hi:.3f}]"
-    if est.lo > bar:
-        verdict, why = "improvement", f"meets the bar: lower bound {est.lo:.3f} > {bar:.3f} ({ci})"
-    elif est.hi < bar:
-        verdict, why = "regression", f"below the bar: upper bound {est.hi:.3f} < {bar:.3f} ({ci})"
-    else:
-        verdict, why = "inconclusive", f"the interval crosses the bar {bar:.3f} ({ci})"
+    ci = f"{bound_words(policy, confidence)} bounds [{est.lo:.3f}, {est.hi:.3f}]"
+    verdict, why = bar_verdict(est.lo, est.hi, bar, ci)
     return {
         **out,
         "estimate": p,
@@ -217,6 +211,20 @@ def threshold_check(
     }
 
 
+def bound_words(policy, confidence: float) -> str:
+    """The bounds' kind and level in words: 'one-sided 95%'."""
+    return f"{'one-sided' if policy.sides == 'one-sided' else 'two-sided'} {_level(confidence)}"
+
+
+def bar_verdict(lo: float, hi: float, bar: float, ci: str) -> tuple[str, str]:
+    """(verdict, why) of the threshold rule on a rate's bounds: above, below or across."""
+    if lo > bar:
+        return "improvement", f"meets the bar: lower bound {lo:.3f} > {bar:.3f} ({ci})"
+    if hi < bar:
+        return "regression", f"below the bar: upper bound {hi:.3f} < {bar:.3f} ({ci})"
+    return "inconclusive", f"the interval crosses the bar {bar:.3f} ({ci})"
+
+
 # long: it is the gate's decision order (must-never, coverage, rule, A/A floor, screens), read top
 #   to bottom as the module doc lists it.
 def evaluate_gate(
@@ -228,6 +236,7 @@ def evaluate_gate(
     trials_per_task: int = 1,
     run_id: str | None = None,
     earlier: list[Night] | None = None,
+    corrected: dict[str, Any] | None = None,
 ) -> GateResult:
     """Apply a ``GatePolicy`` to one run's trials; returns the verdict with its numbers.
 
@@ -235,7 +244,9 @@ def evaluate_gate(
     ``must_never`` flags); the primary arms come from the policy, else the suite's primary
     comparison, else the first two arms. ``earlier``: under ``sequential``, the nights of the
     suite's earlier gated runs since the last restart (``harness.release.nightly``), oldest
-    first. Pure: no store access.
+    first. ``corrected``: under ``quantity: corrected``, the run's judge-corrected rates
+    (``harness.release.gate_quantity.corrected_reading``), which the rule then reads.
+    Pure: no store access.
     """
     from harness.analysis import settings_of
     from harness.analysis.paired import aa_floor, compare_arms
@@ -248,6 +259,7 @@ def evaluate_gate(
         flagged_tasks,
         must_never_checks,
     )
+    from harness.release.gate_quantity import RAW, corrected_decision
 
     config = config or {}
     suite: StoredSuite = config.get("suite") or {}
@@ -292,6 +304,10 @@ def evaluate_gate(
     else:
         assert primary is not None  # every rule but threshold compares against a baseline
         stat_verdict, why = primary_verdict(primary, policy, confidence)
+    quantity = RAW
+    if corrected is not None:
+        raw = verdict_label(policy.rule, stat_verdict)
+        stat_verdict, why, quantity = corrected_decision(corrected, policy, primary, candidate, raw)
     if settings.phase_one_trials is not None and primary is not None:
         why += f"; estimator: {primary['estimator']}"
     if draw := config.get("subset"):
@@ -357,6 +373,7 @@ def evaluate_gate(
         "design": design,
         "warnings": warnings,
         "cannot_establish": _limits(policy, stat_verdict),
+        "quantity": quantity,
     }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict, final
 
+from harness.release.gate_quantity import GateQuantity
 from harness.stats.records import Interval
 
 
@@ -232,9 +233,8 @@ class BalanceGap(TypedDict):
 
 
 class Balance(TypedDict):
-    """Do the arms differ in retried or unresolved share? Retries are where an agent could
-    turn its failures into fresh attempts, and missing verdicts are not missing at random:
-    a may-ship verdict over arms that differ there beyond the bound is inconclusive."""
+    """Do the arms differ in retried or unresolved share? An agent could turn failures into
+    retries, and missing verdicts are not random: a may-ship verdict then is inconclusive."""
 
     name: str
     bound: float
@@ -284,8 +284,7 @@ class ThresholdCheck(TypedDict, total=False):
 
 
 class RunComparison(Comparison, total=False):
-    """``harness compare A B``: the paired comparison with its preconditions, A/A floor and
-    screens (no numbers when the sides differ and the comparison was refused)."""
+    """``harness compare A B``: the comparison, preconditions, A/A floor, screens (or refused)."""
 
     baseline_side: str
     candidate_side: str
@@ -308,8 +307,7 @@ class PrimaryRecord(TypedDict):
 
 
 class GatePolicyRecord(TypedDict):
-    """A release rule as JSON (``GatePolicy.model_dump``): what a gate result says it applied,
-    and a stored suite's ``gate:``."""
+    """A release rule as JSON (``GatePolicy.model_dump``), in a gate result or a stored suite."""
 
     primary: PrimaryRecord | None
     rule: str
@@ -325,6 +323,7 @@ class GatePolicyRecord(TypedDict):
     max_retry_gap: float
     must_never: list[str]
     n_resamples: int
+    quantity: NotRequired[str]  # 'raw' or 'corrected' (absent in suites stored before it)
 
 
 class GateResult(TypedDict):
@@ -352,6 +351,7 @@ class GateResult(TypedDict):
     design: DesignSummary
     warnings: list[str]
     cannot_establish: list[str]
+    quantity: GateQuantity
     suite: NotRequired[str]
     """Set by ``gate_run``: the run's suite, and where the policy came from."""
     policy_source: NotRequired[str]

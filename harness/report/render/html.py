@@ -164,6 +164,8 @@ def gate_context(gate: GateResult) -> GateSection:
             bits.append(f"max unresolved {hs.pct(policy['max_unresolved'])}")
         if policy.get("must_never"):
             bits.append("must-never classes " + ", ".join(map(str, policy["must_never"])))
+    if isinstance(quantity := gate.get("quantity"), dict):
+        bits.append(quantity["text"])
     checks = [
         (f"must never: {c.get('name', '')}", str(c.get("status")), c.get("message") or "")
         for c in gate.get("must_never") or []

@@ -287,6 +287,8 @@ def decision_lines(g: GateResult) -> tuple[str, list[str]]:
             f"{pol['sides']} at {pol['confidence']:.0%} → {p['verdict']}"
         )
         lines += comparison_lines(p, pol)
+    if q := g.get("quantity"):
+        lines.append(q["text"])
     seq = g.get("sequential")
     if seq:
         lines.append(

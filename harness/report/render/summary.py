@@ -165,16 +165,19 @@ def gate_rule_text(gate: GateResult) -> str:
     pol = gate["policy"]
     level = f"{pol['sides']} at {pct(pol['confidence'], 0)}"
     th = gate.get("threshold")
+    fixed = (gate.get("quantity") or {}).get("corrected")
+    read = " corrected for judge error" if fixed else ""
     if th is not None:
+        b = fixed or th
         return (
             f"rule: threshold, {gate['candidate']} above {pct(pol['bar'])}, {level}: "
-            f"bounds [{pct(th.get('lo'))}, {pct(th.get('hi'))}]"
+            f"bounds{read} [{pct(b.get('lo'))}, {pct(b.get('hi'))}]"
         )
     margin = pol.get("margin")
     rule = pol["rule"] + (f", margin {points(margin, signed=False)} pts" if margin else "")
-    p = gate.get("primary") or {}
+    p = fixed or gate.get("primary") or {}
     bounds = f"[{signed_points(p.get('lo'))}, {signed_points(p.get('hi'))}]"
-    return f"rule: {rule}, {level}: bounds {bounds}"
+    return f"rule: {rule}, {level}: bounds{read} {bounds}"
 
 
 def gate_text(gate: GateResult | str) -> str:
