@@ -78,6 +78,7 @@ def harbor(
     imported and, one line each, what was refused and why."""
     from harness.errors import ConfigError
     from harness.importers.harbor import import_harbor
+    from harness.importers.harbor_judge import BASE_URL_VAR
 
     try:
         done = import_harbor(path, out)
@@ -96,6 +97,12 @@ def harbor(
             "the suite runs them only with --allow-internet"
         )
         allow = " --allow-internet"
+    for var in sorted(set(done.judged.values())):
+        n = sum(v == var for v in done.judged.values())
+        typer.echo(
+            f"{n} task(s) are graded by a model judge (the harness's judge grader): set {var}, "
+            f"and {BASE_URL_VAR} for another endpoint"
+        )
     if done.suite is not None:
         typer.echo(f"run them: harness run {done.suite}{allow}")
 

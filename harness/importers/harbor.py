@@ -193,6 +193,8 @@ class HarborImport:
     open_egress: list[str] = field(default_factory=list)
     """Imported tasks whose agent or verifier has Harbor's public network: they run only
     where the user allows open egress (``--allow-internet``)."""
+    judged: dict[str, str] = field(default_factory=dict)
+    """Imported tasks graded by a model judge -> the variable its API key is read from."""
     suite: Path | None = None
 
 
@@ -445,6 +447,8 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             entry["grading"] = grading
         if PUBLIC in (agent_net.mode, verifier_net.mode if judge is None else None):
             result.open_egress.append(rel)
+        if judge is not None:
+            result.judged[rel] = str(judge["model"]["api_key_env"])
         entries.append(entry)
         result.imported.append(rel)
         memory = max(memory, _memory_mb(env_toml) or 0)

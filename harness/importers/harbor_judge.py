@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-BASE_URL = "${ANTHROPIC_BASE_URL:-https://api.anthropic.com}/v1"
+BASE_URL_VAR = "ANTHROPIC_BASE_URL"
+"""Where the judge's endpoint may be moved (the variable Anthropic's own clients read)."""
+BASE_URL = f"${{{BASE_URL_VAR}:-https://api.anthropic.com}}/v1"
 _KEY_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _RUN = re.compile(r"^uv run (?:--\S+ )*/tests/([A-Za-z0-9_.-]+\.py)$")
 _SKIP = ("/tests", "/logs")
@@ -205,4 +207,4 @@ def judge_grader(task_dir: Path, env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["BASE_URL", "Refused", "judge_grader", "script_of"]
+__all__ = ["BASE_URL", "BASE_URL_VAR", "Refused", "judge_grader", "script_of"]

@@ -71,6 +71,8 @@ def test_the_example_runs_on_docker_against_a_scripted_judge(tmp_path: Path, doc
     out = tmp_path / "out"
     imported = run_cli("import", "harbor", str(task.parent), "--out", str(out))
     assert "1 imported, 0 refused" in imported.stdout, imported.stdout + imported.stderr
+    assert "1 task(s) are graded by a model judge" in imported.stdout
+    assert "set ANTHROPIC_API_KEY, and ANTHROPIC_BASE_URL" in imported.stdout
     store = tmp_path / "h.db"
     with FakeOpenAI(default=funny_judge) as server:
         server.models = Reply(body={"object": "list", "data": [{"id": "claude-haiku-4-5"}]})
