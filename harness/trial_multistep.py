@@ -173,7 +173,10 @@ async def run_steps(run: StepRun) -> Steps:
             hidden_dir=box.hidden_dir,
             seed=run.job.seed,
         )
-        verdicts = await grade(run.rc.graders(task), evidence)
+        try:
+            verdicts = await grade(run.rc.graders(task), evidence)
+        finally:
+            await box.inner.end_grading()  # the next step is the agent's again
         out.verdicts += verdicts
         combined = combine(verdicts)
         record.reward, record.passed = combined.score, combined.passed

@@ -209,6 +209,12 @@ class Sandbox(abc.ABC):
         environment. Default: this backend cannot (``SandboxError``)."""
         raise SandboxError(f"sandbox {self.id}: this backend cannot grade")
 
+    async def end_grading(self) -> None:
+        """A sandbox graded in place goes back to the agent (the next step of a multi-step
+        task): what ``install_grading`` opened for the grader (commands as another user,
+        the grader's binds) is closed again. Default: nothing was opened."""
+        return None
+
     async def restore_files(self, files: Path) -> None:
         """Put the environment's own files (the harness's copy) back into the workdir over
         whatever is there. Default: this backend cannot (``SandboxError``)."""

@@ -102,9 +102,7 @@ class BwrapSandbox(Sandbox):
         self._cgroup = cgroup
         self._groups: set[int] = set()
         self._destroyed = False
-        self._grading_binds: list[str] = []
-        """Read-only binds of a grading sandbox (hidden files, the as-agent helper) and the
-        grader's HOME, set by ``install_grading``."""
+        self._grading_binds: list[str] = []  # the grader's (install_grading, end_grading)
 
     # ------------------------------------------------------------------ paths
     def _host_path(self, path: str) -> Path:
@@ -330,6 +328,10 @@ class BwrapSandbox(Sandbox):
         self._grading_binds = binds
         hidden_dir = HIDDEN_PATH if hidden is not None else None
         return GradingPlace(hidden_dir, None, grader_env(self.workdir, hidden_dir))
+
+    async def end_grading(self) -> None:
+        """The agent's next step sees neither the hidden files nor the grader's HOME."""
+        self._grading_binds = []
 
     async def restore_files(self, files: Path) -> None:
         await anyio.to_thread.run_sync(

@@ -288,7 +288,11 @@ class DockerProvider(SandboxProvider):
             command=[],
             name=f"harness-{uuid.uuid4().hex[:12]}",
             hostname="sandbox",
-            user="0:0" if request.grading else agent_user(spec.user, pinned),
+            # A task graded in place: its container's processes are root's, so that the
+            # grader's exec holds CAP_SETUID/CAP_SETGID (an exec as root in a container of
+            # uid 1000 holds no capability, and as-agent could not drop); the agent's
+            # commands still run as its own user (``only_user``), with none.
+            user="0:0" if request.grading or request.in_place else agent_user(spec.user, pinned),
             working_dir=spec.workdir,
             environment={"HARNESS_WORKDIR": spec.workdir},
             labels=labels,
@@ -350,7 +354,7 @@ class DockerProvider(SandboxProvider):
             self._daemon, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
         )
         if not request.grading:
-            box.only_user = kwargs["user"]
+            box.only_user = agent_user(env.spec.user, pinned)
         return box
 
     async def _remove(self, container: str) -> None:

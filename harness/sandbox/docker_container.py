@@ -85,6 +85,8 @@ class DockerSandbox(Sandbox):
         self.only_user: str | None = None
         """An agent's sandbox: the one user commands may run as (the unprivileged user,
         or root where the environment opts in); None: any (a grading sandbox)."""
+        self._agent_user: str | None = None
+        """The agent's ``only_user`` while a task graded in place is being graded."""
 
     @property
     def _api(self):
@@ -132,7 +134,8 @@ class DockerSandbox(Sandbox):
         env = dict(os.environ)
         if self._daemon.base_url:
             env["DOCKER_HOST"] = self._daemon.base_url
-        argv = [docker, "exec", "-i", "-w", self.workdir, self.id, "bash", "-c", cmd]
+        user = ["-u", self.only_user] if self.only_user else []
+        argv = [docker, "exec", "-i", *user, "-w", self.workdir, self.id, "bash", "-c", cmd]
         try:
             return await anyio.open_process(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
@@ -159,7 +162,8 @@ class DockerSandbox(Sandbox):
         exit; raises ``SandboxError`` when the container is gone or Docker fails.
         """
         only = self.only_user
-        if only not in (None, "0:0") and user not in (None, "", only, only.split(":")[0]):
+        user = user or only  # the agent's own user, whatever the container's
+        if only not in (None, "0:0") and user not in (only, only.split(":")[0]):
             from harness.errors import AgentFailure
 
             raise AgentFailure(
@@ -390,8 +394,16 @@ class DockerSandbox(Sandbox):
         except docker_errors() as exc:
             raise self._fail(exc, "installing the grading material") from exc
         hidden_dir = HIDDEN_PATH if hidden is not None else None
+        if self.only_user is not None:
+            self._agent_user = self.only_user
         self.only_user = None  # the agent's turn is over (a task graded in place)
         return GradingPlace(hidden_dir, "0:0", grader_env(self.workdir, hidden_dir))
+
+    async def end_grading(self) -> None:
+        """The agent's next step: its commands run as its own user only again (else it
+        could run them as the grader's root, which may drop to any user)."""
+        if self._agent_user is not None:
+            self.only_user = self._agent_user
 
     async def restore_files(self, files: Path) -> None:
         """The environment's files (the harness's copy) over the workdir, owned by uid 1000."""

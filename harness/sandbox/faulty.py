@@ -88,6 +88,9 @@ class FaultySandbox(Sandbox):
     async def restore_files(self, files: Path) -> None:
         await self.inner.restore_files(files)
 
+    async def end_grading(self) -> None:
+        await self.inner.end_grading()
+
     async def death_cause(self) -> str | None:
         return await self.inner.death_cause()
 

@@ -319,9 +319,10 @@ class Attack(Agent):
 
     name = "grading-attack"
     Params = AttackParams
+    probes = PROBES
 
     async def run(self, ctx: AgentContext) -> AgentResult:
-        return await PROBES[ctx.params["probe"]](ctx)
+        return await self.probes[ctx.params["probe"]](ctx)
 
 
 __all__ = ["PROBES", "Attack"]
