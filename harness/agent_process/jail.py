@@ -140,7 +140,10 @@ def unavailable() -> str | None:
     if exe is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
     probe = [exe, "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0"]
-    probe += ["--cap-add", "ALL", "--ro-bind", "/", "/", "--proc", "/proc", "true"]
+    from harness.sandbox.bwrap_root import system_binds
+
+    # not the whole host: a recursive bind of / fails while a Docker container's mounts change
+    probe += ["--cap-add", "ALL", *system_binds(), "--proc", "/proc", "true"]
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:

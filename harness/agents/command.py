@@ -367,8 +367,9 @@ class CommandAgent(Agent):
             }
         host_jail.require(f"arms.{ctx.arm.name}.params.where")
         assert files.host_cwd is not None  # a host program's files are on the host
-        argv = host_jail.jailed(["bash", "-c", command], cwd=files.host_cwd, writable=[files.base])
-        return await host_jail.run(argv, stdin=stdin, cwd=files.host_cwd, env=env)
+        return await host_jail.run_jailed(
+            ["bash", "-c", command], stdin=stdin, cwd=files.host_cwd, writable=[files.base], env=env
+        )
 
     def _merge_trajectory(self, ctx: AgentContext, text: str | None) -> None:
         if not text or not text.strip():

@@ -63,9 +63,10 @@ from harness.sandbox.bwrap_root import (
     remove_trial_root,
     system_binds,
 )
+from harness.sandbox.launch_marker import LAUNCHES, RELAUNCH_DELAY_S, StartMarker, run_marked
 from harness.sandbox.local import _dir_digest
 from harness.sandbox.output import OUTPUT_LIMIT, read_at_most
-from harness.sandbox.process import collect, kill_group
+from harness.sandbox.process import Finished, kill_group
 from harness.sandbox.workproduct import WorkProduct, replace_host_paths, tar_host_paths
 
 if TYPE_CHECKING:
@@ -124,45 +125,16 @@ class BwrapSandbox(Sandbox):
         return target
 
     # ------------------------------------------------------------------ exec
-    def _argv(self, cmd: str, env: dict[str, str]) -> list[str]:
-        args = [
-            "bwrap",
-            *system_binds(),
-            "--ro-bind",
-            str(self.root / "passwd"),
-            "/etc/passwd",
-            "--ro-bind",
-            str(self.root / "group"),
-            "/etc/group",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--bind",
-            str(self._tmp),
-            "/tmp",
-            "--bind",
-            str(self._work),
-            self.workdir,
-            *self._extra_binds(),
-            "--remount-ro",
-            "/",
-            "--chdir",
-            self.workdir,
-            "--unshare-all",
-            "--unshare-user",
-            "--uid",
-            str(UID),
-            "--gid",
-            str(UID),
-            "--hostname",
-            "sandbox",
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-            "--clearenv",
-        ]
+    def _argv(self, cmd: str, env: dict[str, str], marker: StartMarker | None = None) -> list[str]:
+        args = ["bwrap", *system_binds()]
+        args += ["--ro-bind", str(self.root / "passwd"), "/etc/passwd"]
+        args += ["--ro-bind", str(self.root / "group"), "/etc/group", "--proc", "/proc"]
+        args += ["--dev", "/dev", "--bind", str(self._tmp), "/tmp"]
+        args += ["--bind", str(self._work), self.workdir, *self._extra_binds()]
+        args += ["--remount-ro", "/", "--chdir", self.workdir]
+        args += ["--unshare-all", "--unshare-user", "--uid", str(UID), "--gid", str(UID)]
+        args += ["--hostname", "sandbox", "--die-with-parent", "--new-session"]
+        args += ["--cap-drop", "ALL", "--clearenv"]
         base = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": self.workdir,
@@ -172,11 +144,15 @@ class BwrapSandbox(Sandbox):
         }
         for key, value in base.items():
             args += ["--setenv", key, value]
+        start = marker.script() if marker is not None else ""
         if self._cgroup is None:  # no cgroup: cap memory per process at least
             kb = bwrap_limits.parse_bytes(self._limits.memory) // 1024
-            args += ["bash", "-c", f'ulimit -v {kb}; exec bash -c "$1"', "bash", cmd]
+            start = f"ulimit -v {kb}; {start}"
+        if start:
+            args += ["bash", "-c", f'{start}exec bash -c "$1"', "bash", cmd]
         else:
             args += ["bash", "-c", cmd]
+        if self._cgroup is not None:
             join = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1"; shift; n=$((n-1)); done; exec "$@"'
             files = self._cgroup.procs_files
             args = ["/bin/sh", "-c", join, "sh", str(len(files)), *files, *args]
@@ -223,24 +199,14 @@ class BwrapSandbox(Sandbox):
         if isinstance(stdin, str):
             stdin = stdin.encode()
         start = time.monotonic()
-        try:
-            proc = await anyio.open_process(
-                self._argv(cmd, dict(env or {})),
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                start_new_session=True,
-                env=launch_env(),
-            )
-        except OSError as exc:
-            raise SandboxError(f"bwrap exec failed: {exc}") from exc
-        self._groups.add(proc.pid)
-        try:
-            # bwrap and its namespace's init die with the group; the kernel kills the rest.
-            done = await collect(proc, stdin=stdin, timeout=timeout, output_limit=output_limit)
-        finally:
-            self._groups.discard(proc.pid)
-        stderr = text.decode(done.stderr)
-        if done.exit_code != 0 and stderr.startswith("bwrap:"):
-            raise SandboxError(f"sandbox {self.id}: {stderr.strip()[:300]}")
+        for launch in range(LAUNCHES):
+            done, started = await self._run_once(cmd, dict(env or {}), stdin, timeout, output_limit)
+            stderr = text.decode(done.stderr)
+            if started:
+                break
+            if launch == LAUNCHES - 1 or done.timed_out:  # bwrap's own failure, every time
+                raise SandboxError(f"sandbox {self.id}: {stderr.strip()[:300]}")
+            await anyio.sleep(RELAUNCH_DELAY_S * (launch + 1))
         return ExecResult(
             exit_code=done.exit_code,
             stdout=text.decode(done.stdout),
@@ -248,6 +214,22 @@ class BwrapSandbox(Sandbox):
             duration_s=time.monotonic() - start,
             timed_out=done.timed_out,
             dropped=done.dropped,
+        )
+
+    async def _run_once(
+        self, cmd: str, env: dict[str, str], stdin: bytes | None, timeout: float | None, limit: int
+    ) -> tuple[Finished, bool]:
+        """One launch of ``cmd`` (``launch_marker.run_marked``), its process group killed with
+        the sandbox's others on destroy."""
+        cgroup = self._cgroup
+        return await run_marked(
+            lambda marker: self._argv(cmd, env, marker),
+            stdin=stdin,
+            timeout=timeout,
+            output_limit=limit,
+            env=launch_env(),
+            groups=self._groups,
+            limit_events=cgroup.limit_events if cgroup is not None else None,
         )
 
     async def sweep(self) -> int:

@@ -79,6 +79,20 @@ class TrialCgroup:
                     return True
         return False
 
+    def limit_events(self) -> int:
+        """How often the trial has run into its own pid or memory limit so far (the kernel's
+        counters). A launch that fails while this grows failed on the trial's own doing."""
+        total = 0
+        for d in self.dirs:
+            for name, keys in (("pids.events", ("max",)), ("memory.events", ("max", "oom"))):
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (d / name).read_text().splitlines():
+                        k, _, v = line.partition(" ")
+                        total += int(v or 0) if k in keys else 0
+            with contextlib.suppress(OSError, ValueError):
+                total += int((d / "memory.failcnt").read_text())
+        return total
+
     def kill_all(self) -> None:
         """SIGKILL every process of the trial, until none is left (bounded)."""
         for d in self.dirs:

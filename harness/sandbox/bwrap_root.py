@@ -72,7 +72,7 @@ def bwrap_available() -> bool:
         return False
     try:
         done = subprocess.run(
-            [exe, "--ro-bind", "/", "/", "--unshare-all", "--unshare-user", "true"],
+            [exe, *system_binds(), "--unshare-all", "--unshare-user", "true"],
             capture_output=True,
             timeout=10,
         )
