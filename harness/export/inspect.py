@@ -9,8 +9,10 @@ from the run and the arm), so ``inspect view --log-dir DIR`` and Inspect's
 index + 1) with the instruction as input, its trajectory as messages (user turns, the
 agent's messages, tool calls and their results), one score ``harness`` (``C`` passed, ``I``
 failed, absent when unresolved) whose explanation is the verdict's reasons and whose
-metadata holds each grader's evidence, token usage and cost, and timings. The harness's own
-fields (status, cluster, seed, image id) are in the sample's metadata. Written as plain JSON
+metadata holds each grader's evidence, token usage and cost, and timings. A judged trial
+adds one score per judge criterion and one per person's label (``inspect_scores``). The
+harness's own fields (status, cluster, seed, image id; the judge's calls and cost) are in
+the sample's metadata. Written as plain JSON
 from the published schema; no Inspect code is imported.
 """
 
@@ -36,10 +38,12 @@ from harness.export.inspect_log import (
     ToolMessage,
     UserMessage,
 )
+from harness.export.inspect_scores import judge_scores, label_scores
 from harness.release.run_config import StoredArm
 from harness.release.source import stored_config, suite_config
 from harness.store import Store
-from harness.store.tables import Run, TrajectoryEvent, Trial
+from harness.store.labels import run_labels
+from harness.store.tables import HumanLabel, Run, TrajectoryEvent, Trial
 
 STATUS = {
     "finished": "success",
@@ -138,7 +142,13 @@ def _usage(t: Trial) -> ModelUsage | None:
     }
 
 
-def _sample(t: Trial, instruction: str, model: str, events: list[TrajectoryEvent]) -> Sample:
+def _sample(
+    t: Trial,
+    instruction: str,
+    model: str,
+    events: list[TrajectoryEvent],
+    labels: list[HumanLabel],
+) -> Sample:
     """One trial as an Inspect sample."""
     usage = _usage(t)
     sample: Sample = {
@@ -171,6 +181,12 @@ def _sample(t: Trial, instruction: str, model: str, events: list[TrajectoryEvent
                 "metadata": {"score": t.score, "graders": t.evidence.get("graders", [])},
             }
         }
+    judged = judge_scores(t.evidence or {})
+    if judged or labels:
+        sample["scores"] = {**sample.get("scores", {}), **judged, **label_scores(labels)}
+    if judged:
+        sample["metadata"]["judge_calls"] = int(t.judge_calls or 0)
+        sample["metadata"]["judge_cost_usd"] = t.judge_cost_usd
     if t.status not in ("passed", "failed"):
         sample["error"] = {
             "message": t.reason or t.status,
@@ -182,7 +198,11 @@ def _sample(t: Trial, instruction: str, model: str, events: list[TrajectoryEvent
 
 # long: it maps one arm's run-level fields to Inspect's log schema field by field.
 def _log(
-    run: Run, arm: _Arm, trials: list[Trial], events: dict[int, list[TrajectoryEvent]]
+    run: Run,
+    arm: _Arm,
+    trials: list[Trial],
+    events: dict[int, list[TrajectoryEvent]],
+    labels: dict[int, list[HumanLabel]],
 ) -> EvalLog:
     """One Inspect eval log for one arm of the run."""
     tasks = stored_config(run).get("tasks", {})
@@ -192,7 +212,9 @@ def _log(
     resolved = [t for t in trials if t.passed is not None]
     for t in trials:
         instruction = str(tasks.get(t.task_id, {}).get("instruction", ""))
-        sample = _sample(t, instruction, arm.model, events.get(t.id or 0, []))
+        sample = _sample(
+            t, instruction, arm.model, events.get(t.id or 0, []), labels.get(t.id or 0, [])
+        )
         usage = sample["model_usage"].get(arm.model)
         if usage is not None:
             tokens_in += usage["input_tokens"]
@@ -301,13 +323,16 @@ def write_inspect(
             .order_by(col(TrajectoryEvent.trial_id), col(TrajectoryEvent.step))
         ):
             events.setdefault(e.trial_id, []).append(e)
+    labels: dict[int, list[HumanLabel]] = {}
+    for lab in run_labels(store.engine, run_id):
+        labels.setdefault(lab.trial_id, []).append(lab)
     stored = {a["name"]: a for a in suite_config(run).get("arms", [])}
     names = list(dict.fromkeys([*(run.arms or stored), *(t.arm for t in trials)]))
     log_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in arms or names:
         mine = [t for t in trials if t.arm == name]
-        log = _log(run, _arm(name, stored.get(name)), mine, events)
+        log = _log(run, _arm(name, stored.get(name)), mine, events, labels)
         path = log_dir / log_file_name(run, name)
         path.write_text(json.dumps(log, indent=1, default=str))
         written.append(Written(path, name, len(mine)))

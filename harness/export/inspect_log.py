@@ -83,6 +83,50 @@ class Score(TypedDict):
     metadata: ScoreMetadata
 
 
+class JudgeScoreMetadata(TypedDict):
+    """One judge criterion's verdict (``harness.export.inspect_scores``)."""
+
+    criterion: str
+    scale_value: float | None
+    """The criterion's value on its scale (1.0/0.0 for binary; the mean of the samples)."""
+    votes: list[bool]
+    disagreed: bool
+    model: str
+    api: str
+    setup: str
+    """The judge setup's hash (model, prompt template, rubric, settings)."""
+    samples: int
+    usage: dict[str, object]
+    """The judge's calls, tokens and cost for the whole verdict (US dollars)."""
+
+
+class JudgeScore(TypedDict):
+    value: Literal["C", "I"]
+    answer: None
+    explanation: str
+    """The judge's stated reasons for the criterion."""
+    metadata: JudgeScoreMetadata
+
+
+class LabelMetadata(TypedDict):
+    labeller: str
+    criterion: str
+    """'' for a label of the trial as a whole."""
+    labelled_at: str
+    source: str
+    """viewer, or the labels file it was imported from."""
+
+
+class LabelScore(TypedDict):
+    """A person's label of the trial (or of one judge criterion), beside the verdict."""
+
+    value: Literal["C", "I"]
+    answer: None
+    explanation: str
+    """The labeller's note."""
+    metadata: LabelMetadata
+
+
 class SampleError(TypedDict):
     message: str
     traceback: str
@@ -104,6 +148,9 @@ class SampleMetadata(TypedDict):
     image_id: str | None
     attempts: int
     steps: int
+    judge_calls: NotRequired[int]
+    """Judged trials: the judge's calls and cost (US dollars), metered apart from the agent."""
+    judge_cost_usd: NotRequired[float | None]
 
 
 class Sample(TypedDict):
@@ -118,7 +165,8 @@ class Sample(TypedDict):
     started_at: str | None
     completed_at: str | None
     total_time: float
-    scores: NotRequired[dict[str, Score]]
+    scores: NotRequired[dict[str, Score | JudgeScore | LabelScore]]
+    """``harness`` (the verdict), then per judge criterion and per human label."""
     error: NotRequired[SampleError]
 
 
