@@ -190,15 +190,21 @@ class Judge:
         if missing:  # nothing to judge: the agent's failure, as missing tests output is
             why = f"the agent left no file {missing[0]} (the judge was not asked)"
             return self._verdict([], [], unjudged=why)
-        prompt = render(p.prompt, p.criteria, p.reads, evidence, p.files)
+        return await self.judge(
+            render(p.prompt, p.criteria, p.reads, evidence, p.files), evidence.seed
+        )
+
+    async def judge(self, prompt: str, seed: int | None) -> Verdict:
+        """The verdict on a rendered ``prompt``: ``samples`` asks (seeds ``seed``, ``seed`` + 1,
+        ...) reduced by majority or mean. Public for checks that re-ask a judge on changed
+        input (``harness validate --judge-checks``)."""
         samples: list[list[CriterionReply]] = []
         calls: list[dict[str, Any]] = []
-        for k in range(p.samples):
-            seed = None if evidence.seed is None else (evidence.seed + k) % (2**31)
-            text, spent = await self._ask(prompt, seed)
+        for k in range(self.params.samples):
+            text, spent = await self._ask(prompt, None if seed is None else (seed + k) % (2**31))
             calls.append(spent)
             try:
-                samples.append(parse(text, p.criteria))
+                samples.append(parse(text, self.params.criteria))
             except JudgeReplyError as exc:
                 raise GraderError(f"judge answered garbage: {exc}") from None
         return self._verdict(samples, calls)

@@ -28,9 +28,8 @@ import anyio
 
 from graders.base import Evidence
 from graders.judge import Judge, JudgeParams
-from graders.judge_prompt import JudgeReplyError, parse, render
+from graders.judge_prompt import render
 from harness.config.loader import ResolvedSuite
-from harness.errors import GraderError
 from harness.stats import wilson_interval
 from harness.store import Store, Trial
 
@@ -115,22 +114,12 @@ async def _judge(
     params: JudgeParams, evidence: Evidence, report: JudgeCheckReport
 ) -> dict[str, bool]:
     """Criterion id -> passed, asked as the grader would (samples, seeds, majority)."""
-    judge = Judge(params)
     prompt = render(params.prompt, params.criteria, params.reads, evidence)
-    samples, calls = [], []
-    for k in range(params.samples):
-        seed = None if evidence.seed is None else (evidence.seed + k) % (2**31)
-        text, spent = await judge._ask(prompt, seed)
-        calls.append(spent)
-        try:
-            samples.append(parse(text, params.criteria))
-        except JudgeReplyError as exc:
-            raise GraderError(f"judge answered garbage: {exc}") from None
-    for spent in calls:
-        report.usage["calls"] += 1
-        for key in ("tokens_in", "tokens_out", "cost_usd"):
-            report.usage[key] += spent.get(key) or 0
-    verdict = judge._verdict(samples, calls)
+    verdict = await Judge(params).judge(prompt, evidence.seed)
+    usage = verdict.details["judge"]["usage"]
+    report.usage["calls"] += usage["calls"]
+    for key in ("tokens_in", "tokens_out", "cost_usd"):
+        report.usage[key] += usage.get(key) or 0
     return {c["id"]: bool(c["passed"]) for c in verdict.details["judge"]["criteria"]}
 
 
