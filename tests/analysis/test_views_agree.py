@@ -1,24 +1,34 @@
 """Every view says the same number: real suites run through ``harness run``, then
-``report --json``, Markdown, HTML, ``compare --json``, ``gate --json`` and ``history --json``
-must agree on every quantity they share (estimate, interval, n, unit, arm roles) to the last
-digit. The suites cover each way roles are declared: ``gate.primary`` only, ``report.primary``
-only (with ``cluster_key: task``), and an A/A arm of each naming style (``aa: true``'s
-``-aa``, ``_aa``, ``.aa``, a twin configured like the baseline, at the suite's own
-confidence). All runs share one store (one ``harness run`` per suite, simulated agents on
-unsafe-local), so the views also pick the right run among several."""
+``report --json``, the terminal summary, Markdown, HTML, ``compare --json``, ``gate --json``
+and ``history --json`` must agree on every quantity they share (estimate, interval, n, unit,
+arm roles) to the last digit, or, on the printed pages, to the digit they print.
+
+The suites cover each way roles are declared: ``gate.primary`` only, ``report.primary`` only
+(no gate section: ``harness gate --policy`` then takes the report's pair; with
+``cluster_key: task``), and an A/A arm of each naming style (``aa: true``'s ``-aa``, ``_aa``,
+``.aa``, a twin configured like the baseline, at the suite's own confidence). All runs share
+one store built once for the module (one ``harness run`` per suite, simulated agents on
+unsafe-local, 18 of the demo tasks: 3 per cluster, 6 per class), so the views also pick the
+right run among several. Each view is one real CLI call per suite (in this process)."""
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import yaml
 
-from harness.report.render.numbers import delta_text, rate_text, signed_points
+from harness.report.render.numbers import ci, delta_text, num, pct, rate_text, signed_points
+from tests.analysis.html_text import Page, read_page
 from tests.cli.test_usage_errors import _main
 from tests.conftest import REPO
 
-TASKS = str(REPO / "tasks" / "demo" / "tasks.yaml")
+PER_CLUSTER = 3
+"""Demo tasks kept per cluster: 18 tasks, 6 per class in 2 clusters (so a class delta has an
+interval only in the suite whose unit is the task)."""
 
 
 def _arm(name: str, a: float, b: float = 2.0) -> dict:
@@ -34,12 +44,11 @@ SUITES = {
         },
         ("base", "cand", None),
     ),
-    "report-primary-task-unit": (
+    "report-primary-only": (
         {
             "arms": [_arm("cand", 4.0), _arm("base", 3.0)],
             "aa": True,
             "report": {"primary": {"baseline": "base", "candidate": "cand"}, "cluster_key": "task"},
-            "gate": GATE,
         },
         ("base", "cand", "base-aa"),
     ),
@@ -61,58 +70,114 @@ SUITES = {
     ),
 }
 SHARED = ("estimate", "lo", "hi", "n", "unit")
-TRIALS = {"gate-primary-only": 2, "report-primary-task-unit": 2}
+TRIALS = {"gate-primary-only": 2, "report-primary-only": 2}
 """Two trials per task (the sign test, per-trial pairing) for these; one for the others
 (the exact McNemar test): both designs are compared, and the runs stay short."""
+ROLE_TEXT = {"baseline": "baseline", "candidate": "candidate", "aa": "A/A copy of baseline"}
+"""How the HTML page's arm table names each role."""
+
+
+@dataclass
+class Views:
+    """One run as every view shows it."""
+
+    report: dict
+    terminal: str
+    markdown: str
+    html: Page
+    compare: dict
+    gate: dict
+    history: dict
+
+
+def _cli(*argv: str) -> str:
+    code, out, err = _main(*argv)
+    assert code in (0, 10, 11, 12, 13), err
+    return out
 
 
 def _json(*argv: str) -> dict:
-    code, out, err = _main(*argv)
-    assert code in (0, 10, 11, 12, 13), err
-    return json.loads(out)
+    return json.loads(_cli(*argv))
 
 
 def _same(a: dict, b: dict, keys=SHARED, what: str = "") -> None:
     assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}, what
 
 
+def _task_file(path: Path) -> str:
+    """The demo tasks, ``PER_CLUSTER`` of each cluster."""
+    demo = yaml.safe_load((REPO / "tasks" / "demo" / "tasks.yaml").read_text())
+    kept: dict[str, int] = {}
+    tasks = []
+    for t in demo["tasks"]:
+        kept[t["cluster"]] = kept.get(t["cluster"], 0) + 1
+        if kept[t["cluster"]] <= PER_CLUSTER:
+            tasks.append(t)
+    path.write_text(yaml.safe_dump({"defaults": demo["defaults"], "tasks": tasks}))
+    return str(path)
+
+
+def _run(tmp: Path, store: str, name: str, tasks: str) -> str:
+    spec, _ = SUITES[name]
+    suite = {
+        "name": name,
+        "seed": 7,
+        "trials": TRIALS.get(name, 1),
+        "tasks": [tasks],
+        "environments_dir": str(REPO / "environments"),
+        "sandbox": "unsafe-local",
+        "concurrency": 8,
+        **spec,
+    }
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    code, _, err = _main("run", str(path), "--store", store, "-q")
+    assert code == 0, err
+    found = re.search(r"run id: (\S+)", err)
+    assert found, err
+    return found[1]
+
+
+def _views(tmp: Path, store: str, name: str, run: str) -> Views:
+    """Each view of ``run``: one CLI call each (``report --html`` prints the terminal view)."""
+    at = ("--store", store)
+    policy = ()
+    if "gate" not in SUITES[name][0]:  # no gate section: a policy from a file, without a pair
+        (tmp / "policy.yaml").write_text(yaml.safe_dump(GATE))
+        policy = ("--policy", str(tmp / "policy.yaml"))
+    page = tmp / f"{name}.html"
+    terminal = _cli("report", run, *at, "--html", str(page), "--section", "comparison")
+    return Views(
+        report=_json("report", run, *at, "--json"),
+        terminal=" ".join(terminal.split()),  # rich wraps long lines at spaces
+        markdown=_cli("report", run, *at, "--markdown"),
+        html=read_page(page.read_text()),
+        compare=_json("compare", run, *at, "--json"),
+        gate=_json("gate", run, *at, "--json", *policy),
+        history=_json("history", name, *at, "--json")["runs"][-1],
+    )
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> tuple[str, dict[str, str]]:
-    """One store holding a run of every suite: (store URL, suite name -> run id)."""
+def views(tmp_path_factory) -> dict[str, Views]:
+    """One store holding a run of every suite, and every view of each run."""
     tmp = tmp_path_factory.mktemp("views")
     store = f"sqlite:///{tmp / 'views.db'}"
-    ids: dict[str, str] = {}
-    for name, (spec, _) in SUITES.items():
-        suite = {
-            "name": name,
-            "seed": 7,
-            "trials": TRIALS.get(name, 1),
-            "tasks": [TASKS],
-            "environments_dir": str(REPO / "environments"),
-            "sandbox": "unsafe-local",
-            "concurrency": 8,
-            **spec,
-        }
-        path = tmp / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(suite))
-        code, _, err = _main("run", str(path), "--store", store, "-q")
-        assert code == 0, err
-        ids[name] = _json("runs", "--store", store, "--json")[0]["id"]
+    tasks = _task_file(tmp / "tasks.yaml")
+    ids = {name: _run(tmp, store, name, tasks) for name in SUITES}
     assert len(set(ids.values())) == len(SUITES)
-    return store, ids
+    out = {name: _views(tmp, store, name, run) for name, run in ids.items()}
+    for name, run in ids.items():
+        v = out[name]
+        assert v.report["run"]["id"] == v.gate["run_id"] == v.history["run_id"] == run
+    return out
 
 
 @pytest.mark.parametrize("name", list(SUITES))
-def test_every_view_says_the_same_number(runs, name):
+def test_json_views_say_the_same_number(views, name):
     _, (base, cand, aa) = SUITES[name]
-    store, ids = runs
-    run = ids[name]
-    report = _json("report", run, "--store", store, "--json")
-    assert report["run"]["id"] == run
-    compare = _json("compare", run, "--store", store, "--json")
-    gate = _json("gate", run, "--store", store, "--json")
-    history = _json("history", name, "--store", store, "--json")["runs"][-1]
-    assert gate["run_id"] == run and history["run_id"] == run
+    v = views[name]
+    report, compare, gate, history = v.report, v.compare, v.gate, v.history
 
     # arm roles
     assert report["roles"] == {"baseline": base, "candidate": cand, "aa": aa}
@@ -152,18 +217,72 @@ def test_every_view_says_the_same_number(runs, name):
     arms = report["arms"]
     for side, arm in (("baseline", base), ("candidate", cand)):
         _same(compare[side], arms[arm]["success"], what=f"compare {side} vs report")
+    assert {h["arm"] for h in history["arms"]} == set(arms)
     for h in history["arms"]:
         _same(h, arms[h["arm"]]["success"], (*SHARED, "confidence"), what=f"history {h['arm']}")
 
-    # the rendered pages print those numbers with the one formatting module
-    from harness.report.html_page import build_html
-    from harness.report.render.markdown import render_markdown
 
-    markdown = render_markdown(report)  # what `report --markdown` prints, from the same data
-    html = build_html(None, store, viewer_url=None, data=report)
-    assert delta_text(comparison) in markdown
-    assert signed_points(comparison["estimate"]) in html
-    for arm in (base, cand):
-        assert rate_text(arms[arm]["success"]) in markdown, arm
-    if aa is not None:
-        assert delta_text(floors[0]) in markdown
+def _rate_cell(r: dict) -> str:
+    """A rate as the HTML page prints it: estimate [lo, hi]."""
+    return f"{pct(r['estimate'])} {ci(r)}".strip()
+
+
+def _delta_cell(r: dict, forest: bool = False) -> str:
+    """A difference as the HTML page prints it: estimate [lo, hi] in points (the forest
+    plot's table says why an interval is missing)."""
+    if r.get("lo") is not None:
+        return delta_text(r)
+    return signed_points(r["estimate"]) + (" (no interval: too few clusters)" if forest else "")
+
+
+@pytest.mark.parametrize("name", list(SUITES))
+def test_pages_print_the_numbers_of_the_json_views(views, name):
+    """Terminal, Markdown and HTML print what compare, gate and history compute, under the
+    same arm roles. The expected texts come from the JSON of the other commands."""
+    _, (base, cand, aa) = SUITES[name]
+    v = views[name]
+    compare, gate, history = v.compare, v.gate, v.history
+    rates = {h["arm"]: h for h in history["arms"]}
+    floor = gate["noise_floor"]
+
+    # terminal and Markdown: each arm's rate, the primary delta, the floor (or none)
+    primary = f"{cand} − {base}: {delta_text(compare)}"
+    assert primary in v.terminal
+    assert f"**{primary}**" in v.markdown
+    for arm, rate in rates.items():
+        assert rate_text(rate) in v.terminal, arm
+        assert f"| {arm} |" in v.markdown and rate_text(rate) in v.markdown, arm
+    floor_line = f"noise floor (A/A, {aa} − {base}): "
+    for page in (v.terminal, v.markdown):
+        if floor is None:
+            assert "noise floor (A/A" not in page
+        else:
+            assert floor_line + delta_text(floor) in page
+
+    # HTML: arm roles, each arm's rate with n, the primary and per-class deltas, the floor
+    html = v.html
+    roles = {role: arm for role, arm in (("baseline", base), ("candidate", cand), ("aa", aa))}
+    expected_roles = {arm: "" for arm in rates} | {a: ROLE_TEXT[r] for r, a in roles.items() if a}
+    assert {a: row["role"] for a, row in html.table("page", "arm").items()} == expected_roles
+    headline = html.table("headline", "arm")
+    assert set(headline) == set(rates)
+    for arm, rate in rates.items():
+        row = headline[arm]
+        assert row["success [interval]"] == _rate_cell(rate), arm
+        assert row["n"] == f"{num(rate['n'])} {rate['unit']}s", arm
+    assert f"Primary comparison {cand} − {base}: {_delta_cell(compare)}" in html.text["headline"]
+    forest = html.table("forest", "class")
+    assert set(forest) == {"overall"} | {c["class"] for c in gate["screens"]["classes"]} | (
+        set() if floor is None else {"A/A noise floor"}
+    )
+    for label, r in [("overall", compare), *((c["class"], c) for c in gate["screens"]["classes"])]:
+        assert forest[label]["delta [interval]"] == _delta_cell(r, forest=True), label
+        assert forest[label]["tasks"] == num(r["n"]), label
+    if floor is not None:
+        assert forest["A/A noise floor"]["delta [interval]"] == _delta_cell(floor)
+        assert forest["A/A noise floor"]["tasks"] == num(floor["n"])
+        assert f"A/A noise floor: {aa} − {base}" in html.text["forest"]
+    if "gate" in SUITES[name][0]:  # the page shows the verdict of the suite's own gate
+        assert f"{cand} − {base}: {_delta_cell(gate['primary'])}" in html.text["gate"]
+    else:
+        assert "gate" not in html.text
