@@ -310,11 +310,14 @@ def evaluate_gate(
         stat_verdict, why, quantity = corrected_decision(corrected, policy, primary, candidate, raw)
     if settings.phase_one_trials is not None and primary is not None:
         why += f"; estimator: {primary['estimator']}"
+    full = None
     if draw := config.get("subset"):
         from harness.analysis.full_suite import label
+        from harness.release.subset_gate import full_suite_reading
 
         shown = label(draw, len(set(trials_b.task.values().tolist())))
         why += f"; on the paired subset, not the full suite ({shown})"
+        full = full_suite_reading(trials_a, trials_b, policy, settings, draw)
     sequential = None
     if policy.sequential:
         stat_verdict, why, sequential = _nightly(
@@ -367,6 +370,7 @@ def evaluate_gate(
         "balance": balance,
         "primary": primary_out,
         "threshold": threshold,
+        "full_suite": full,
         "sequential": sequential,
         "noise_floor": noise,
         "screens": screens,

@@ -1,7 +1,6 @@
 """Typed shapes of what the release decisions return: the paired comparison, the A/A noise
 floor, gate results, screens, power plans. Reports print the same comparison and floor
-records (``harness.report.records`` imports them from here: release sits below report).
-"""
+records (``harness.report.records`` imports them from here: release sits below report)."""
 
 from __future__ import annotations
 
@@ -345,6 +344,7 @@ class GateResult(TypedDict):
     balance: Balance
     primary: Comparison | None
     threshold: ThresholdCheck | None
+    full_suite: NotRequired[Interval | None]  # a subset run: the full-suite estimate judged
     sequential: Sequential | None
     noise_floor: NoiseFloor | None
     screens: Screens | None

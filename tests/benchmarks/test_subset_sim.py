@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from benchmarks import subset_coverage as sim
 
 
@@ -28,3 +30,16 @@ def test_a_seeded_live_sample() -> None:
     assert cells[("2PL holds", "random")]["coverage"] >= 0.85
     assert cells[("2PL holds", "anchors")]["width"] < cells[("2PL holds", "random")]["width"]
     assert cells[("2PL holds", "anchors")]["mae"] < 0.06
+
+
+def test_a_gate_on_the_full_suite_estimate_ships_more_than_the_full_run() -> None:
+    """benchmarks/subset_gate.py: the checked-in result and a seeded sample agree that the
+    full-suite estimate's gate ships a no-better candidate more often as n nears N."""
+    from benchmarks import subset_gate as gate
+
+    rows = json.loads(gate.OUT.read_text())["rows"]
+    cell = next(r for r in rows if (r["n"], r["trials"]) == (100, 10))
+    assert cell["full_suite_estimate"] > 0.075 and cell["paired_subset"] < 0.06
+    assert all(r["full_run"] < 0.06 for r in rows)
+    live = gate.cell(np.random.default_rng(3), 100, 10, 2000)  # ± 1 pt at 95%
+    assert live["full_suite_estimate"] > live["paired_subset"] + 0.01

@@ -34,9 +34,21 @@ def test_a_random_subset_run_reports_the_full_suite(tmp_path: Path) -> None:
     assert (arm["estimate"], arm["lo"]) == (base["estimate"], base["lo"])  # one number
     (tmp_path / "gate.yaml").write_text("rule: improvement\n")
     gate = run_cli("gate", "latest", "--policy", str(tmp_path / "gate.yaml"), "--store", store)
-    assert "on the paired subset, not the full suite (full-suite estimate from 10 of 40" in (
-        " ".join(gate.stdout.split())
+    said = " ".join(gate.stdout.split())
+    assert "on the paired subset, not the full suite (full-suite estimate from 10 of 40" in said
+    assert (
+        "full suite, estimated (shown, not judged: the verdict is on the paired subset): " in said
     )
+    doc = json.loads(
+        run_cli(
+            "gate", "latest", "--policy", str(tmp_path / "gate.yaml"), "--store", store, "--json"
+        ).stdout
+    )
+    full, delta = doc["full_suite"], section["delta"]
+    assert full["estimand"] == "candidate − baseline on the full suite"
+    assert full["estimate"] == delta["estimate"] and full["n"] == 10
+    assert full["lo"] > delta["lo"]  # at the one-sided policy's 90% two-sided level, not 95%
+    assert doc["primary"]["n_tasks"] == 10  # the verdict is the paired subset's
     md = run_cli("report", "--markdown", "--store", store).stdout
     assert "### Full suite (subset run)" in md
     assert f"base: full suite {100 * base['estimate']:.1f}%" in md

@@ -19,8 +19,9 @@ from harness.release.records import (
     Screens,
 )
 from harness.report.render.narrow import dropped_note, fit
-from harness.report.render.numbers import MISSING, pct, rate_text
+from harness.report.render.numbers import MISSING, pct, rate_text, signed_points
 from harness.report.render.numbers import points as pts
+from harness.stats.records import Interval
 
 
 def rate_cell(x: float | None, interval: list[float | None] | None, n: int) -> str:
@@ -289,6 +290,8 @@ def decision_lines(g: GateResult) -> tuple[str, list[str]]:
         lines += comparison_lines(p, pol)
     if q := g.get("quantity"):
         lines.append(q["text"])
+    if full := g.get("full_suite"):
+        lines.append(_full_suite_line(full, th is not None, pol))
     seq = g.get("sequential")
     if seq:
         lines.append(
@@ -298,6 +301,20 @@ def decision_lines(g: GateResult) -> tuple[str, list[str]]:
         )
         lines.append(f"{seq['schedule']}; {seq['restart']}")
     return head, lines
+
+
+def _full_suite_line(full: Interval, level: bool, pol: GatePolicyRecord) -> str:
+    """A subset run's full-suite estimate, beside the paired subset's verdict (why not the
+    verdict: ``harness.release.subset_gate``)."""
+    show = pct if level else signed_points
+    head = "full suite, estimated (shown, not judged: the verdict is on the paired subset)"
+    if full.get("estimate") is None:
+        return f"{head}: no estimate"
+    return (
+        f"{head}: {full.get('estimand')} {show(full['estimate'])} [{show(full.get('lo'))}, "
+        f"{show(full.get('hi'))}] ({pol['sides']} {pol['confidence']:.0%} bounds), "
+        f"{full.get('method')}"
+    )
 
 
 def _saved(d: DesignSummary) -> str:
