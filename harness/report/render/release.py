@@ -330,6 +330,13 @@ def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _screens_md(s: Screens) -> list[str]:
+    """The screens table, its notes and its call-out: what compare and gate print alike."""
+    out = _md_table(SCREEN_COLS, _screen_rows(s))
+    out += [""] + [f"- {line}" for line in screen_notes(s)]
+    return out + (["", f"**{s['note']}**"] if s["note"] else [])
+
+
 def gate_markdown(g: GateResult) -> str:
     icon = {"improvement": "✅", "non-inferior": "✅", "inconclusive": "⚠️"}.get(g["verdict"], "⛔")
     ship = "may ship" if g["may_ship"] else "do not ship"
@@ -370,11 +377,7 @@ def gate_markdown(g: GateResult) -> str:
     s = g["screens"]
     if s and len(s["classes"]) >= 2:
         out += ["", f"<details><summary>Screens by class ({s['label']})</summary>", ""]
-        out += _md_table(SCREEN_COLS, _screen_rows(s))
-        out += [""] + [f"- {line}" for line in screen_notes(s)]
-        if s["note"]:
-            out += ["", f"**{s['note']}**"]
-        out += ["", "</details>"]
+        out += [*_screens_md(s), "", "</details>"]
     if g["warnings"]:
         out += [""] + [f"> ⚠️ {w}" for w in g["warnings"]]
     out += ["", "_Cannot establish: " + "; ".join(g["cannot_establish"]) + "._"]
@@ -395,11 +398,7 @@ def compare_markdown(c: RunComparison) -> str:
     out.append(f"- {_floor_line(c.get('noise_floor'))}")
     s = c.get("screens")
     if s and len(s["classes"]) >= 2:
-        out += ["", f"Screens by class ({s['label']}):", ""]
-        out += _md_table(SCREEN_COLS, _screen_rows(s))
-        out += [""] + [f"- {line}" for line in screen_notes(s)]
-        if s["note"]:
-            out += ["", f"**{s['note']}**"]
+        out += ["", f"Screens by class ({s['label']}):", "", *_screens_md(s)]
     return "\n".join(out) + "\n"
 
 
