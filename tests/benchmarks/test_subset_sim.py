@@ -43,3 +43,14 @@ def test_a_gate_on_the_full_suite_estimate_ships_more_than_the_full_run() -> Non
     assert all(r["full_run"] < 0.06 for r in rows)
     live = gate.cell(np.random.default_rng(3), 100, 10, 2000)  # ± 1 pt at 95%
     assert live["full_suite_estimate"] > live["paired_subset"] + 0.01
+
+
+def test_the_ways_of_choosing_anchors_as_checked_in() -> None:
+    """benchmarks/anchor_choice.py: only the split (and no choice at all) covers."""
+    from benchmarks import anchor_choice
+
+    rows = json.loads(anchor_choice.OUT.read_text())["rows"]
+    cov = {(r["way"], r["n"]): r["coverage"] for r in rows}
+    for n in anchor_choice.NS:
+        assert cov[("split", n)] >= 0.92 and cov[("random", n)] >= 0.92
+        assert max(cov[(w, n)] for w in ("same", "shrunk", "split_whole")) <= 0.9
