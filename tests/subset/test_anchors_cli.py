@@ -54,6 +54,7 @@ def test_fit_stores_a_versioned_fit_with_its_quality(history: tuple[Path, str]) 
     assert "task SE of difficulty b: median" in first.stdout
     said = " ".join(first.stdout.split())
     assert "split (seed 0, by run): anchors chosen by a fit of 4 systems, scored by a fit" in said
+    assert "the scoring half has 4 systems: below 10, anchor intervals undercover" in said
     second = json.loads(run_cli("anchors", "fit", str(suite), "--store", store, "--json").stdout)
     assert second["version"] == "2"
     assert len(second["a"]) == 30 and len(second["quality"]["systems"]) == 8
