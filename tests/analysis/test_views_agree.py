@@ -13,8 +13,11 @@ right run among several. Each view is one real CLI call per suite (in this proce
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,25 +161,54 @@ def _views(tmp: Path, store: str, name: str, run: str) -> Views:
     )
 
 
-@pytest.fixture(scope="module")
-def views(tmp_path_factory) -> dict[str, Views]:
-    """One store holding a run of every suite, and every view of each run."""
-    tmp = tmp_path_factory.mktemp("views")
+def _runs(tmp: Path) -> tuple[str, dict[str, str]]:
+    """The store in ``tmp`` holding a run of every suite: (store URL, suite -> run id).
+    Built once: under pytest-xdist the workers of a session share ``tmp``, the first one
+    builds the store and the others wait on the lock and read what it wrote."""
     store = f"sqlite:///{tmp / 'views.db'}"
-    tasks = _task_file(tmp / "tasks.yaml")
-    ids = {name: _run(tmp, store, name, tasks) for name in SUITES}
-    assert len(set(ids.values())) == len(SUITES)
-    out = {name: _views(tmp, store, name, run) for name, run in ids.items()}
-    for name, run in ids.items():
-        v = out[name]
-        assert v.report["run"]["id"] == v.gate["run_id"] == v.history["run_id"] == run
-    return out
+    done = tmp / "runs.json"
+    with open(tmp / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return store, json.loads(done.read_text())
+        tasks = _task_file(tmp / "tasks.yaml")
+        ids = {name: _run(tmp, store, name, tasks) for name in SUITES}
+        assert len(set(ids.values())) == len(SUITES)
+        done.write_text(json.dumps(ids))
+    return store, ids
+
+
+@pytest.fixture(scope="module")
+def views(request, tmp_path_factory) -> Callable[[str], Views]:
+    """Each suite's views, taken when a test asks for them (so a worker given one suite's
+    tests pays for that suite's views only), over one store (``_runs``)."""
+    if hasattr(request.config, "workerinput"):  # a pytest-xdist worker: one folder for all
+        shared = tmp_path_factory.getbasetemp().parent / "views-store"
+        shared.mkdir(exist_ok=True)
+    else:
+        shared = tmp_path_factory.mktemp("views-store")
+    store, ids = _runs(shared)
+    tmp = tmp_path_factory.mktemp("views")
+
+    @functools.cache
+    def of(name: str) -> Views:
+        v = _views(tmp, store, name, ids[name])
+        assert v.report["run"]["id"] == v.gate["run_id"] == v.history["run_id"] == ids[name]
+        return v
+
+    return of
 
 
 @pytest.mark.parametrize("name", list(SUITES))
-def test_json_views_say_the_same_number(views, name):
+def test_every_view_says_the_same_number(views, name):
+    """One test per suite (under ``-n``, one worker takes each suite's views once)."""
     _, (base, cand, aa) = SUITES[name]
-    v = views[name]
+    v = views(name)
+    _json_views_agree(v, base, cand, aa)
+    _pages_print_the_numbers_of_the_json_views(v, base, cand, aa, gated="gate" in SUITES[name][0])
+
+
+def _json_views_agree(v: Views, base: str, cand: str, aa: str | None) -> None:
     report, compare, gate, history = v.report, v.compare, v.gate, v.history
 
     # arm roles
@@ -235,12 +267,11 @@ def _delta_cell(r: dict, forest: bool = False) -> str:
     return signed_points(r["estimate"]) + (" (no interval: too few clusters)" if forest else "")
 
 
-@pytest.mark.parametrize("name", list(SUITES))
-def test_pages_print_the_numbers_of_the_json_views(views, name):
+def _pages_print_the_numbers_of_the_json_views(
+    v: Views, base: str, cand: str, aa: str | None, *, gated: bool
+) -> None:
     """Terminal, Markdown and HTML print what compare, gate and history compute, under the
     same arm roles. The expected texts come from the JSON of the other commands."""
-    _, (base, cand, aa) = SUITES[name]
-    v = views[name]
     compare, gate, history = v.compare, v.gate, v.history
     rates = {h["arm"]: h for h in history["arms"]}
     floor = gate["noise_floor"]
@@ -282,7 +313,7 @@ def test_pages_print_the_numbers_of_the_json_views(views, name):
         assert forest["A/A noise floor"]["delta [interval]"] == _delta_cell(floor)
         assert forest["A/A noise floor"]["tasks"] == num(floor["n"])
         assert f"A/A noise floor: {aa} − {base}" in html.text["forest"]
-    if "gate" in SUITES[name][0]:  # the page shows the verdict of the suite's own gate
+    if gated:  # the page shows the verdict of the suite's own gate
         assert f"{cand} − {base}: {_delta_cell(gate['primary'])}" in html.text["gate"]
     else:
         assert "gate" not in html.text
