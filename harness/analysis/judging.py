@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -279,3 +279,18 @@ def judge_summary(run: JudgedRun, roles: Roles | None, confidence: float = 0.95)
             default=float,
         )
     )
+
+
+def run_judge_summary(store: Any, run: Any, confidence: float = 0.95) -> dict[str, Any]:
+    """``judge_summary`` of a stored run: its trial rows and labels read from ``store``, the
+    primary comparison's roles from its suite (one view for ``harness judge-agreement`` and
+    the report's judge section)."""
+    from harness.analysis.load import load_trial_rows
+    from harness.analysis.roles import run_roles
+    from harness.release.run_config import StoredSuite
+    from harness.store.labels import run_labels
+
+    judged = judged_run(load_trial_rows(store, run.id), run_labels(store.engine, run.id))
+    suite = cast(StoredSuite, (run.config or {}).get("suite") or {})
+    roles = run_roles(suite, list(run.arms)) if len(run.arms) > 1 else None
+    return judge_summary(judged, roles, confidence)

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, cast
+from typing import Annotated, Optional
 
 import typer
 
 from harness.commands.options import RUN_FORMS, StoreOpt
-
-if TYPE_CHECKING:
-    from harness.release.run_config import StoredConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -70,23 +67,16 @@ def judge_agreement(
     F1, Cohen's kappa (and Krippendorff's alpha among several labellers), each with n and an
     interval, the confusion matrix; pass rates corrected for the judge's error; the judge's
     self-disagreement and its cost beside the agent's."""
-    from harness.analysis.judging import judge_summary, judged_run
-    from harness.analysis.load import load_trial_rows
-    from harness.analysis.roles import run_roles
+    from harness.analysis.judging import run_judge_summary
     from harness.report.render.judging import judge_markdown, judge_text
-    from harness.store.labels import run_labels
     from harness.store.refs import find_run, no_arm, open_for_reading
 
     db = open_for_reading(store)
     try:
         run = find_run(db, no_arm(run_ref, "judge-agreement", "it covers every arm"))
-        judged = judged_run(load_trial_rows(db, run.id), run_labels(db.engine, run.id))
-        config = cast("StoredConfig", run.config or {})
-        suite = config.get("suite") or {}
-        roles = run_roles(suite, list(run.arms)) if len(run.arms) > 1 else None
+        summary = {"run_id": run.id, **run_judge_summary(db, run, confidence)}
     finally:
         db.close()
-    summary = {"run_id": run.id, **judge_summary(judged, roles, confidence)}
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
     elif markdown:

@@ -25,6 +25,7 @@ REPORT_SECTIONS = (
     "reliability",
     "usage",
     "steps",
+    "judge",
     "comparison",
     "versions",
 )

@@ -83,6 +83,8 @@ class StoredTask(TypedDict, total=False):
     must_never: bool
     positive: bool | None
     """A classification-style task's truth (None: not one)."""
+    graders: list[dict[str, object]]
+    """Each grader's parameters, ``type`` first (a ``judge`` grader's rubric and model)."""
 
 
 class StoredEnvironment(TypedDict, total=False):

@@ -36,11 +36,13 @@ def load_report(
     try:
         run = report_run(store, run_id)
         table = load_report_table(store, run)
+        if timings is not None:
+            timings["load_s"] = time.perf_counter() - t0
+        report = report_of(run, table, n_resamples=n_resamples, timings=timings, estimand=estimand)
+        add_judge(store, run, report)
     finally:
         store.close()
-    if timings is not None:
-        timings["load_s"] = time.perf_counter() - t0
-    return report_of(run, table, n_resamples=n_resamples, timings=timings, estimand=estimand)
+    return report
 
 
 def report_run(store: Store, run_id: str | None) -> Run:
@@ -190,12 +192,28 @@ def _load(
         table = load_report_table(store, run, DECISIONS if gated else ())
         gate = declared_gate(store, run, table) if gated else None
         steps = steps_section(store, run, dict(stored_config(run)))
+        report = report_of(run, table, estimand=estimand)
+        add_judge(store, run, report)
     finally:
         store.close()
-    report = report_of(run, table, estimand=estimand)
     if steps is not None:
         report["steps"] = steps
     return report, gate
+
+
+def add_judge(store: Store, run: Run, report: Report) -> None:
+    """The report's judge section, for a run with judged trials (at the report's confidence:
+    the numbers ``harness judge-agreement --confidence C --json`` prints)."""
+    from harness.analysis.judging import run_judge_summary
+    from harness.release.source import stored_config
+
+    tasks = stored_config(run).get("tasks") or {}
+    graders = [g for t in tasks.values() for g in t.get("graders") or []]
+    if not any(g.get("type") == "judge" for g in graders):
+        return  # no trial row is read for a run no judge graded
+    summary = run_judge_summary(store, run, report["settings"]["confidence"])
+    if summary["judged_trials"]:
+        report["judge"] = clean(summary)
 
 
 def declared_gate(store: Store, run: Run, table: RunTable) -> GateResult | str | None:

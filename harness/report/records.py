@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from harness.release.records import Comparison, MustNever, NoiseFloor, PrimaryRecord
 from harness.report.measures import Measures
@@ -435,6 +435,10 @@ class Report(TypedDict, total=False):
     steps: NotRequired[list[StepProgress]]
     """A run with multi-step tasks: per arm, task and step, the trials that reached and
     passed it (``report.steps``)."""
+    judge: NotRequired[dict[str, Any]]
+    """A run graded by a model judge: its agreement with people's labels, the rates corrected
+    for its error, its self-disagreement and cost (``harness.analysis.judging.judge_summary``,
+    what ``harness judge-agreement --json`` prints at the report's confidence)."""
     provenance: Provenance
     """Tasks graded in the agent's own sandbox and tasks whose agent ran as root, with
     their trials per arm (also named in ``warnings``)."""

@@ -228,6 +228,13 @@ class HeadlineSection(TypedDict):
     note: str
 
 
+class JudgeSection(TypedDict):
+    """The judge's head line and its blocks (``harness.report.render.judging``)."""
+
+    head: str
+    blocks: list[tuple[str, list[str]]]
+
+
 class ReportSections(TypedDict):
     """Every section of ``report.html.j2`` (None: the section is left out)."""
 
@@ -241,4 +248,5 @@ class ReportSections(TypedDict):
     infra: InfraSection | None
     measures: list[tuple[str, list[str]]] | None
     """Per arm: its measures lines (``harness.report.render.measures``)."""
+    judge: JudgeSection | None
     tasks: TaskTable | None

@@ -32,6 +32,7 @@ from harness.report.render.contexts import (
     HeaderArm,
     HeadlineRow,
     HeadlineSection,
+    JudgeSection,
     ReportSections,
 )
 from harness.report.render.measures import measures_lines
@@ -46,6 +47,7 @@ NAV = (
     ("calibration", "calibration"),
     ("infra", "errors"),
     ("measures", "measures"),
+    ("judge", "judge"),
     ("tasks", "tasks"),
 )
 GOOD_VERDICTS = ("improvement", "non-inferior", "pass", "passed", "ship", "go")
@@ -73,12 +75,13 @@ def render(
         "calibration": hs.calibration(data, tasks, colors),
         "infra": hs.infra(data, tasks, error_kinds or []),
         "measures": measures(data),
+        "judge": judge_section(data),
         "tasks": hs.task_table(tasks, None if viewer_url is None else viewer_url.rstrip("/")),
     }
     return render_template(
         "report.html.j2",
         title=f"Report {data['run']['id']}",
-        nav=NAV,
+        nav=[(anchor, label) for anchor, label in NAV if context.get(anchor)],
         took=time.perf_counter() - t0,
         harness_version=data["run"].get("harness_version") or "",
         viewer_url=viewer_url,
@@ -246,6 +249,15 @@ def measures(data: Report) -> list[tuple[str, list[str]]] | None:
         if (lines := measures_lines(a.get("measures")))
     ]
     return rows or None
+
+
+def judge_section(data: Report) -> JudgeSection | None:
+    """The judge's lines, the same the terminal and Markdown print; None for a run no
+    judge graded."""
+    from harness.report.render.judging import judge_blocks, judge_head
+
+    judge = data.get("judge")
+    return {"head": judge_head(judge), "blocks": judge_blocks(judge)} if judge else None
 
 
 def _comparison_extra(comp: Comparison) -> str:

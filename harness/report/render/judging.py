@@ -98,28 +98,50 @@ def _judge_lines(j: dict[str, Any]) -> list[str]:
     return lines
 
 
-def judge_text(summary: dict[str, Any]) -> str:
-    """The terminal view."""
-    head = (
+def judge_head(summary: dict[str, Any]) -> str:
+    """The section's first line: how many trials the judge graded."""
+    return (
         f"{summary['judged_trials']} judged of {summary['resolved_trials']} resolved trials "
         f"({summary['unresolved_trials']} unresolved)"
     )
-    blocks = [
-        [head],
-        _agreement_lines(summary["agreement"]),
-        _corrected_lines(summary["corrected"]),
-        _judge_lines(summary["judge"]),
-    ]
-    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
 
 
-def judge_markdown(summary: dict[str, Any]) -> str:
-    """The Markdown view: the same lines, as a section of pre-formatted text per block."""
-    parts = ["## Judge", ""]
-    for title, lines in (
+def judge_line(summary: dict[str, Any]) -> str:
+    """The judge in one line for a report's first screen: what it graded, and the rates
+    corrected for its error when people labelled enough trials."""
+    calls = sum(c["judge_calls"] for c in summary["judge"]["cost"].values())
+    line = f"judge: {judge_head(summary)}, {calls} judge calls"
+    c = summary["corrected"]
+    if not c.get("arms"):
+        return f"{line}; {c.get('note', 'not corrected')}"
+    arms = ", ".join(
+        f"{arm} {pct(r['corrected']['estimate'])} [{pct(r['corrected']['lo'])}, "
+        f"{pct(r['corrected']['hi'])}]"
+        for arm, r in c["arms"].items()
+    )
+    return f"{line}; corrected for judge error ({c['n_calibration']} labels): {arms}"
+
+
+def judge_blocks(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(title, lines) of each block: against people, corrected rates, the judge itself;
+    the lines every view prints (terminal, Markdown, HTML)."""
+    return [
         ("Against people", _agreement_lines(summary["agreement"])),
         ("Corrected rates", _corrected_lines(summary["corrected"])),
         ("The judge itself", _judge_lines(summary["judge"])),
-    ):
-        parts += [f"### {title}", "", "```", *lines, "```", ""]
+    ]
+
+
+def judge_text(summary: dict[str, Any]) -> str:
+    """The terminal view."""
+    blocks = [[judge_head(summary)], *(lines for _, lines in judge_blocks(summary))]
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
+
+
+def judge_markdown(summary: dict[str, Any], level: int = 2) -> str:
+    """The Markdown view: the same lines, as a section of pre-formatted text per block
+    (``level``: the heading level of the section; its blocks one below)."""
+    parts = ["#" * level + " Judge", "", judge_head(summary), ""]
+    for title, lines in judge_blocks(summary):
+        parts += ["#" * (level + 1) + f" {title}", "", "```", *lines, "```", ""]
     return "\n".join(parts)

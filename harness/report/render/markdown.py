@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.release.records import GateResult
 from harness.report.causes import causes_lines
-from harness.report.records import NO_VERSIONS, ArmReport, Report
+from harness.report.records import NO_VERSIONS, ArmReport, Report, StepProgress
 from harness.report.render.fmt import (
     comparison_notes,
     denominator_text,
@@ -21,6 +21,7 @@ from harness.report.render.fmt import (
     tokens_text,
     unresolved_by_class_text,
 )
+from harness.report.render.judging import judge_markdown
 from harness.report.render.measures import measures_lines
 from harness.report.render.numbers import (
     ci,
@@ -34,6 +35,22 @@ from harness.report.render.subset import subset_lines
 from harness.report.render.summary import gate_rule_text, gate_text
 
 CLUSTER_ROWS = 10
+
+
+def _steps(steps: list[StepProgress]) -> list[str]:
+    """The multi-step tasks' per-step table."""
+    return [
+        "",
+        "### Steps (multi-step tasks)",
+        "",
+        "| arm | task | step | reached | passed | mean reward |",
+        "|---|---|---|---|---|---|",
+    ] + [
+        f"| {r['arm']} | {r['task']} | {r['index']}. {r['step']} | {r['reached']}/{r['trials']} "
+        f"| {r['passed']}/{r['trials']} {pct(r['rate'])} [{pct(r['lo'])}, {pct(r['hi'])}] "
+        f"| {r['mean_reward']:.2f} |"
+        for r in steps
+    ]
 
 
 def render_markdown(report: Report, gate: GateResult | str | None = None) -> str:
@@ -68,17 +85,9 @@ def render_markdown(report: Report, gate: GateResult | str | None = None) -> str
         lines += ["", "### Full suite (subset run)", "", head, ""]
         lines += [f"- {x.strip()}" for x in subset[1:]]
     if steps := report.get("steps"):
-        lines += ["", "### Steps (multi-step tasks)", ""]
-        lines += [
-            "| arm | task | step | reached | passed | mean reward |",
-            "|---|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {r['arm']} | {r['task']} | {r['index']}. {r['step']} | {r['reached']}/{r['trials']} "
-            f"| {r['passed']}/{r['trials']} {pct(r['rate'])} [{pct(r['lo'])}, {pct(r['hi'])}] "
-            f"| {r['mean_reward']:.2f} |"
-            for r in steps
-        ]
+        lines += _steps(steps)
+    if judge := report.get("judge"):
+        lines += ["", judge_markdown(judge, level=3).rstrip()]
     c = report.get("comparison")
     if c and c.get("estimate") is None:
         lines += ["", "### Primary comparison", "", "No task was run by both arms."]

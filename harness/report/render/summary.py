@@ -70,6 +70,10 @@ def render_summary(
     console.print()
     _comparison(console, report)
     _gate(console, gate)
+    if judge := report.get("judge"):
+        from harness.report.render.judging import judge_line
+
+        _say(console, judge_line(judge))
     console.print()
     _unresolved(console, report)
     for line in merged_warnings(report):

@@ -102,6 +102,8 @@ def _render(
             _arm(console, arm, chosen)
     if (steps := report.get("steps")) and "steps" in chosen:
         _steps(console, steps)
+    if (judge := report.get("judge")) and "judge" in chosen:
+        _judge(console, judge)
     if (comparison := report.get("comparison")) and "comparison" in chosen:
         _comparison(console, comparison, report)
         if floor := noise_floor_text(report):
@@ -109,6 +111,18 @@ def _render(
             console.print(f"[{style}]{escape(floor)}[/]")
     if "versions" in chosen:
         _versions(console, report)
+
+
+def _judge(console: Console, judge: dict) -> None:
+    """The judge section: the lines ``harness judge-agreement`` prints, block by block."""
+    from harness.report.render.judging import judge_blocks, judge_head
+
+    console.rule("[bold]judge")
+    console.print(judge_head(judge), markup=False, highlight=False)
+    for _, lines in judge_blocks(judge):
+        console.print()
+        for line in lines:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _steps(console: Console, steps: list[StepProgress]) -> None:

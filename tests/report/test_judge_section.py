@@ -1,0 +1,73 @@
+"""The report's judge section: the same numbers in JSON, terminal, Markdown and HTML as
+``harness judge-agreement``, for a judged run with human labels; absent for a run no judge
+graded."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from harness.report.render.judging import judge_blocks, judge_head, judge_line
+from tests.conftest import run_cli, write_suite
+from tests.fakes.judge_server import ScriptedJudge
+from tests.fakes.openai_server import FakeOpenAI
+from tests.graders.test_judge import judge_grader, judged_suite, rows
+
+WIDE = {"COLUMNS": "400"}
+"""A terminal wide enough that no line of the section wraps."""
+
+
+def test_every_report_view_shows_the_judge_section_with_the_same_numbers(tmp_path: Path) -> None:
+    judge = ScriptedJudge(sensitivity=0.85, specificity=0.75, seed=4)
+    with FakeOpenAI(default=judge) as server:
+        suite = judged_suite(tmp_path, judge_grader(server.base_url, samples=3), n_tasks=8)
+        db = tmp_path / "store.db"
+        url = f"sqlite:///{db}"
+        out = run_cli("run", str(suite), "--store", url, "-q", timeout=240)
+        assert out.returncode in (0, 1), out.stderr
+    trials = rows(db)
+    run_id = trials[0]["run_id"]
+    truth = {r["id"]: (r["answer"] or "").strip() == str(2 * int(r["task_id"][1:])) for r in trials}
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        "".join(json.dumps({"trial": t, "passed": p}) + "\n" for t, p in truth.items())
+    )
+    assert (
+        run_cli("label", run_id, str(labels), "--labeller", "ann", "--store", url).returncode == 0
+    )
+
+    report = json.loads(run_cli("report", run_id, "--json", "--store", url).stdout)
+    agreement = json.loads(run_cli("judge-agreement", run_id, "--json", "--store", url).stdout)
+    judge = report["judge"]
+    assert judge == {k: v for k, v in agreement.items() if k != "run_id"}
+    assert judge["agreement"]["n"] == len(trials) and judge["corrected"]["arms"]
+    assert judge["judge"]["cost"]["base"]["judge_calls"] == 3 * 8 * 2  # samples 3
+    assert judge["judge"]["self_disagreement"]["n"] > 0
+
+    lines = [judge_head(judge)] + [x for _, block in judge_blocks(judge) for x in block]
+    corrected = [x for x in lines if x.strip().startswith("corrected")]
+    assert corrected  # the corrected rates are among the lines every view must show
+    terminal = run_cli("report", run_id, "--section", "judge", "--store", url, env=WIDE).stdout
+    markdown = run_cli("report", run_id, "--markdown", "--store", url).stdout
+    page = tmp_path / "report.html"
+    run_cli("report", run_id, "--html", str(page), "--store", url, "-q")
+    text = page.read_text()
+    for line in lines:
+        assert line in terminal, line
+        assert line in markdown, line
+        assert html.escape(line, quote=False) in text, line
+    assert judge_line(judge) in terminal  # the first screen's one line
+    assert "### Judge" in markdown and 'href="#judge"' in text and 'id="judge"' in text
+
+
+def test_a_run_without_a_judge_has_no_judge_section(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    out = run_cli("run", str(write_suite(tmp_path)), "--store", url, "-q")
+    assert out.returncode in (0, 1), out.stderr
+    report = json.loads(run_cli("report", "--json", "--store", url).stdout)
+    assert "judge" not in report
+    page = tmp_path / "report.html"
+    run_cli("report", "--html", str(page), "--store", url, "-q")
+    assert 'href="#judge"' not in page.read_text()
+    assert "judge:" not in run_cli("report", "--full", "--store", url, env=WIDE).stdout
