@@ -76,6 +76,10 @@ SHARED = ("estimate", "lo", "hi", "n", "unit")
 TRIALS = {"gate-primary-only": 2, "report-primary-only": 2}
 """Two trials per task (the sign test, per-trial pairing) for these; one for the others
 (the exact McNemar test): both designs are compared, and the runs stay short."""
+EARLIER = {"report-primary-only": 8}
+"""Suites run once before, at this seed: history's move of each arm since that run must be
+what ``compare EARLIER:ARM RUN:ARM`` says (with the suite's ``cluster_key: task``, which
+history once left out)."""
 ROLE_TEXT = {"baseline": "baseline", "candidate": "candidate", "aa": "A/A copy of baseline"}
 """How the HTML page's arm table names each role."""
 
@@ -91,6 +95,9 @@ class Views:
     compare: dict
     gate: dict
     history: dict
+    earlier: str | None
+    moves: dict[str, dict]
+    """compare's paired move of each arm from the earlier run (none without one)."""
 
 
 def _cli(*argv: str) -> str:
@@ -120,11 +127,11 @@ def _task_file(path: Path) -> str:
     return str(path)
 
 
-def _run(tmp: Path, store: str, name: str, tasks: str) -> str:
+def _run(tmp: Path, store: str, name: str, tasks: str, seed: int = 7) -> str:
     spec, _ = SUITES[name]
     suite = {
         "name": name,
-        "seed": 7,
+        "seed": seed,
         "trials": TRIALS.get(name, 1),
         "tasks": [tasks],
         "environments_dir": str(REPO / "environments"),
@@ -141,9 +148,10 @@ def _run(tmp: Path, store: str, name: str, tasks: str) -> str:
     return found[1]
 
 
-def _views(tmp: Path, store: str, name: str, run: str) -> Views:
+def _views(tmp: Path, store: str, name: str, run: str, earlier: str | None) -> Views:
     """Each view of ``run``: one CLI call each (``report --html`` prints the terminal view)."""
     at = ("--store", store)
+    report = _json("report", run, *at, "--json")
     policy = ()
     if "gate" not in SUITES[name][0]:  # no gate section: a policy from a file, without a pair
         (tmp / "policy.yaml").write_text(yaml.safe_dump(GATE))
@@ -151,18 +159,24 @@ def _views(tmp: Path, store: str, name: str, run: str) -> Views:
     page = tmp / f"{name}.html"
     terminal = _cli("report", run, *at, "--html", str(page), "--section", "comparison")
     return Views(
-        report=_json("report", run, *at, "--json"),
+        report=report,
         terminal=" ".join(terminal.split()),  # rich wraps long lines at spaces
         markdown=_cli("report", run, *at, "--markdown"),
         html=read_page(page.read_text()),
         compare=_json("compare", run, *at, "--json"),
         gate=_json("gate", run, *at, "--json", *policy),
         history=_json("history", name, *at, "--json")["runs"][-1],
+        earlier=earlier,
+        moves={
+            arm: _json("compare", f"{earlier}:{arm}", f"{run}:{arm}", *at, "--json")
+            for arm in (report["arms"] if earlier else ())
+        },
     )
 
 
-def _runs(tmp: Path) -> tuple[str, dict[str, str]]:
-    """The store in ``tmp`` holding a run of every suite: (store URL, suite -> run id).
+def _runs(tmp: Path) -> tuple[str, dict[str, dict[str, str]]]:
+    """The store in ``tmp`` holding a run of every suite (after the ``EARLIER`` ones): (store
+    URL, {"runs": suite -> run id, "earlier": suite -> run id}).
     Built once: under pytest-xdist the workers of a session share ``tmp``, the first one
     builds the store and the others wait on the lock and read what it wrote."""
     store = f"sqlite:///{tmp / 'views.db'}"
@@ -172,8 +186,9 @@ def _runs(tmp: Path) -> tuple[str, dict[str, str]]:
         if done.exists():
             return store, json.loads(done.read_text())
         tasks = _task_file(tmp / "tasks.yaml")
-        ids = {name: _run(tmp, store, name, tasks) for name in SUITES}
-        assert len(set(ids.values())) == len(SUITES)
+        earlier = {name: _run(tmp, store, name, tasks, seed) for name, seed in EARLIER.items()}
+        ids = {"runs": {name: _run(tmp, store, name, tasks) for name in SUITES}, "earlier": earlier}
+        assert len(set(ids["runs"].values())) == len(SUITES)
         done.write_text(json.dumps(ids))
     return store, ids
 
@@ -192,8 +207,9 @@ def views(request, tmp_path_factory) -> Callable[[str], Views]:
 
     @functools.cache
     def of(name: str) -> Views:
-        v = _views(tmp, store, name, ids[name])
-        assert v.report["run"]["id"] == v.gate["run_id"] == v.history["run_id"] == ids[name]
+        run = ids["runs"][name]
+        v = _views(tmp, store, name, run, ids["earlier"].get(name))
+        assert v.report["run"]["id"] == v.gate["run_id"] == v.history["run_id"] == run
         return v
 
     return of
@@ -252,6 +268,14 @@ def _json_views_agree(v: Views, base: str, cand: str, aa: str | None) -> None:
     assert {h["arm"] for h in history["arms"]} == set(arms)
     for h in history["arms"]:
         _same(h, arms[h["arm"]]["success"], (*SHARED, "confidence"), what=f"history {h['arm']}")
+
+    # each arm's move since the earlier run: history and compare EARLIER:ARM RUN:ARM
+    for h in history["arms"]:
+        if v.earlier is None:
+            assert h["move"] is None, h["arm"]
+            continue
+        assert h["move"]["from_run"] == v.earlier and h["move"]["paired"], h["arm"]
+        _same(h["move"], v.moves[h["arm"]], what=f"history's move of {h['arm']} vs compare")
 
 
 def _rate_cell(r: dict) -> str:
