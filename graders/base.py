@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypedDict, runtime_checkabl
 
 from pydantic import BaseModel, ConfigDict
 
+from graders.judge_workspace import WorkView
 from harness.config.models import ModelSettings, Task
 from harness.sandbox.base import Sandbox
 from harness.trajectory import Event
@@ -49,6 +50,12 @@ class GraderParams(BaseModel):
         never the agent's failure). A path ending in '/' names a directory."""
         return []
 
+    def reads_workdir(self) -> bool:
+        """Whether grading explores the agent's whole final work dir (a judge with workspace
+        tools): it is taken out of the sandbox after the agent's turn as data, into
+        ``Evidence.work``, read on the host and never run."""
+        return False
+
     def workspace_files(self) -> list[str]:
         """Files of the agent's final work whose text grading reads (relative to the work
         dir, or absolute): taken out of its sandbox after its turn as data, with nothing run
@@ -76,6 +83,9 @@ class Evidence:
     files: dict[str, str | None] = field(default_factory=dict)
     """The text of each file the graders read (``workspace_files``), by the path they gave;
     None: the agent left no regular file there."""
+    work: WorkView | None = None
+    """The agent's final work dir as data (``reads_workdir``): listed, read and searched
+    from its archive on the host; None when no grader asked or the task has no sandbox."""
 
 
 class Harm(TypedDict):

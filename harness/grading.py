@@ -46,6 +46,7 @@ from harness.sandbox.workproduct import (
 
 if TYPE_CHECKING:
     from graders.base import Grader
+    from graders.judge_workspace import WorkView
 
 FILE_TEXT_LIMIT = 200_000
 """Bytes of each file a grader reads as text (a judge shows at most 60,000 characters)."""
@@ -132,6 +133,8 @@ class GradingPlan:
     read_files: list[str] = field(default_factory=list)
     """Files whose text graders read (``workspace_files``), as they gave them; taken out
     with ``exports``."""
+    read_workdir: bool = False
+    """A grader explores the whole work dir as data (``reads_workdir``): it is exported."""
 
     @property
     def needs_sandbox(self) -> bool:
@@ -168,6 +171,9 @@ def plan(
             wanted = [_relative(p, env.spec.workdir) if own else p for p in given]
         exports = [*wanted, *(r for r in exports if not any(_under(r, w) for w in wanted))]
     exports += [_relative(p, env.spec.workdir) for p in read]
+    read_workdir = any(_reads_workdir(g) for g in graders)
+    if read_workdir:
+        exports.append(workdir)
     return GradingPlan(
         exports=_dedupe(exports),
         state_kind=kind,
@@ -177,6 +183,7 @@ def plan(
         runs_code=runs_code,
         in_place=task.grade_in_place,
         read_files=read,
+        read_workdir=read_workdir,
     )
 
 
@@ -184,6 +191,11 @@ def _workspace_files(grader: Grader) -> list[str]:
     """The files a grader reads as text (graders written before ``workspace_files``: none)."""
     read = getattr(getattr(grader, "params", None), "workspace_files", None)
     return list(read()) if callable(read) else []
+
+
+def _reads_workdir(grader: Grader) -> bool:
+    reads = getattr(getattr(grader, "params", None), "reads_workdir", None)
+    return bool(reads()) if callable(reads) else False
 
 
 def _dedupe_names(paths: Iterable[str]) -> list[str]:
@@ -262,6 +274,18 @@ async def final_file_texts(product: WorkProduct, plan_: GradingPlan) -> dict[str
     return await anyio.to_thread.run_sync(file_texts, product, plan_.read_files, FILE_TEXT_LIMIT)
 
 
+async def final_work_view(product: WorkProduct, plan_: GradingPlan) -> WorkView | None:
+    """The agent's work dir as data for graders that explore it, indexed from its archive on
+    the host (nothing runs anywhere); None when no grader asked."""
+    import anyio.to_thread
+
+    from graders.judge_workspace import WorkView
+
+    if not plan_.read_workdir:
+        return None
+    return await anyio.to_thread.run_sync(WorkView, product)
+
+
 async def final_files_state(product: WorkProduct, plan_: GradingPlan) -> dict | None:
     """s1 of a files-kind state, from the agent's archive (nothing runs anywhere)."""
     if plan_.state_kind != "files":
@@ -338,6 +362,7 @@ __all__ = [
     "command_state",
     "final_file_texts",
     "final_files_state",
+    "final_work_view",
     "grader_env",
     "import_workdir",
     "initial_state",

@@ -18,6 +18,7 @@ import anyio
 
 from graders import Evidence, Verdict, combine
 from graders.base import Harm
+from graders.judge_workspace import WorkView
 from harness import errors, grading, trial_multistep, trial_steps
 from harness.agents import AgentResult
 from harness.agents.base import Usage
@@ -160,6 +161,7 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
         latency = time.monotonic() - t0
         final = None
         files: dict[str, str | None] = {}
+        work: WorkView | None = None
         try:
             if failure is None and server is not None and served_state:
                 # The server's state is its own (only the harness talks to it): read it
@@ -179,6 +181,9 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                 )
                 files = await trial_steps.after_agent(
                     sandbox, grading.final_file_texts(product, how), "reading the agent's files"
+                )
+                work = await trial_steps.after_agent(
+                    sandbox, grading.final_work_view(product, how), "reading the agent's work dir"
                 )
         except errors.AgentFailure as exc:  # incl. the agent's input bringing the server down
             failure = failure or exc
@@ -213,6 +218,7 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                 hidden_dir=grader.hidden_dir if grader is not None else None,
                 seed=job.seed,
                 files=files,
+                work=work,
             )
             verdicts = steps.verdicts if steps else await grade(rc.graders(task), evidence)
             combined = combine(verdicts)
