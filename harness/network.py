@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.config.models import Environment, Task
+from harness.config.step_grading import graded_views
 
 Mode = Literal["none", "allowlist", "open"]
 
@@ -76,7 +77,9 @@ def recorded(environments: Mapping[str, Environment], task: Task) -> dict[str, s
 
 def open_egress_tasks(tasks: list[Task]) -> list[str]:
     """Ids of the tasks whose agent or grading sandbox gets open egress."""
-    return [t.id for t in tasks if t.internet or t.grading.internet]
+    return [
+        t.id for t in tasks if t.internet or any(v.grading.internet for _, v in graded_views(t))
+    ]
 
 
 def announcement(tasks: list[Task]) -> str | None:

@@ -33,6 +33,7 @@ from harness.config.loader import (
     nearest_line,
 )
 from harness.config.models import Arm, Options
+from harness.config.step_grading import graded_views
 from harness.errors import ConfigError
 from harness.registry import RegistryError
 from harness.sandbox import SandboxProvider, backend_class, open_backend
@@ -364,7 +365,7 @@ def _check_networks(config: ResolvedSuite, sandbox: SandboxBinding) -> None:
     cannot honour (``harness.network``), or services beside it, naming the task and the
     setting, before anything is built: never a run whose sandboxes silently get another
     network."""
-    from harness.network import agent_policy, grading_policy
+    from harness.network import Policy, agent_policy, grading_policy
 
     modes = sandbox.cls.honours(sandbox.options)
     for loaded in config.tasks:
@@ -382,28 +383,26 @@ def _check_networks(config: ResolvedSuite, sandbox: SandboxBinding) -> None:
                 "`--sandbox docker`",
                 nearest_line(loaded.lines, loc) or loaded.line,
             )
-        if task.grading.root and "grader-root" not in modes:
-            loc = (*loaded.prefix, "grading", "root")
-            raise ConfigError(
-                str(loaded.file),
-                field_path(loc),
-                f"task '{task.id}': its grader needs root capabilities, which sandbox "
-                f"'{sandbox.name}' cannot give; use `--sandbox docker`",
-                nearest_line(loaded.lines, loc) or loaded.line,
-            )
-        genv = config.environments.get(task.grading.environment or "", env)
-        phases = (
-            ("agent", agent_policy(env, task), "internet" if task.internet else "network"),
-            (
-                "grading",
-                grading_policy(genv, task),
-                "grading.internet" if task.grading.internet else "grading.network",
-            ),
-        )
-        for phase, policy, key in phases:
+        phases: list[tuple[str, Policy, tuple[str | int, ...]]] = [
+            ("agent", agent_policy(env, task), ("internet" if task.internet else "network",))
+        ]
+        for at, view in graded_views(task):
+            if view.grading.root and "grader-root" not in modes:
+                loc = (*loaded.prefix, *at, "grading", "root")
+                raise ConfigError(
+                    str(loaded.file),
+                    field_path(loc),
+                    f"task '{task.id}': its grader needs root capabilities, which sandbox "
+                    f"'{sandbox.name}' cannot give; use `--sandbox docker`",
+                    nearest_line(loaded.lines, loc) or loaded.line,
+                )
+            genv = config.environments.get(view.grading.environment or "", env)
+            key = "internet" if view.grading.internet else "network"
+            phases.append(("grading", grading_policy(genv, view), (*at, "grading", key)))
+        for phase, policy, where in phases:
             if policy.mode not in modes:
                 what = "open egress" if policy.mode == "open" else "an egress allowlist"
-                loc = (*loaded.prefix, *key.split("."))
+                loc = (*loaded.prefix, *where)
                 raise ConfigError(
                     str(loaded.file),
                     field_path(loc),

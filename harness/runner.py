@@ -17,6 +17,7 @@ import anyio
 from harness import __version__, exitcodes
 from harness.config.loader import ResolvedSuite
 from harness.config.overrides import Overrides, given
+from harness.config.step_grading import graded_views
 from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.executors import Executor, bind
 from harness.lockfile import agent_builds, check_lock_for
@@ -275,8 +276,10 @@ def _task_networks(resolved: ResolvedSuite) -> list[tuple[Environment, list[str]
         env = resolved.environments.get(task.environment or "")
         if env is None:
             continue
-        genv = resolved.environments.get(task.grading.environment or "", env)
-        policies = [(genv, grading_policy(genv, task))]
+        policies = []
+        for _, view in graded_views(task):
+            genv = resolved.environments.get(view.grading.environment or "", env)
+            policies.append((genv, grading_policy(genv, view)))
         if task.network:
             policies.append((env, agent_policy(env, task)))
         for where, policy in policies:

@@ -148,6 +148,8 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                         ctx.trajectory,
                         initial,
                         trial_steps.after_agent,
+                        labels,
+                        bool(served_state),
                     )
                 )
                 result, failure = steps.result, steps.failure
@@ -169,10 +171,10 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                 final = await server.snapshot()
             # Nothing of the agent outlives its turn, and its files leave as data (with
             # nothing to take out, destroying the sandbox below ends everything at once).
-            if how.in_place or how.exports:
+            if steps is None and (how.in_place or how.exports):  # steps: graded as they ended
                 stop = sandbox.sweep() if how.in_place else sandbox.stop_agent()
                 await trial_steps.after_agent(sandbox, stop, "stopping the agent's processes")
-            if failure is None and how.exports:
+            if failure is None and steps is None and how.exports:
                 product = await trial_steps.after_agent(
                     sandbox, sandbox.export(how.exports), "taking the agent's files out"
                 )

@@ -2,8 +2,12 @@
 
 Each step: the agent gets the step's instruction (the oracle the step's solution) in the
 sandbox the earlier steps left, with the step's time budget; its processes are then
-stopped and the task's graders run in place with the step's hidden material, giving the
-step's reward (the graders' score) and verdict. A reward below the step's ``min_reward``
+stopped and the task's graders run with the step's hidden material, giving the step's
+reward (the graders' score) and verdict. Where they run is the step's grading
+(``harness.config.step_grading``): in place, in the agent's sandbox, or in a fresh grading
+sandbox (the step's or the task's ``grading``: its own environment, network, and the files
+it names copied from the agent's sandbox), destroyed before the next step, while the
+agent's sandbox, never graded in, goes on to the next step. A reward below the step's ``min_reward``
 ends the trial there: the later steps are not run and score 0. The steps share the trial's
 trajectory and budgets; a note event opens each step, so the trajectory reads step by step
 and each step's record names the range of events it holds.
@@ -17,15 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from graders import Evidence, Grader, Verdict, combine
-from harness import errors, grading
+from graders import Evidence, Verdict, combine
+from harness import errors, grading, trial_steps
 from harness.agents import AgentResult
 from harness.agents.base import Usage
+from harness.config import step_grading
 from harness.config.models import Arm, BudgetOverride, Environment, Task
 from harness.plan import Job
 from harness.sandbox.base import Sandbox
+from harness.sandbox.workproduct import WorkProduct
 from harness.step_json import StepJson
 from harness.tools.client import ToolServer
 from harness.trajectory import Trajectory
@@ -33,17 +40,7 @@ from harness.trial_agent import agent_context, agent_turn, grade
 
 if TYPE_CHECKING:
     from harness.config.loader import LoadedTask
-
-
-class RunShared(Protocol):
-    """What the steps read of the trial's ``RunContext``."""
-
-    resolved: Any
-    """the run's ``harness.resolve.Resolved`` (its suite)"""
-
-    def graders(self, task: Task) -> list[Grader]: ...
-
-    def frozen_task(self, task: Task) -> Task: ...
+    from harness.run_context import RunContext
 
 
 AfterAgent = Callable[[Sandbox, Awaitable[Any], str], Awaitable[Any]]
@@ -101,7 +98,7 @@ class Steps:
 class StepRun:
     """What the trial hands the steps."""
 
-    rc: RunShared
+    rc: RunContext
     job: Job
     loaded: LoadedTask
     arm: Arm
@@ -114,6 +111,10 @@ class StepRun:
     trajectory: Trajectory
     initial: Any
     after_agent: AfterAgent
+    labels: dict[str, str] = field(default_factory=dict)
+    """the trial's sandbox labels (a step's grading sandbox carries them)"""
+    served_state: bool = False
+    """the tool server serves the state (``grading.plan``)"""
 
 
 async def run_steps(run: StepRun) -> Steps:
@@ -159,7 +160,13 @@ async def run_steps(run: StepRun) -> Steps:
             record.reward, record.reasons = 0.0, [f"agent failure: {out.failure}"]
             break
         await run.after_agent(run.sandbox, run.sandbox.sweep(), "stopping the agent's processes")
-        box = await grading.install_in_place(run.sandbox, run.loaded.step_hidden_dir(i))
+        graded = step_grading.step_task(task, i)
+        try:
+            box, final, product = await _grader_box(run, graded, run.loaded.step_hidden_dir(i))
+        except errors.AgentFailure as exc:  # what it left cannot be taken out or used
+            out.failure = exc
+            record.reward, record.reasons = 0.0, [f"agent failure: {exc}"]
+            break
         said = [e.content or "" for e in ctx.trajectory.events if e.kind == "message"]
         evidence = Evidence(
             task=run.rc.frozen_task(task),
@@ -167,7 +174,7 @@ async def run_steps(run: StepRun) -> Steps:
             messages=said,
             trajectory=[e.model_copy(deep=True) for e in run.trajectory.events],
             initial_state=run.initial,
-            final_state=None,
+            final_state=final,
             state_ignore=list(run.env.spec.state.ignore),
             sandbox=box,
             hidden_dir=box.hidden_dir,
@@ -176,7 +183,12 @@ async def run_steps(run: StepRun) -> Steps:
         try:
             verdicts = await grade(run.rc.graders(task), evidence)
         finally:
-            await box.inner.end_grading()  # the next step is the agent's again
+            if box.in_place:
+                await box.inner.end_grading()  # the next step is the agent's again
+            else:  # the step's own grading sandbox: gone before the next step starts
+                await box.destroy()
+            if product is not None:
+                product.close()
         out.verdicts += verdicts
         combined = combine(verdicts)
         record.reward, record.passed = combined.score, combined.passed
@@ -184,6 +196,41 @@ async def run_steps(run: StepRun) -> Steps:
         if step.min_reward is not None and combined.score < step.min_reward:
             break
     return out
+
+
+async def _grader_box(
+    run: StepRun, graded: Task, hidden: Path | None
+) -> tuple[grading.GraderSandbox, Any, WorkProduct | None]:
+    """Where the step's graders run: the agent's own (swept) sandbox for a step graded in
+    place; else a fresh grading sandbox (the step's or the task's ``grading``) with what the
+    graders need of the agent's files copied in, the agent's sandbox left as it is for the
+    next step. Returns (the grader's sandbox, the command-kind final state, the files taken
+    out)."""
+    how = grading.plan(run.env, graded, run.rc.graders(graded), run.served_state)
+    if how.in_place:
+        return await grading.install_in_place(run.sandbox, hidden), None, None
+    product = None
+    if how.exports:
+        product = await run.after_agent(
+            run.sandbox, run.sandbox.export(how.exports), "taking the agent's files out"
+        )
+    try:
+        box, final = await trial_steps.grading_sandbox(
+            run.rc,
+            run.env,
+            graded,
+            hidden,
+            run.labels,
+            run.sandbox,
+            how,
+            product,
+            None,
+        )
+    except BaseException:
+        if product is not None:
+            product.close()
+        raise
+    return box, final, product
 
 
 __all__ = ["StepRecord", "StepRun", "Steps", "run_steps"]

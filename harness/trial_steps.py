@@ -16,6 +16,7 @@ import anyio
 
 from harness import errors, grading
 from harness.config.models import Environment, Task
+from harness.config.step_grading import graded_in_place
 from harness.network import agent_policy, grading_policy
 from harness.sandbox.base import ExecResult, Sandbox, SandboxRequest
 from harness.sandbox.workproduct import BadWorkProduct, WorkProduct
@@ -91,7 +92,7 @@ async def provision(
         internet=policy.internet,
         socket_dir=socket_dir,
         agent=agent,
-        in_place=how.in_place is not None,
+        in_place=graded_in_place(task),  # the task, or one of its steps
     )
     try:
         return await rc.provider.create(request)

@@ -25,6 +25,7 @@ from harness.config.models import Environment, EnvironmentSpec, Suite, Task, Tas
 from harness.config.overrides import given
 from harness.config.paths import check_inside, check_tree
 from harness.config.selections import select_arms, select_tasks
+from harness.config.step_grading import graded_views
 from harness.config.subset import FitSource, SubsetDraw, subset_of
 from harness.config.yamlio import FieldPath, read_yaml
 from harness.errors import ConfigError
@@ -201,7 +202,8 @@ def load_suite(
     env_root = _environments_dir(suite, path, lines)
     environments: dict[str, Environment] = {}
     for lt in tasks:
-        for name in (lt.task.environment, lt.task.grading.environment):
+        graded = [view.grading.environment for _, view in graded_views(lt.task)]
+        for name in (lt.task.environment, *graded):
             if name and name not in environments:
                 environments[name] = load_environment(env_root, name, lt)
     _check_internet(suite, tasks, path, lines)
@@ -273,18 +275,19 @@ def _check_internet(
     if suite.allow_internet:
         return
     for lt in tasks:
-        for key, wants in (
-            ("internet", lt.task.internet),
-            ("grading.internet", lt.task.grading.internet),
-        ):
+        wanted: list[tuple[Path_, bool]] = [(("internet",), lt.task.internet)]
+        wanted += [
+            ((*at, "grading", "internet"), v.grading.internet) for at, v in graded_views(lt.task)
+        ]
+        for loc, wants in wanted:
             if wants:
                 raise ConfigError(
                     str(lt.file),
-                    _sub(lt.field_prefix, key),
+                    _sub(lt.field_prefix, field_path(loc)),
                     f"task '{lt.task.id}' needs open egress (the internet) and the suite "
                     f"{path.name} does not allow it: run with --allow-internet or set "
                     "allow_internet: true in the suite",
-                    nearest_line(lt.lines, (*lt.prefix, *key.split("."))) or lt.line,
+                    nearest_line(lt.lines, (*lt.prefix, *loc)) or lt.line,
                 )
 
 

@@ -420,7 +420,8 @@ class Task(Strict):
     grading: Grading = Field(default_factory=Grading)
     """where graders that run code run (environment, network, privileges, what is copied)"""
     steps: list[TaskStep] = Field(default_factory=list)
-    """a multi-step task: its steps, run in order in one sandbox, each graded in place"""
+    """a multi-step task: its steps, run in order in one sandbox, each graded as the task is
+    (in place, or in a fresh grading sandbox) unless the step says otherwise"""
     step_reward: Literal["mean", "final"] = "mean"
     """a multi-step trial's score: the mean of its steps' rewards (a step not reached: 0),
     or the last step's; it passes when every step passes"""
@@ -431,12 +432,18 @@ class Task(Strict):
             raise ValueError("instruction is required (unless user.goal is given)")
         if self.user and self.user.goal and self.user.model is None and not self.user.turns:
             raise ValueError("user.goal needs user.model or user.turns to write the opening")
-        if self.steps and (self.grade_in_place is None or self.environment is None):
+        if self.steps and self.environment is None:
             raise FieldError(
                 ("steps",),
-                "a multi-step task runs its steps in one sandbox and grades each there: it "
-                "needs an environment and grade_in_place",
+                "a multi-step task runs its steps in one sandbox: it needs an environment",
             )
+        for i, step in enumerate(self.steps):
+            if step.grading is not None and step.grade_in_place is not None:
+                raise FieldError(
+                    ("steps", i, "grade_in_place"),
+                    "a step graded in place has no grading sandbox of its own (drop "
+                    "grade_in_place or grading)",
+                )
         if self.grade_in_place is not None:
             given = sorted(self.grading.model_fields_set)
             if given:

@@ -61,8 +61,9 @@ class Grading(Strict):
 
 class TaskStep(Strict):
     """One step of a multi-step task: the agent gets its instruction in the sandbox the
-    earlier steps left, then the task's graders run in place with the step's hidden
-    material; a reward below ``min_reward`` ends the trial there."""
+    earlier steps left, then the task's graders run with the step's hidden material (in
+    place, or in a fresh grading sandbox while the agent's sandbox waits for the next step);
+    a reward below ``min_reward`` ends the trial there."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     """the step's name, shown in the report"""
@@ -75,3 +76,13 @@ class TaskStep(Strict):
     """the step's time budget (default: the task's)"""
     min_reward: float | None = Field(None, ge=0, le=1)
     """below it, the later steps are not run (they score 0)"""
+    grading: Grading | None = Field(
+        None,
+        description="this step's own grading sandbox (environment, network, files) instead "
+        "of the task's (Harbor's per-step separate verifier)",
+    )
+    grade_in_place: str | None = Field(
+        None,
+        description="why this step is graded in the agent's own sandbox when the task's "
+        "other steps are not (Harbor's per-step shared verifier)",
+    )

@@ -35,7 +35,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError
-from harness.importers import harbor_compose, harbor_judge, harbor_network, harbor_steps
+from harness.importers import (
+    harbor_compose,
+    harbor_judge,
+    harbor_network,
+    harbor_steps,
+    harbor_verifier,
+)
 from harness.importers.harbor_network import ALLOWLIST, PUBLIC
 
 REWARD_DIR = "/logs/verifier"
@@ -230,8 +236,8 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         return "container healthchecks (environment.healthcheck)"
     if env.environment_mode:
         return "a separate verifier environment ([environment] environment_mode)"
-    if toml.separate_verifier:
-        if not (task_dir / "tests" / "Dockerfile").is_file():
+    if toml.separate_verifier:  # a multi-step task's steps each name their Dockerfile
+        if not multi and not (task_dir / "tests" / "Dockerfile").is_file():
             return "a separate verifier environment without tests/Dockerfile"
         if any(not isinstance(a, str) for a in toml.artifacts):
             return "artifacts from service containers (artifacts with a service)"
@@ -243,17 +249,19 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     for phase in (agent_net, verifier_net):
         if (why := harbor_network.refusal(phase)) is not None:
             return why
-    if multi:
-        phases = (agent_net, verifier_net)
-        if why := harbor_steps.refusal(task_dir, toml.steps, toml.separate_verifier, phases):
+    if multi:  # each step's networks are checked where the step is graded
+        nets = harbor_steps.networks(toml)
+        if why := harbor_steps.refusal(task_dir, toml.steps, toml.separate_verifier, nets):
             return why
-    shared = not toml.separate_verifier
-    in_place = _workdir(task_dir, env) == "/" or multi
-    if shared and in_place and not agent_net.same(verifier_net):
+    elif (
+        not toml.separate_verifier
+        and _workdir(task_dir, env) == "/"
+        and not agent_net.same(verifier_net)
+    ):
         return (
             f"a verifier network ({verifier_net.mode}: {verifier_net.setting}) unlike the "
             f"agent's ({agent_net.mode}: {agent_net.setting}) in a task graded in the agent's "
-            f"sandbox ({'multi-step' if multi else 'no WORKDIR'})"
+            "sandbox (no WORKDIR)"
         )
     if _nonempty(env.env):
         return "environment variables ([environment.env])"
@@ -306,26 +314,24 @@ def _memory_mb(env: HarborEnvironment) -> int | None:
     return None
 
 
+def _verifier_workdir(task_dir: Path, toml: HarborToml) -> str:
+    """A separate verifier's work dir: its table's, else the agent's (what lies under the
+    agent's work dir lands under the grading sandbox's, so the artifacts keep their paths)."""
+    return harbor_verifier.workdir(toml.verifier.environment, _workdir(task_dir, toml.environment))
+
+
 def _verifier_environment(task_dir: Path, toml: HarborToml, slug: str, out: Path) -> dict:
-    """Harbor's separate verifier as the task's grading environment: ``tests/`` as its
-    image's build context; what it gets of the agent's sandbox is the task's ``artifacts``
-    and ``/logs/artifacts``, where they were. Returns the task's ``grading`` keys."""
-    name = f"harbor-{slug}-verifier"
-    env_dir = out / "environments" / name
-    if env_dir.exists():
-        shutil.rmtree(env_dir)
-    shutil.copytree(task_dir / "tests", env_dir)
-    # The agent's work dir: what lies under it lands under the grading sandbox's, so the
-    # artifacts keep their paths.
-    spec: _EnvironmentEntry = {
-        "name": name,
-        "description": f"the separate verifier of Harbor task {slug}",
-        "version": str(toml.task.version),
-        "image": {"dockerfile": "Dockerfile"},
-        "workdir": _workdir(task_dir, toml.environment),
-    }
-    (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    return {"environment": name, "files": [*map(str, toml.artifacts), "/logs/artifacts"]}
+    """Harbor's separate verifier as the task's grading environment (``harbor_verifier``):
+    ``tests/`` as its image's build context, the task's ``artifacts`` and
+    ``/logs/artifacts`` copied in where they were. Returns the task's ``grading`` keys."""
+    verifier = harbor_verifier.Verifier(
+        task_dir / "tests",
+        _verifier_workdir(task_dir, toml),
+        (*map(str, toml.artifacts), "/logs/artifacts"),
+    )
+    return harbor_verifier.write_environment(
+        verifier, f"harbor-{slug}-verifier", str(toml.task.version), out
+    )
 
 
 # long: it writes one import's files in sequence (tasks, environment, suite), each step a few lines.
@@ -389,7 +395,12 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         judge = _judge(task_dir, toml)
         if toml.steps is not None:  # each step's hidden material, the first the task's
             hidden_dir = task_root / "hidden" / slug
-            steps = harbor_steps.write_steps(task_dir, toml.steps, hidden_dir, f"hidden/{slug}")
+            how = harbor_steps.step_grading(
+                task_dir, toml, slug, out, _verifier_workdir(task_dir, toml)
+            )
+            steps = harbor_steps.write_steps(
+                task_dir, toml.steps, hidden_dir, f"hidden/{slug}", how
+            )
         elif judge is None:  # a judge reads the agent's files: nothing of tests/ is run
             shutil.copytree(task_dir / "tests", task_root / "hidden" / slug)
         tests: _TestsGrader = {
@@ -430,9 +441,10 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             # The judge runs on the host, its calls leaving from there: no grading sandbox,
             # and the verifier's network is no sandbox's.
             grading = {}
-        elif toml.separate_verifier:
-            grading.update(_verifier_environment(task_dir, toml, slug, out))
-        elif spec["workdir"] == "/" or services or steps:
+        elif toml.separate_verifier:  # without tests/Dockerfile: each step has its own
+            if (task_dir / "tests" / "Dockerfile").is_file():
+                grading.update(_verifier_environment(task_dir, toml, slug, out))
+        elif spec["workdir"] == "/" or services or steps:  # steps: a shared verifier
             # Nothing marks where the agent's work lies, the tests may talk to its
             # sidecars, or the next step goes on in it: only its own sandbox has them.
             entry["grade_in_place"] = (
@@ -445,7 +457,8 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             grading = {}
         if grading:
             entry["grading"] = grading
-        if PUBLIC in (agent_net.mode, verifier_net.mode if judge is None else None):
+        sandboxes = [entry, entry.get("grading") or {}, *(s.get("grading") or {} for s in steps)]
+        if any(part.get("internet") for part in sandboxes):  # as written: what the run asks
             result.open_egress.append(rel)
         if judge is not None:
             result.judged[rel] = str(judge["model"]["api_key_env"])

@@ -6,21 +6,30 @@ Each ``[[steps]]`` table names a step whose directory holds its ``instruction.md
 ``tests/`` (a step's file of the same name wins) as the step's hidden material. Read: the
 step's ``min_reward``, its agent timeout (the step's time budget) and its verifier timeout
 (the tests' timeout is the largest), and the top-level ``multi_step_reward_strategy``
-(``mean``, Harbor's default, or ``final``). The steps share one sandbox, so every step is
-graded in it, as Harbor's shared verifier is. Refused, naming the step and setting: a
-separate verifier, per-step networks unlike the task's, healthchecks, verifier variables and work dir uploads
-(``steps/NAME/workdir``); a step without an instruction or a ``test.sh``.
+(``mean``, Harbor's default, or ``final``). The steps share the agent's sandbox; a step
+with Harbor's shared verifier is graded in it, a step with a separate verifier (its own or
+the task's: ``harbor_verifier``) in a fresh grading sandbox of that verifier's image, given
+the task's and the step's ``artifacts``, while the agent's sandbox waits for the next step.
+Refused, naming the step and setting: an agent network unlike the task's, a shared
+verifier's network unlike the agent's, a separate verifier without a ``tests/Dockerfile``,
+healthchecks, verifier variables and work dir uploads (``steps/NAME/workdir``); a step
+without an instruction or a ``test.sh``.
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.importers.harbor_network import Phase
+from harness.importers import harbor_network, harbor_verifier
+from harness.importers.harbor_network import PUBLIC, Phase
+
+if TYPE_CHECKING:
+    from harness.importers.harbor import HarborToml
 
 
 class HarborStep(BaseModel):
@@ -47,31 +56,67 @@ def read_steps(raw: object) -> list[HarborStep]:
         raise ValueError(why) from None
 
 
-def refusal(
-    task_dir: Path, raw: object, separate_verifier: bool, task_phases: tuple[Phase, Phase]
-) -> str | None:
-    """Why these steps cannot run as the harness's steps, or None. A step's network is
-    accepted when it is the task's own for that phase (``task_phases``: agent, verifier)."""
+@dataclass(frozen=True)
+class Networks:
+    """The task's networks a step inherits: the agent's, its separate verifier's (with its
+    ``[verifier.environment]`` baseline) and its shared verifier's (in the agent's sandbox)."""
+
+    agent: Phase
+    separate: Phase
+    shared: Phase
+
+
+def verifier_network(step: HarborStep, separate: bool, nets: Networks) -> Phase:
+    """The step's verifier's network: its ``[steps.verifier]`` setting, else its own
+    environment table's (a separate one's baseline), else the task's."""
+    table, where = step.verifier, f"steps.{step.name}.verifier"
+    base = nets.separate if separate else nets.shared
+    own = table.get("environment")
+    if separate and isinstance(own, dict) and own:
+        hosts = own.get("allowed_hosts") or ()
+        base = Phase(str(own.get("network_mode", PUBLIC)), _hosts(hosts), f"{where}.environment")
+    if table.get("network_mode") is None and table.get("allowed_hosts") is None:
+        return base
+    mode = table.get("network_mode") or base.mode
+    return Phase(str(mode), _hosts(table.get("allowed_hosts") or ()), f"{where}.network_mode")
+
+
+def _hosts(raw: object) -> tuple[str, ...]:
+    return tuple(map(str, raw)) if isinstance(raw, list | tuple) else (str(raw),)
+
+
+# long: one refusal per line, each a condition and its sentence.
+def refusal(task_dir: Path, raw: object, separate_verifier: bool, nets: Networks) -> str | None:
+    """Why these steps cannot run as the harness's steps, or None. A step's agent network
+    must be the task's (one sandbox); a step graded in that sandbox (a shared verifier) must
+    have the agent's network too; a separate one may have any the harness can give."""
     try:
         steps = read_steps(raw)
     except ValueError as exc:
         return str(exc)
-    if separate_verifier:
-        return "multi-step tasks with a separate verifier ([verifier] environment_mode)"
     for step in steps:
         where = f"steps.{step.name}"
         sdir = task_dir / "steps" / step.name
         verifier = step.verifier
-        if verifier.get("environment_mode") == "separate" or verifier.get("environment"):
-            return f"multi-step tasks with a separate verifier ({where}.verifier)"
-        for phase, theirs in zip(("agent", "verifier"), task_phases, strict=True):
-            table = getattr(step, phase)
-            if table.get("network_mode") is None and table.get("allowed_hosts") is None:
-                continue
-            mode = table.get("network_mode") or theirs.mode
-            own = Phase(str(mode), tuple(map(str, table.get("allowed_hosts") or ())), "")
-            if not own.same(theirs):
-                return f"a per-step network unlike the task's ({where}.{phase}.network_mode)"
+        table = step.agent
+        if table.get("network_mode") is not None or table.get("allowed_hosts") is not None:
+            mode = table.get("network_mode") or nets.agent.mode
+            own = Phase(str(mode), _hosts(table.get("allowed_hosts") or ()), "")
+            if not own.same(nets.agent):
+                return f"a per-step network unlike the task's ({where}.agent.network_mode)"
+        separate = harbor_verifier.step_is_separate(verifier, separate_verifier)
+        net = verifier_network(step, separate, nets)
+        if (why := harbor_network.refusal(net)) is not None:
+            return why
+        if not separate and not net.same(nets.agent):
+            return (
+                f"a per-step network unlike the task's ({net.setting}: {net.mode}, graded "
+                "in the agent's sandbox by a shared verifier)"
+            )
+        if separate and harbor_verifier.tests_dir(task_dir, step.name) is None:
+            return f"a separate verifier environment without tests/Dockerfile ({where}.verifier)"
+        if any(not isinstance(a, str) for a in (step.model_extra or {}).get("artifacts", [])):
+            return f"artifacts from service containers ({where}.artifacts)"
         if step.healthcheck:
             return f"per-step healthchecks ({where}.healthcheck)"
         if verifier.get("env"):
@@ -85,10 +130,73 @@ def refusal(
     return None
 
 
-def write_steps(task_dir: Path, raw: object, hidden_root: Path, hidden_rel: str) -> list[dict]:
+@dataclass(frozen=True)
+class StepGrading:
+    """What the steps' grading is made from, on the task's side."""
+
+    task_dir: Path
+    separate: bool
+    """the task's verifier is separate (``[verifier]``)"""
+    nets: Networks
+    artifacts: tuple[str, ...]
+    """the task's ``artifacts``"""
+    workdir: str
+    """the task's separate verifier's work dir"""
+    slug: str
+    version: str
+    out: Path
+
+
+def networks(toml: HarborToml) -> Networks:
+    """The networks a step inherits: its shared verifier's ignores ``[verifier.environment]``
+    (that verifier runs in the agent's sandbox)."""
+    shared = toml.verifier.model_copy(update={"environment": None})
+    agent, separate = harbor_network.phases(toml.environment, toml.agent, toml.verifier)
+    _, in_place = harbor_network.phases(toml.environment, toml.agent, shared)
+    return Networks(agent, separate, in_place)
+
+
+def step_grading(
+    task_dir: Path, toml: HarborToml, slug: str, out: Path, verifier_workdir: str
+) -> StepGrading:
+    """What the steps of ``toml`` are graded with (``grading_keys``)."""
+    artifacts = tuple(map(str, toml.artifacts))
+    return StepGrading(
+        task_dir,
+        toml.separate_verifier,
+        networks(toml),
+        artifacts,
+        verifier_workdir,
+        slug,
+        str(toml.task.version),
+        out,
+    )
+
+
+def grading_keys(step: HarborStep, how: StepGrading) -> dict[str, object]:
+    """The step entry's grading keys: a shared step in a task whose verifier is separate
+    is graded in place; a separate step gets a grading sandbox of its own (its verifier's
+    environment, network, and the task's and the step's artifacts); else none (the task's)."""
+    if not harbor_verifier.step_is_separate(step.verifier, how.separate):
+        return {"grade_in_place": harbor_verifier.IN_PLACE} if how.separate else {}
+    tests = harbor_verifier.tests_dir(how.task_dir, step.name)
+    assert tests is not None, "refused at import"
+    workdir = harbor_verifier.workdir(step.verifier.get("environment"), how.workdir)
+    own = tests != how.task_dir / "tests" or workdir != how.workdir
+    name = f"harbor-{how.slug}{f'-{step.name}' if own else ''}-verifier"
+    mine = tuple(map(str, (step.model_extra or {}).get("artifacts", [])))
+    verifier = harbor_verifier.Verifier(tests, workdir, (*how.artifacts, *mine, "/logs/artifacts"))
+    keys = harbor_network.grading_keys(verifier_network(step, True, how.nets))
+    keys.update(harbor_verifier.write_environment(verifier, name, how.version, how.out))
+    return {"grading": keys}
+
+
+def write_steps(
+    task_dir: Path, raw: object, hidden_root: Path, hidden_rel: str, how: StepGrading
+) -> list[dict]:
     """The task's ``steps`` entries; each step's hidden material is written under
     ``hidden_root`` (the task's tests/, then the step's over it), named relative to the
-    task file as ``hidden_rel/<step>``."""
+    task file as ``hidden_rel/<step>``; each step graded as ``grading_keys`` says."""
     out = []
     for step in read_steps(raw):
         sdir = task_dir / "steps" / step.name
@@ -108,6 +216,7 @@ def write_steps(task_dir: Path, raw: object, hidden_root: Path, hidden_rel: str)
             entry["timeout_s"] = float(step.agent["timeout_sec"])
         if step.min_reward is not None:
             entry["min_reward"] = step.min_reward
+        entry.update(grading_keys(step, how))
         out.append(entry)
     return out
 
@@ -120,4 +229,16 @@ def verifier_timeout(raw: object, default: float) -> float:
     return max(found, default=default)
 
 
-__all__ = ["HarborStep", "read_steps", "refusal", "verifier_timeout", "write_steps"]
+__all__ = [
+    "HarborStep",
+    "Networks",
+    "StepGrading",
+    "grading_keys",
+    "networks",
+    "step_grading",
+    "read_steps",
+    "refusal",
+    "verifier_network",
+    "verifier_timeout",
+    "write_steps",
+]

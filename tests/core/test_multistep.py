@@ -3,7 +3,8 @@ in one sandbox, each graded in place with its own hidden tests; per-step rewards
 trajectory's step notes are on the row; ``min_reward`` stops the trial early (later steps
 not run, scoring 0); the trial passes only when every step passes and scores the mean (or
 the last step's reward); the report's steps section shows the progress per step; a steps
-task that is not graded in place is refused at load."""
+task that is not graded in place grades each step in a fresh grading sandbox while the
+agent's sandbox lives on."""
 
 from __future__ import annotations
 
@@ -135,14 +136,57 @@ def test_steps_run_in_order_with_per_step_rewards_and_early_stop(tmp_path: Path)
     assert "| oracle | middle | 2. two | 1/1 | 0/1 0.0% [0.0%, 79.3%] | 0.00 |" in markdown
 
 
-def test_a_steps_task_must_be_graded_in_place(tmp_path: Path) -> None:
+def test_steps_not_graded_in_place_get_a_fresh_grading_sandbox_each(tmp_path: Path) -> None:
+    """Without ``grade_in_place`` each step is graded in a fresh grading sandbox with the
+    agent's work dir copied in, while the agent's sandbox lives on: step ``keep`` passes only
+    when step one's file is still there and the file step one's grader wrote is not (the
+    grader wrote it in a sandbox of its own)."""
+    suite = _suite(tmp_path)
+    hidden = tmp_path / "tasks" / "hidden"
+    (hidden / "leaves").mkdir()
+    (hidden / "leaves" / "test.sh").write_text(
+        "echo graded > graded.txt; " + CHECK.format(file="a.txt", want="A") + "\n"
+    )
+    (hidden / "keep").mkdir()
+    (hidden / "keep" / "test.sh").write_text(
+        "test ! -e graded.txt && " + CHECK.format(file="a.txt", want="A") + "\n"
+    )
+    path = tmp_path / "tasks" / "tasks.yaml"
+    doc = yaml.safe_load(path.read_text())
+    task = doc["tasks"][0]
+    del task["grade_in_place"]
+    task["steps"] = [
+        _step("one", "a.txt", "A", "A", hidden="hidden/leaves"),
+        {"name": "keep", "instruction": "keep it", "solution": {"commands": ["true"]},
+         "hidden": "hidden/keep"},
+    ]  # fmt: skip
+    doc["tasks"] = [task]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    db = tmp_path / "s.db"
+    done = run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q", "--arm", "oracle")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ((status, ev),) = sqlite3.connect(db).execute("select status, evidence from trials")
+    evidence = json.loads(ev)
+    assert [s["reward"] for s in evidence["steps"]] == [1.0, 1.0], evidence["steps"]
+    assert (status, evidence["graded_in_place"]) == ("passed", None)
+    # The same steps graded in place: the grader's file stays in the agent's sandbox.
+    task["grade_in_place"] = "steps"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    done = run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q", "--arm", "oracle")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = sqlite3.connect(db).execute("select evidence from trials order by started_at")
+    last = json.loads(rows.fetchall()[-1][0])
+    assert [s["reward"] for s in last["steps"]] == [1.0, 0.0], last["steps"]
+
+
+def test_a_step_graded_in_place_has_no_grading_of_its_own(tmp_path: Path) -> None:
     suite = _suite(tmp_path)
     path = tmp_path / "tasks" / "tasks.yaml"
     doc = yaml.safe_load(path.read_text())
-    del doc["tasks"][0]["grade_in_place"]
+    doc["tasks"][0]["steps"][1].update(grade_in_place="why", grading={"root": True})
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     done = run_cli("run", str(suite), "-q")
     assert done.returncode == 2, done.stdout + done.stderr
     line = done.stderr.strip()
     assert "\n" not in line and "Traceback" not in line, line
-    assert "steps" in line and "grade_in_place" in line, line
+    assert "steps[1].grade_in_place" in line, line

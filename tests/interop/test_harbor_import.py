@@ -67,6 +67,15 @@ def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None
     assert "per-step healthchecks (steps.implement.healthcheck)" in why["hello-multi-step-advanced"]
     steps = resolved.task("harbor/hello-multi-step-simple").task.steps
     assert [s.name for s in steps] == ["create-file", "append-content"]
+    # A separate verifier, the task's or a step's, grades its steps in a sandbox of its own.
+    mixed = resolved.task("harbor/verifier-mode-matrix-multistep-top-separate-mixed").task
+    assert [(s.grading is not None, s.grade_in_place is not None) for s in mixed.steps] == [
+        (True, False),
+        (False, True),
+        (True, False),
+    ]
+    for name in ("separate-verifier-multi-step", "network-policy-matrix/dynamic/e-ve-sve-diff"):
+        assert name in imported
 
 
 def _task(tmp: Path, toml: str, workdir: str = "/app") -> Path:
@@ -168,8 +177,8 @@ def test_refusal_names_the_feature(tmp_path: Path) -> None:
 def test_shipped_tasks_run_on_docker(tmp_path: Path, docker_ready) -> None:
     result = run_cli("import", "harbor", str(SHIPPED), "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "4 imported, 0 refused" in result.stdout
-    assert_oracle_passes_noop_fails(tmp_path, tasks=4)
+    assert "5 imported, 0 refused" in result.stdout
+    assert_oracle_passes_noop_fails(tmp_path, tasks=5)
 
 
 def assert_oracle_passes_noop_fails(out: Path, tasks: int, *options: str) -> None:

@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c WARN /app/service.log >> /app/counts.txt
