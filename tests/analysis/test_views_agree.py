@@ -24,7 +24,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.report.render.numbers import ci, delta_text, num, pct, rate_text, signed_points
+from harness.report.render.numbers import (
+    ci,
+    delta_text,
+    num,
+    pct,
+    points,
+    rate_text,
+    signed_points,
+)
 from tests.analysis.html_text import Page, read_page
 from tests.cli.test_usage_errors import _main
 from tests.conftest import REPO
@@ -95,6 +103,8 @@ class Views:
     compare: dict
     gate: dict
     history: dict
+    compare_md: str
+    gate_md: str
     earlier: str | None
     moves: dict[str, dict]
     """compare's paired move of each arm from the earlier run (none without one)."""
@@ -165,6 +175,8 @@ def _views(tmp: Path, store: str, name: str, run: str, earlier: str | None) -> V
         html=read_page(page.read_text()),
         compare=_json("compare", run, *at, "--json"),
         gate=_json("gate", run, *at, "--json", *policy),
+        compare_md=_cli("compare", run, *at, "--markdown"),
+        gate_md=_cli("gate", run, *at, "--markdown", *policy),
         history=_json("history", name, *at, "--json")["runs"][-1],
         earlier=earlier,
         moves={
@@ -222,6 +234,8 @@ def test_every_view_says_the_same_number(views, name):
     v = views(name)
     _json_views_agree(v, base, cand, aa)
     _pages_print_the_numbers_of_the_json_views(v, base, cand, aa, gated="gate" in SUITES[name][0])
+    for page in (v.compare_md, v.gate_md):
+        _release_markdown_prints_the_report(page, v.report, base, cand, aa)
 
 
 def _json_views_agree(v: Views, base: str, cand: str, aa: str | None) -> None:
@@ -341,3 +355,54 @@ def _pages_print_the_numbers_of_the_json_views(
         assert f"{cand} − {base}: {_delta_cell(gate['primary'])}" in html.text["gate"]
     else:
         assert "gate" not in html.text
+
+
+def _screens_table(markdown: str) -> dict[str, dict[str, str]]:
+    """The screens table of compare's or gate's Markdown, by class."""
+    lines = markdown.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("| class | tasks |"))
+    cols = [c.strip() for c in lines[head].strip("|").split("|")]
+    rows = {}
+    for line in lines[head + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(cols, cells, strict=True))
+    return rows
+
+
+def _pts_interval(r: dict) -> str:
+    return f"[{points(r['lo'])}, {points(r['hi'])}]"
+
+
+def _release_markdown_prints_the_report(
+    page: str, report: dict, base: str, cand: str, aa: str | None
+) -> None:
+    """compare --markdown and gate --markdown print the report's numbers: each side's rate,
+    the primary delta, each class's delta and n, the A/A floor (or that there is none)."""
+    arms, c = report["arms"], report["comparison"]
+    assert f"- baseline  {rate_text(arms[base]['success'])}" in page
+    assert f"- candidate {rate_text(arms[cand]['success'])}" in page
+    assert (
+        f"- delta (candidate − baseline) {points(c['estimate'])} pts, "
+        f"{c['confidence']:.0%} interval {_pts_interval(c)} "
+        f"(n={c['n']} {c['unit']}s, {c['n_clusters']} clusters)"
+    ) in page
+    rows = _screens_table(page)
+    deltas = report["class_deltas"]
+    assert set(rows) == {d["class"] for d in deltas["by_class"]}
+    for d in deltas["by_class"]:
+        row = rows[d["class"]]
+        shown = _pts_interval(d) if d["lo"] is not None else "(no interval)"
+        assert row["delta (pts)"].removesuffix(" ⚠") == f"{points(d['estimate'])} {shown}"
+        assert row["delta (pts)"].endswith(" ⚠") == bool(d.get("warning")), d["class"]
+        assert row["tasks"] == f"{d['n']} ({d['n_clusters']} cl.)", d["class"]
+        assert row["tasks ±"] == f"+{d['improved']} / −{d['worse']}", d["class"]
+    floor = deltas["noise_floor"]
+    if floor is None:
+        assert "- noise floor: no A/A arm in this run" in page
+    else:
+        assert (
+            f"- noise floor (A/A, {aa} vs its baseline): {points(floor['estimate'])} pts "
+            f"{_pts_interval(floor)} (n={floor['n']} {floor['unit']}s)"
+        ) in page
