@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from harness import errors
 from harness.config.models import Environment, Task
+from harness.sandbox import product_links
 from harness.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxRequest
 from harness.sandbox.grading_material import (
     AS_AGENT_PATH,
@@ -135,6 +136,9 @@ class GradingPlan:
     with ``exports``."""
     read_workdir: bool = False
     """A grader explores the whole work dir as data (``reads_workdir``): it is exported."""
+    foreign: bool = False
+    """Graded in an environment of the task's own (Harbor's separate verifier): the agent's
+    links may point only within what is taken out (``product_links``)."""
 
     @property
     def needs_sandbox(self) -> bool:
@@ -184,6 +188,7 @@ def plan(
         in_place=task.grade_in_place,
         read_files=read,
         read_workdir=read_workdir,
+        foreign=runs_code and task.grading.environment not in (None, env.name),
     )
 
 
@@ -334,7 +339,7 @@ async def command_state(
     if plan_.state_kind != "command":
         return None
     if product is not None:
-        await box.inner.import_product(product, plan_.dump_roots)
+        await _import(box, product, plan_.dump_roots, plan_.foreign)
         if plan_.restore_files and env.files_dir is not None:
             await box.inner.restore_files(env.files_dir)
     return await _dump(box, env, user=None, env_vars=None)
@@ -343,7 +348,19 @@ async def command_state(
 async def import_workdir(box: GraderSandbox, plan_: GradingPlan, product: WorkProduct) -> None:
     """Before hidden tests: the agent's whole work dir (and state roots) as it left them."""
     if plan_.runs_code:
-        await box.inner.import_product(product, plan_.exports)
+        await _import(box, product, plan_.exports, plan_.foreign)
+
+
+async def _import(box: GraderSandbox, product: WorkProduct, roots: list[str], foreign: bool):
+    """The agent's files into the grading sandbox, without the links that would make the
+    grader read what is not the agent's (``product_links``)."""
+    import anyio.to_thread
+
+    safe = await anyio.to_thread.run_sync(product_links.confined, product, foreign)
+    try:
+        await box.inner.import_product(safe, roots)
+    finally:
+        safe.close()
 
 
 def agent_fault(exc: BaseException, what: str) -> errors.AgentFailure:

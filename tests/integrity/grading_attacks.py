@@ -20,6 +20,8 @@ by leaving something behind that grading would run or read:
 * ``deep_state`` / ``corrupt_db``: the retail database made so that the environment's own
   dump prints 200-deep JSON, or cannot open it (the agent broke its environment).
 * ``non_utf8``: file names that are not UTF-8 in the state and the work dir.
+* ``link_grader_side``: a Harbor artifact made a link to the file the verifier compares it
+  with, which only the verifier's image holds.
 """
 
 from __future__ import annotations
@@ -291,6 +293,14 @@ async def non_utf8(ctx: AgentContext) -> AgentResult:
     return AgentResult(answer="done")
 
 
+async def link_grader_side(ctx: AgentContext) -> AgentResult:
+    """Harbor ``separate-verifier``: the artifact the verifier compares with its own
+    expected file made a link to that file (which exists only in the verifier's image)."""
+    if ctx.task_id == "harbor/separate-verifier":
+        await _sh(ctx, "ln -sfn /opt/verifier/expected.txt /app/total.txt")
+    return AgentResult(answer="done")
+
+
 PROBES = {
     f.__name__: f
     for f in (
@@ -306,6 +316,7 @@ PROBES = {
         deep_state,
         corrupt_db,
         non_utf8,
+        link_grader_side,
     )
 }
 

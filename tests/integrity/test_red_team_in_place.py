@@ -28,8 +28,8 @@ from tests.integrity.in_place_attacks import PROBES
 
 HERE = Path(__file__).resolve().parent
 TASKS = ("harbor/reserve-stock", "harbor/greeter")
-HONEST_FIRST = ("outlive_sweep", "plant_tests", "root_exec", "fake_service")
-"""Attacks that do greeter's first step honestly: its later steps must score 0."""
+HONEST = {"outlive_sweep": 1, "plant_tests": 1, "root_exec": 1, "fake_service": 1, "readme_link": 2}
+"""Attacks that do greeter's first steps honestly (how many): the later steps must score 0."""
 
 
 def _suite(tmp: Path) -> Path:
@@ -81,7 +81,7 @@ def _wrong(arm: str, task: str, status: str, attempts: int, kind: str | None, ev
     steps = ev.get("steps") or []
     if task == "harbor/greeter" and arm != "oracle":
         # a step it did not do gets nothing (the first, done honestly, may pass)
-        done = 1 if arm in HONEST_FIRST else 0
+        done = HONEST.get(arm, 0)
         got = [(s["name"], s.get("reward")) for s in steps[done:] if s.get("reward")]
         if got:
             return [f"{name}: rewarded for steps it did not do: {got}"]
