@@ -1,7 +1,9 @@
 """Every view says the same number: real suites run through ``harness run``, then
 ``report --json``, the terminal summary, Markdown, HTML, ``compare --json``, ``gate --json``
 and ``history --json`` must agree on every quantity they share (estimate, interval, n, unit,
-arm roles) to the last digit, or, on the printed pages, to the digit they print.
+arm roles) to the last digit, or, on the printed pages (the report's, and ``compare`` and
+``gate --markdown``), to the digit they print; history's move of each arm since an earlier
+run is what ``compare EARLIER:ARM RUN:ARM`` says.
 
 The suites cover each way roles are declared: ``gate.primary`` only, ``report.primary`` only
 (no gate section: ``harness gate --policy`` then takes the report's pair; with
