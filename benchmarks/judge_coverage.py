@@ -146,31 +146,41 @@ def win_grid(quick: bool = False) -> list[tuple[int, float, float]]:
     return list(product((12, 24), (0.0, 0.5, 1.5), (0.0, 0.2, 0.4)))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=1000)
+def simulation_args(doc: str, reps: int) -> argparse.Namespace:
+    """--reps (default ``reps``), --quick (a few cells) and --seed of a judge simulation."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=reps)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = simulation_args(__doc__ or "", 1000)
     start = time.monotonic()
     rows = [corrected_cell(*cell, args.reps, seed=args.seed) for cell in corrected_grid(args.quick)]
     wins = [win_rate_cell(*cell, args.reps, seed=args.seed) for cell in win_grid(args.quick)]
+    save(RESULT, "judge_coverage", args, start, {"true rate": 0.6}, rows=rows, win_rows=wins)
+
+
+def save(path: Path, module: str, args: argparse.Namespace, start: float, settings: dict, **tables):
+    """Write a judge simulation's results: its settings (the command that made them, the
+    design, the seconds it took) and its tables of rows."""
     data = {
         "settings": {
-            "command": f"python -m benchmarks.judge_coverage --reps {args.reps}"
+            "command": f"python -m benchmarks.{module} --reps {args.reps}"
             + (" --quick" if args.quick else ""),
             "reps": args.reps,
             "seed": args.seed,
-            "true rate": 0.6,
+            **settings,
             "tasks per cluster": TASKS,
             "trials per task": TRIALS,
             "seconds": round(time.monotonic() - start, 1),
         },
-        "rows": rows,
-        "win_rows": wins,
+        **tables,
     }
-    RESULT.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {RESULT} ({data['settings']['seconds']} s)")
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {path} ({data['settings']['seconds']} s)")
 
 
 if __name__ == "__main__":

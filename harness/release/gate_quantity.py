@@ -90,13 +90,15 @@ def corrected_decision(
     from harness.release.gate import bar_verdict, bound_words, primary_verdict
 
     level = interval_level_of(reading)
+    if policy.rule == "threshold" and candidate not in reading["arms"]:
+        return _nothing(f"{candidate} has no judged trial with a verdict", raw_verdict)
     if policy.rule == "threshold":
         rec: CorrectedRecord = reading["arms"][candidate]["corrected"]
         what = f"{candidate}'s rate"
         ci = f"{bound_words(policy, policy.confidence)} bounds [{rec['lo']:.3f}, {rec['hi']:.3f}]"
         verdict, why = bar_verdict(rec["lo"], rec["hi"], float(policy.bar or 0), ci)
     elif reading.get("delta") is None or primary is None:
-        return "no-verdict", "no task was judged in both arms: nothing corrected to compare", RAW
+        return _nothing("no task was judged in both arms: nothing to compare", raw_verdict)
     else:
         rec = reading["delta"]["corrected"]
         what = "paired delta"
@@ -116,6 +118,21 @@ def corrected_decision(
         "corrected": rec,
     }
     return verdict, f"{why}; on rates corrected for judge error", quantity
+
+
+def _nothing(why: str, raw_verdict: str) -> tuple[str, str, GateQuantity]:
+    """No verdict on corrected rates, and why."""
+    text = f"quantity: corrected for judge error: {why}; the raw rates say {raw_verdict}"
+    return (
+        "no-verdict",
+        why,
+        {
+            "used": "corrected",
+            "text": text,
+            "raw_verdict": raw_verdict,
+            "corrected": None,
+        },
+    )
 
 
 def interval_level_of(reading: dict[str, Any]) -> float:

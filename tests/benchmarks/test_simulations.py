@@ -69,6 +69,19 @@ def test_judge_coverage_sample():
         assert abs(row["coverage"] - 0.95) <= 3 * _se(0.95, 300), row
 
 
+def test_judge_gate_sample():
+    """A lenient judge at a true rate on the bar: the raw gate ships far more often than
+    the rule allows, the corrected one within it; a strict judge above the bar: the raw
+    gate never ships, the corrected one does."""
+    from benchmarks.judge_gate import gate_cell, grid
+
+    reps = 150
+    lenient, strict = (gate_cell(*cell, reps, seed=99) for cell in grid(quick=True))
+    assert lenient["raw ships"] >= 0.1, lenient
+    assert lenient["corrected ships"] <= 0.05 + 3 * _se(0.05, reps), lenient
+    assert strict["raw ships"] == 0 and strict["corrected ships"] >= 0.3, strict
+
+
 def test_prediction_sample():
     """The always-pass mixture at 200 tasks: the plain beta-binomial is rejected and the
     prediction covers the truth; the old plain fit does not (a few seeded runs)."""
