@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from graders.base import Evidence, GraderParams, Verdict
+from graders.judge_call import JudgeAPI, JudgeCaller, model_setup
 from graders.judge_prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM,
@@ -37,9 +38,8 @@ from graders.judge_prompt import (
     render,
 )
 from harness.config.models import ModelSettings
-from harness.errors import ConfigError, GraderError, ModelUnavailable
+from harness.errors import GraderError
 
-JudgeAPI = Literal["chat", "responses", "messages"]
 Reading = Literal["conversation", "answer", "workspace"]
 DEFAULT_READS: tuple[Reading, ...] = ("conversation", "answer")
 
@@ -87,14 +87,8 @@ class JudgeParams(GraderParams):
 
     def setup(self) -> dict[str, Any]:
         """What decides the judge's verdicts (the API key variable and price do not)."""
-        m = self.model
         return {
-            "model": m.name,
-            "base_url": m.base_url.rstrip("/"),
-            "api": self.api,
-            "temperature": m.temperature,
-            "max_tokens": m.max_tokens,
-            "extra": m.extra,
+            **model_setup(self.model, self.api),
             "prompt": self.prompt or DEFAULT_TEMPLATE,
             "system": SYSTEM,
             "criteria": [c.model_dump() for c in self.criteria],
@@ -112,31 +106,6 @@ class JudgeParams(GraderParams):
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _payload(p: JudgeParams, prompt: str, seed: int | None) -> dict[str, Any]:
-    m = p.model
-    body: dict[str, Any] = {"model": m.name, **m.extra}
-    if p.api == "chat":
-        body["messages"] = [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": prompt},
-        ]
-        if m.max_tokens:
-            body["max_tokens"] = m.max_tokens
-        if seed is not None:
-            body["seed"] = seed
-    elif p.api == "responses":
-        body["instructions"], body["input"] = SYSTEM, prompt
-        if m.max_tokens:
-            body["max_output_tokens"] = m.max_tokens
-    else:  # Messages: no seed in the API
-        body["system"] = SYSTEM
-        body["messages"] = [{"role": "user", "content": prompt}]
-        body["max_tokens"] = m.max_tokens or 1024
-    if m.temperature is not None:
-        body["temperature"] = m.temperature
-    return body
-
-
 class Judge:
     type_name: ClassVar[str] = "judge"
     version: ClassVar[str] = "1"
@@ -144,45 +113,10 @@ class Judge:
 
     def __init__(self, params: JudgeParams):
         self.params = params
-        self._client: Any = None
-
-    def _chat_client(self) -> Any:
-        from harness.models.client import ChatClient
-
-        if self._client is None:
-            try:
-                self._client = ChatClient(self.params.model)
-            except ConfigError as exc:
-                raise GraderError(f"judge model: {exc.message}") from None
-        return self._client
+        self._caller = JudgeCaller(params.model, params.api)
 
     async def _ask(self, prompt: str, seed: int | None) -> tuple[str | None, dict[str, Any]]:
-        from harness.models.pricing import cost
-        from harness.models.upstream import send
-        from harness.models.wire import APIS
-
-        p = self.params
-        wire = APIS[p.api]
-        client = self._chat_client()
-        try:
-            reply = await send(client, wire, _payload(p, prompt, seed), {}, stream=False)
-        except ModelUnavailable as exc:
-            raise GraderError(f"judge unreachable: {exc}") from None
-        if reply.status >= 400 or reply.data is None:
-            raise GraderError(
-                f"judge model '{p.model.name}' refused the request (HTTP {reply.status}): "
-                f"{reply.body[:200].decode(errors='replace')}"
-            )
-        usage = wire.usage(reply.data)
-        text, _ = wire.summary(reply.data)
-        spent = {
-            "tokens_in": usage.input_tokens if usage.reported else None,
-            "tokens_cached": usage.cached_tokens if usage.reported else None,
-            "tokens_out": usage.output_tokens if usage.reported else None,
-            "cost_usd": cost(usage, p.model.price),
-            "latency_s": reply.latency_s,
-        }
-        return text, spent
+        return await self._caller.ask(SYSTEM, prompt, seed)
 
     async def grade(self, evidence: Evidence) -> Verdict:
         p = self.params

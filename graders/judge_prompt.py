@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:
     from graders.base import Evidence
+    from harness.trajectory import Event
 
 DEFAULT_TEMPLATE = """You grade one attempt of an AI agent at a task, against a rubric.
 
@@ -98,20 +99,36 @@ def rubric_text(criteria: list[Criterion]) -> str:
     return "\n".join(lines)
 
 
+def conversation_text(trajectory: Sequence[Event]) -> str:
+    """What the agent and the user said, and the tools the agent called, one line each."""
+    said = []
+    for e in trajectory:
+        if e.kind == "message":
+            said.append(f"agent: {e.content or ''}")
+        elif e.kind == "tool_call":
+            said.append(f"agent called {e.tool}({json.dumps(e.args, default=str)[:500]})")
+        elif e.kind == "user":
+            said.append(f"user: {e.content or ''}")
+    return "Conversation:\n" + ("\n".join(said) if said else "(nothing said)")
+
+
+def answer_text(answer: str | None) -> str:
+    return "Final answer:\n" + (answer or "(no answer given)")
+
+
+def cut_material(text: str, limit: int = MATERIAL_LIMIT) -> str:
+    """``text`` cut at ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
+
+
 def material(evidence: Evidence, reads: Sequence[str], files: Sequence[str] = ()) -> str:
     parts: list[str] = []
     if "conversation" in reads:
-        said = []
-        for e in evidence.trajectory:
-            if e.kind == "message":
-                said.append(f"agent: {e.content or ''}")
-            elif e.kind == "tool_call":
-                said.append(f"agent called {e.tool}({json.dumps(e.args, default=str)[:500]})")
-            elif e.kind == "user":
-                said.append(f"user: {e.content or ''}")
-        parts.append("Conversation:\n" + ("\n".join(said) if said else "(nothing said)"))
+        parts.append(conversation_text(evidence.trajectory))
     if "answer" in reads:
-        parts.append("Final answer:\n" + (evidence.answer or "(no answer given)"))
+        parts.append(answer_text(evidence.answer))
     if "workspace" in reads:
         state = evidence.final_state
         shown = json.dumps(state, indent=1, default=str) if state else "(no files)"
@@ -119,11 +136,7 @@ def material(evidence: Evidence, reads: Sequence[str], files: Sequence[str] = ()
     for path in files:
         left = evidence.files.get(path)
         parts.append(f"File {path} (as left by the agent):\n" + (left or "(empty)"))
-    text = "\n\n".join(parts)
-    if len(text) > MATERIAL_LIMIT:
-        cut = len(text) - MATERIAL_LIMIT
-        text = text[:MATERIAL_LIMIT] + f"\n[... {cut} more characters not shown]"
-    return text
+    return cut_material("\n\n".join(parts))
 
 
 def render(

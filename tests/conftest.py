@@ -59,9 +59,15 @@ def in_parallel(*calls: Callable[[], T]) -> list[T]:
 
 
 def write_suite(
-    directory: Path, *, task_list: list[dict] | None = None, n_tasks: int = 4, **suite: object
+    directory: Path,
+    *,
+    task_list: list[dict] | None = None,
+    n_tasks: int = 4,
+    n_clusters: int = 2,
+    **suite: object,
 ) -> Path:
-    """Write a small answer-only suite (and its task file) into ``directory``."""
+    """Write a small answer-only suite (and its task file) into ``directory``; task i is in
+    cluster ``c{i % n_clusters}``."""
     directory.mkdir(parents=True, exist_ok=True)
     tasks = task_list
     if tasks is None:
@@ -69,7 +75,7 @@ def write_suite(
             {
                 "id": f"t{i}",
                 "instruction": f"What is {i} + {i}?",
-                "cluster": f"c{i % 2}",
+                "cluster": f"c{i % n_clusters}",
                 "graders": [{"type": "answer_match", "mode": "numeric", "expected": 2 * i}],
                 "solution": {"answer": str(2 * i)},
             }

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from harness.commands.options import RUN_FORMS, StoreOpt
+from harness.commands.options import RUN_FORMS, LatestRunArg, StoreOpt
 
 
 def register(app: typer.Typer) -> None:
     app.command(name="label")(label)
     app.command(name="judge-agreement")(judge_agreement)
+    app.command(name="pairwise")(pairwise)
 
 
 def label(
@@ -52,12 +54,7 @@ def label(
 
 
 def judge_agreement(
-    run_ref: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Argument(
-            metavar="RUN", help=f"The run ({RUN_FORMS}; default: the latest).", show_default=False
-        ),
-    ] = None,
+    run_ref: LatestRunArg = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
     confidence: Annotated[float, typer.Option(metavar="LEVEL", help="Interval level.")] = 0.95,
@@ -77,9 +74,87 @@ def judge_agreement(
         summary = {"run_id": run.id, **run_judge_summary(db, run, confidence)}
     finally:
         db.close()
-    if as_json:
+    how = "json" if as_json else "markdown" if markdown else "text"
+    _emit(summary, how, judge_text, judge_markdown)
+
+
+def pairwise(
+    run_ref: LatestRunArg = None,
+    judge_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--judge",
+            metavar="FILE",
+            help="The pairwise judge (YAML): model (as a judge grader's), api, question, "
+            "rubric, reads.",
+            show_default=False,
+        ),
+    ] = None,
+    arms: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--arm", metavar="ARM", help="An arm to compare (repeat; default: all)."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option(metavar="N", min=1, max=64, help="Judge calls at once.")
+    ] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown on stdout.")] = False,
+    confidence: Annotated[float, typer.Option(metavar="LEVEL", help="Interval level.")] = 0.95,
+    seed: Annotated[int, typer.Option(metavar="SEED", help="Seed of the bootstrap.")] = 0,
+    store: StoreOpt = None,
+) -> None:
+    """Compare arms' outputs with a judge model: every pair of arms on every task and trial
+    index both ran, judged twice with the order swapped. Prints win rates with intervals,
+    the judge's position bias and, with three or more arms, Bradley-Terry ratings. Stored
+    judgements of the same judge setup are reused, never paid for twice."""
+    from harness.errors import ConfigError
+    from harness.pairwise.judging import judge_run
+    from harness.pairwise.setup import load_setup
+    from harness.pairwise.summary import pairwise_summary
+    from harness.report.render.pairwise import pairwise_markdown, pairwise_text
+    from harness.store import Store, resolve_url
+    from harness.store.refs import find_run, no_arm
+
+    if judge_file is None:
+        raise ConfigError("command line", "--judge", "required: the pairwise judge file")
+    setup = load_setup(judge_file)
+    db = Store(resolve_url(store), create=False)
+    try:
+        run = find_run(db, no_arm(run_ref, "pairwise", "choose arms with --arm"))
+        chosen = list(run.arms) if not arms else list(dict.fromkeys(arms))
+        unknown = [a for a in chosen if a not in run.arms]
+        if unknown:
+            raise ConfigError(
+                "command line",
+                "--arm",
+                f"run {run.id} has no arm '{unknown[0]}' (arms: {', '.join(run.arms)})",
+            )
+        if len(chosen) < 2:
+            raise ConfigError("command line", "--arm", "pairwise judging needs two arms or more")
+        outcome = judge_run(db, run, setup, chosen, concurrency)
+        clusters = {t.task_id: t.cluster for t in db.trials(run.id)}
+    finally:
+        db.close()
+    summary = {
+        "run_id": run.id,
+        **pairwise_summary(outcome.judgements, chosen, clusters, confidence, seed),
+        "new_calls": outcome.new_calls,
+        "reused": outcome.reused,
+        "new_spend": outcome.spend,
+        "skipped": outcome.skipped,
+    }
+    how = "json" if as_json else "markdown" if markdown else "text"
+    _emit(summary, how, pairwise_text, pairwise_markdown)
+
+
+def _emit(
+    summary: dict[str, Any],
+    how: str,
+    text: Callable[[dict[str, Any]], str],
+    markdown: Callable[[dict[str, Any]], str],
+) -> None:
+    """A summary on stdout as JSON, Markdown or the terminal view."""
+    if how == "json":
         typer.echo(json.dumps(summary, indent=2))
-    elif markdown:
-        typer.echo(judge_markdown(summary), nl=False)
     else:
-        typer.echo(judge_text(summary), nl=False)
+        typer.echo((markdown if how == "markdown" else text)(summary), nl=False)

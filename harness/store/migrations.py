@@ -9,7 +9,15 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-from harness.store.tables import AnchorFit, HumanLabel, InFlight, TrajectoryEvent, Trial, table_of
+from harness.store.tables import (
+    AnchorFit,
+    HumanLabel,
+    InFlight,
+    PairwiseJudgement,
+    TrajectoryEvent,
+    Trial,
+    table_of,
+)
 
 
 def _v1(conn: Connection) -> None:
@@ -115,6 +123,11 @@ def _v10(conn: Connection) -> None:
     table_of(AnchorFit).create(conn, checkfirst=True)
 
 
+def _v11(conn: Connection) -> None:
+    """pairwise_judgements: a pairwise judge's verdicts on a run's pairs of trials."""
+    table_of(PairwiseJudgement).create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
@@ -126,5 +139,6 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (8, _v8),
     (9, _v9),
     (10, _v10),
+    (11, _v11),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -199,6 +199,40 @@ class HumanLabel(SQLModel, table=True):
     labelled_at: datetime
 
 
+class PairwiseJudgement(SQLModel, table=True):
+    """One pairwise judge call: two arms' trials of one task and trial index, shown in one
+    order (``harness pairwise``). ``verdict`` names the arm, not the position."""
+
+    __tablename__ = "pairwise_judgements"
+    __table_args__ = (
+        UniqueConstraint("setup", "trial_a", "trial_b", "shown_first", name="uq_pairwise"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(index=True, foreign_key="runs.id")
+    setup: str = Field(sa_type=StoredString)
+    """The judge setup's hash (``PairwiseJudgeSetup.setup_hash``)."""
+    judge_model: str = Field(sa_type=StoredString)
+    arm_a: str
+    arm_b: str
+    task_id: str
+    variant: str = ""
+    trial_index: int
+    trial_a: int = Field(foreign_key="trials.id")
+    """arm_a's trial."""
+    trial_b: int = Field(foreign_key="trials.id")
+    shown_first: str
+    """'A' (arm_a's response shown first) or 'B'."""
+    verdict: str
+    """'A' (arm_a's response is better), 'B', 'tie', or 'unresolved' (the reply named none)."""
+    reason: str = Field(default="", sa_type=StoredText)
+    """The judge's stated reason, or why the comparison is unresolved."""
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+    judged_at: datetime
+
+
 class TrajectoryEvent(Event, table=True):
     """A stored ``trajectory.Event``: the same fields, plus the trial it belongs to."""
 

@@ -4,8 +4,9 @@ The truth of a trial is read from the prompt the harness sent: the task asks "Wh
 and the final answer is right when it says 2i. The judge then errs as planted: it passes a
 right answer with probability ``sensitivity`` and fails a wrong one with probability
 ``specificity``, by a draw seeded from the prompt, the request's seed and ``seed`` (so a run
-is reproducible and samples of one trial can differ). Pairwise prompts ("Response 1" /
-"Response 2") get the better response, or the first shown with probability ``position_bias``.
+is reproducible and samples of one trial can differ). ``PairwiseJudge`` answers the pairwise
+prompts of ``harness pairwise`` ("=== Response A ===" / "=== Response B ===") with a planted
+accuracy and position bias.
 """
 
 from __future__ import annotations
@@ -91,3 +92,62 @@ class ScriptedJudge:
             ]
         }
         return Turn(json.dumps(answer), usage=self.usage)
+
+
+_RESPONSES = re.compile(
+    r"=== Response A ===\n(.*?)\n=== Response B ===\n(.*?)\n=== End of responses ===", re.DOTALL
+)
+
+
+def right_answer(question: str, response: str) -> bool:
+    """Does one response (its "Final answer:" block) answer "What is i + i?" rightly?"""
+    return truth_of(f"{question}\n{response}")
+
+
+@dataclass
+class PairwiseJudge:
+    """A pairwise judge: with probability ``position_bias`` it names Response A (the one shown
+    first) whatever the responses say; otherwise, when one response is right and the other
+    wrong, it names the right one with probability ``accuracy``, and says tie when both are
+    right or both wrong. Draws are seeded from the prompt, the request's seed and ``seed``."""
+
+    accuracy: float = 1.0
+    position_bias: float = 0.0
+    seed: int = 0
+    reply: str | None = None
+    """A fixed reply text instead of verdicts (garbage)."""
+    usage: tuple[int, int] = (500, 30)
+
+    def _draw(self, prompt: str, extra: object) -> float:
+        key = f"{self.seed}|{extra}|{prompt}".encode()
+        return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+
+    def truths(self, prompt: str) -> tuple[bool, bool]:
+        """Whether Response A and Response B are right."""
+        q, r = _QUESTION.search(prompt), _RESPONSES.search(prompt)
+        assert q is not None and r is not None, prompt[:300]
+        return right_answer(q.group(0), r.group(1)), right_answer(q.group(0), r.group(2))
+
+    def __call__(self, req: RecordedRequest) -> Reply | Turn:
+        body = req.json or {}
+        prompt = prompt_of(body)
+        if self.reply is not None:
+            return Turn(self.reply, usage=self.usage)
+        first, second = self.truths(prompt)
+        seed = body.get("seed")
+        if self._draw(prompt, ("position", seed)) < self.position_bias:
+            winner = "A"
+        elif first == second:
+            winner = "tie"
+        else:
+            better, worse = ("A", "B") if first else ("B", "A")
+            winner = better if self._draw(prompt, ("content", seed)) < self.accuracy else worse
+        return Turn(json.dumps({"winner": winner, "reason": "scripted"}), usage=self.usage)
+
+
+def expected_position_bias(better: list[bool], accuracy: float, bias: float) -> float:
+    """The share of pairs whose two verdicts pick the same position, expected of a
+    ``PairwiseJudge``, given for each pair whether one response was better than the other."""
+    b, a = bias, accuracy
+    unequal = (b + (1 - b) * a) * (b + (1 - b) * (1 - a)) + (1 - b) ** 2 * a * (1 - a)
+    return sum(unequal if x else b * b for x in better) / len(better)

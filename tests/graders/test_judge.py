@@ -18,8 +18,9 @@ from tests.fakes.openai_server import FakeOpenAI, server_error
 PRICE = {"input": 1.0, "output": 4.0}
 
 
-def judge_grader(base_url: str, api: str = "chat", **extra: Any) -> dict[str, Any]:
-    model = {
+def judge_model(base_url: str, api: str = "chat") -> dict[str, Any]:
+    """A judge's model block for a scripted local endpoint: no key, one price, no retries."""
+    return {
         "name": "fake-model",
         "base_url": base_url,
         "api_key_env": None,
@@ -27,10 +28,13 @@ def judge_grader(base_url: str, api: str = "chat", **extra: Any) -> dict[str, An
         "max_retries": 0,
         **({"api": "anthropic"} if api == "messages" else {}),
     }
+
+
+def judge_grader(base_url: str, api: str = "chat", **extra: Any) -> dict[str, Any]:
     return {
         "type": "judge",
         "api": api,
-        "model": model,
+        "model": judge_model(base_url, api),
         "criteria": [{"id": "correct", "text": "The answer is the right sum."}],
         **extra,
     }
@@ -50,10 +54,11 @@ def judged_suite(tmp: Path, grader: dict[str, Any], n_tasks: int = 6, **suite: A
     return write_suite(tmp, task_list=[task(i, grader) for i in range(n_tasks)], **suite)
 
 
-def rows(db: Path) -> list[dict[str, Any]]:
+def rows(db: Path, table: str = "trials") -> list[dict[str, Any]]:
+    """Every row of a table of the SQLite store ``db``, in id order."""
     con = sqlite3.connect(db)
     con.row_factory = sqlite3.Row
-    out = [dict(r) for r in con.execute("SELECT * FROM trials ORDER BY id")]
+    out = [dict(r) for r in con.execute(f"SELECT * FROM {table} ORDER BY id")]
     con.close()
     return out
 

@@ -1,0 +1,77 @@
+"""The pairwise judge file: which model compares, in which API, asked what.
+
+``harness pairwise RUN --judge FILE`` reads it. Its ``model:`` block is the rubric judge's
+(name, base_url, api_key_env, price, retries); ``question`` and ``rubric`` are what the judge
+is asked. Everything that decides a verdict (model, endpoint, API, settings, prompt, question,
+rubric, what it reads) is hashed into the setup: stored judgements are reused only by the
+same setup, and judgements of different setups never mix in one summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from graders.judge_call import JudgeAPI, model_setup
+from harness.config.base import FieldError, Strict
+from harness.config.models import ModelSettings
+
+DEFAULT_QUESTION = "Which response better accomplishes the task?"
+Reading = Literal["conversation", "answer"]
+DEFAULT_READS: tuple[Reading, ...] = ("conversation", "answer")
+
+
+class PairwiseJudgeSetup(Strict):
+    """A pairwise judge: its own model endpoint and what it is asked."""
+
+    model: ModelSettings
+    """the judge's own endpoint: name, base_url, api_key_env, price (api: anthropic for
+    Messages)"""
+    api: JudgeAPI = "chat"
+    """which API the judge speaks: chat (completions), responses, or messages (Anthropic)"""
+    question: str = Field(DEFAULT_QUESTION, min_length=1)
+    """what the judge decides between the two responses"""
+    rubric: str = ""
+    """optional text of what counts (criteria, priorities), shown under the question"""
+    reads: list[Reading] = Field(default_factory=lambda: list(DEFAULT_READS), min_length=1)
+    """what the judge is shown of each response: the conversation, the final answer"""
+
+    @model_validator(mode="after")
+    def _api(self) -> PairwiseJudgeSetup:
+        wants = "anthropic" if self.api == "messages" else "openai"
+        if self.model.api != wants:
+            raise FieldError(("model", "api"), f"api '{self.api}' needs model.api: {wants}")
+        return self
+
+    def setup(self) -> dict[str, Any]:
+        """What decides the verdicts (the API key variable and price do not)."""
+        from harness.pairwise.prompt import SYSTEM, TEMPLATE
+
+        return {
+            "kind": "pairwise",
+            **model_setup(self.model, self.api),
+            "prompt": TEMPLATE,
+            "system": SYSTEM,
+            "question": self.question,
+            "rubric": self.rubric,
+            "reads": self.reads,
+        }
+
+    def setup_hash(self) -> str:
+        text = json.dumps(self.setup(), sort_keys=True, default=str)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_setup(path: Path) -> PairwiseJudgeSetup:
+    """The judge file at ``path``; a bad one is a one-line ``ConfigError`` naming the file,
+    the field and its line."""
+    from harness.config.loader import validate
+    from harness.config.yamlio import read_yaml
+
+    data, lines = read_yaml(path)
+    setup: PairwiseJudgeSetup = validate(PairwiseJudgeSetup, data, path, lines)
+    return setup
