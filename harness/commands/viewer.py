@@ -61,8 +61,16 @@ def view(
     port: Annotated[
         int, typer.Option("--port", "-p", metavar="PORT", help="Port on 127.0.0.1.")
     ] = DEFAULT_PORT,
+    labeller: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME",
+            help="The name label forms start with (a browser remembers the last one used).",
+        ),
+    ] = "",
 ) -> None:
-    """Browse runs, arms, tasks and trials (transcripts, grader evidence) on 127.0.0.1."""
+    """Browse runs, arms, tasks and trials (transcripts, grader evidence) on 127.0.0.1, and
+    label trials pass or fail (stored beside them; verdicts are never changed)."""
     from harness.store.refs import find_run_and_arm, open_for_reading
     from harness.viewer.server import serve
 
@@ -74,4 +82,4 @@ def view(
             page = f"/run/{run.id}" + (f"/trials?arm={quote(arm)}" if arm else "")
     finally:
         db.close()
-    serve(db.url, port, page)
+    serve(db.url, port, page, labeller)

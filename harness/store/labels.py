@@ -2,8 +2,10 @@
 
 A label says pass or fail for a trial as a whole (``criterion`` '') or for one judge
 criterion, with who gave it, when, a note and where it came from (the viewer, or a labels
-file). One person's later label of the same trial and criterion replaces their earlier one;
-several people's labels of one trial are all kept (Krippendorff's α reads them).
+file). One person's newer label of the same trial and criterion replaces theirs in
+``human_labels`` (the one every statistic reads: the newest counts), the same rule for the
+viewer and for a labels file; the replaced label moves to ``human_labels_replaced``, kept
+as history. Several people's labels of one trial are all kept (Krippendorff's α reads them).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from harness.errors import ConfigError
-from harness.store.tables import HumanLabel, Trial
+from harness.store.tables import HumanLabel, ReplacedLabel, Trial
 
 
 @dataclass(frozen=True)
@@ -33,8 +35,8 @@ class LabelIn:
 
 
 def put_labels(engine: Engine, labels: list[LabelIn], at: Any) -> int:
-    """Store ``labels`` (replacing a person's earlier label of the same trial and criterion);
-    returns how many were written."""
+    """Store ``labels``, each replacing the same person's earlier label of the same trial and
+    criterion (moved to the history at ``at``); returns how many were written."""
     with Session(engine) as s:
         for label in labels:
             old = s.exec(
@@ -45,6 +47,7 @@ def put_labels(engine: Engine, labels: list[LabelIn], at: Any) -> int:
                 )
             ).first()
             if old is not None:
+                s.add(_replaced(old, at))
                 s.delete(old)
                 s.flush()
             s.add(
@@ -62,6 +65,11 @@ def put_labels(engine: Engine, labels: list[LabelIn], at: Any) -> int:
     return len(labels)
 
 
+def _replaced(old: HumanLabel, at: Any) -> ReplacedLabel:
+    """The history row of ``old``: the same columns, and when it was replaced."""
+    return ReplacedLabel(**old.model_dump(exclude={"id"}), replaced_at=at)
+
+
 def run_labels(engine: Engine, run_id: str) -> list[HumanLabel]:
     """Every label of the run's trials, oldest first."""
     with Session(engine) as s:
@@ -75,9 +83,17 @@ def run_labels(engine: Engine, run_id: str) -> list[HumanLabel]:
 
 
 def trial_labels(engine: Engine, trial_id: int) -> list[HumanLabel]:
+    """The labels in force of one trial (each person's newest per criterion), oldest first."""
     with Session(engine) as s:
         q = select(HumanLabel).where(HumanLabel.trial_id == trial_id)
         return list(s.exec(q.order_by(col(HumanLabel.id))))
+
+
+def replaced_labels(engine: Engine, trial_id: int) -> list[ReplacedLabel]:
+    """One trial's labels that a newer one by the same person replaced, oldest first."""
+    with Session(engine) as s:
+        q = select(ReplacedLabel).where(ReplacedLabel.trial_id == trial_id)
+        return list(s.exec(q.order_by(col(ReplacedLabel.id))))
 
 
 def _key(engine: Engine, run_id: str) -> dict[tuple[str, str, int, str], int]:

@@ -14,6 +14,7 @@ from harness.store.tables import (
     HumanLabel,
     InFlight,
     PairwiseJudgement,
+    ReplacedLabel,
     TrajectoryEvent,
     Trial,
     table_of,
@@ -128,6 +129,11 @@ def _v11(conn: Connection) -> None:
     table_of(PairwiseJudgement).create(conn, checkfirst=True)
 
 
+def _v12(conn: Connection) -> None:
+    """human_labels_replaced: people's earlier labels their newer ones replaced (history)."""
+    table_of(ReplacedLabel).create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
@@ -140,5 +146,6 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (9, _v9),
     (10, _v10),
     (11, _v11),
+    (12, _v12),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -192,7 +192,8 @@ class HumanLabel(SQLModel, table=True):
     """The judge criterion labelled; '' for the trial's outcome as a whole."""
     passed: bool
     labeller: str = Field(sa_type=StoredString)
-    """Who labelled it (a name or address; labels of one person replace their earlier ones)."""
+    """Who labelled it (a name or address). A person's newer label of the same trial and
+    criterion replaces theirs here; the replaced one moves to ``human_labels_replaced``."""
     note: str = Field(default="", sa_type=StoredText)
     source: str = "viewer"
     """viewer, or the labels file it was imported from."""
@@ -231,6 +232,22 @@ class PairwiseJudgement(SQLModel, table=True):
     cost_usd: float | None = None
     latency_s: float = 0.0
     judged_at: datetime
+
+
+class ReplacedLabel(SQLModel, table=True):
+    """A person's earlier label of a trial (or criterion) that their newer one replaced: kept
+    as history, shown in the viewer, read by no statistic (the newest label counts)."""
+
+    __tablename__ = "human_labels_replaced"
+    id: int | None = Field(default=None, primary_key=True)
+    trial_id: int = Field(index=True, foreign_key="trials.id")
+    criterion: str = ""
+    passed: bool
+    labeller: str = Field(sa_type=StoredString)
+    note: str = Field(default="", sa_type=StoredText)
+    source: str = "viewer"
+    labelled_at: datetime
+    replaced_at: datetime
 
 
 class TrajectoryEvent(Event, table=True):

@@ -1,6 +1,7 @@
 """``harness view``: a loopback-only web UI over the store (runs, arms, tasks, trials, with
-transcripts and grader evidence). The run report it serves is ``harness.report.render.html``;
-the viewer only adds the web server and its own pages, and writes nothing.
+transcripts and grader evidence), where people label trials. The run report it serves is
+``harness.report.render.html``; the viewer only adds the web server and its own pages, and
+writes nothing but labels (``labelling``).
 """
 
 DEFAULT_PORT = 8765

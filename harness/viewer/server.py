@@ -1,4 +1,4 @@
-"""`harness view`: a read-only web UI over the store, on loopback only.
+"""`harness view`: a web UI over the store, on loopback only; it writes only people's labels.
 
 Standard library server (``http.server.ThreadingHTTPServer``); pages are Jinja2 templates in
 ``harness/viewer/templates`` (autoescaped), on the report's page shell. Routes:
@@ -9,13 +9,16 @@ Standard library server (``http.server.ThreadingHTTPServer``); pages are Jinja2 
     /run/RUN_ID/trials        trials, filtered by ?arm=&task=&status= (paged)
     /trial/ID                 one trial: transcript, grader evidence, seed, image, cost
     /blob/SHA256              a full tool result, as plain text
+    POST /trial/ID/label      store a person's label of the trial (``labelling.post_label``)
 
 The server binds 127.0.0.1 and answers only requests whose Host header names the loopback
-interface (so a web page elsewhere cannot read the store through DNS rebinding).
+interface (so a web page elsewhere cannot read the store through DNS rebinding). A POST also
+needs the server's random token from the form, and a loopback Origin when it names one.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import traceback
 from http import HTTPStatus
@@ -35,11 +38,15 @@ ALLOWED_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 class ViewerServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, store_url: str, port: int = DEFAULT_PORT):
+    def __init__(self, store_url: str, port: int = DEFAULT_PORT, labeller: str = ""):
         from harness.store import Store, resolve_url
 
         self.store = Store(resolve_url(store_url))
         self.store_url = self.store.url
+        self.token = secrets.token_urlsafe(32)
+        """Put in every label form; a POST without it is refused (see ``labelling``)."""
+        self.labeller = labeller
+        """The name a label form starts with when the browser has none remembered."""
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
         super().__init__((HOST, port), Handler)
@@ -58,10 +65,19 @@ class ViewerServer(ThreadingHTTPServer):
             self._cache[key] = html
         return html
 
+    def forget(self, run_id: str) -> None:
+        """Drop a run's cached pages (a new label changes its judge agreement)."""
+        with self._lock:
+            for key in (f"run:{run_id}", f"report:{run_id}"):
+                self._cache.pop(key, None)
 
-def make_server(store_url: str | None, port: int = DEFAULT_PORT) -> ViewerServer:
-    """A server bound to 127.0.0.1:port (0 picks a free port); call serve_forever()."""
-    return ViewerServer(store_url or "", port)
+
+def make_server(
+    store_url: str | None, port: int = DEFAULT_PORT, labeller: str = ""
+) -> ViewerServer:
+    """A server bound to 127.0.0.1:port (0 picks a free port); call serve_forever().
+    ``labeller``: the name label forms start with."""
+    return ViewerServer(store_url or "", port, labeller)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -71,16 +87,51 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # quiet: the terminal shows the URL, not every request
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def _loopback(self) -> bool:
+        """The request names this machine's loopback (else 403 is sent)."""
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
         if host not in ALLOWED_HOSTS:
             self._send(HTTPStatus.FORBIDDEN, "text/plain", b"loopback only")
+            return False
+        return True
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if not self._loopback():
             return
         parts = urlsplit(self.path)
         path = [unquote(p) for p in parts.path.split("/") if p]
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        self._guarded(lambda: self._route(path, query))
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        from harness.viewer import labelling
+
+        if not self._loopback():
+            return
+        origin = self.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc.rsplit(":", 1)[0] not in ALLOWED_HOSTS:
+            self._send(HTTPStatus.FORBIDDEN, "text/plain", b"posted from another site")
+            return
+        path = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+        if len(path) != 3 or path[0] != "trial" or not path[1].isdigit() or path[2] != "label":
+            return self._not_found("nothing to post here")
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or int(length) > labelling.MAX_FORM_BYTES:
+            body = b"a label form has a Content-Length of at most 64 KiB"
+            return self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "text/plain", body)
+        data = self.rfile.read(int(length))
+
+        def reply() -> None:
+            r = labelling.post_label(
+                self.server, int(path[1]), self.headers.get("Content-Type", ""), data
+            )
+            self._send(HTTPStatus(r.status), "text/html; charset=utf-8", utf8(r.body), r.headers)
+
+        self._guarded(reply)
+
+    def _guarded(self, handle) -> None:
         try:
-            self._route(path, query)
+            handle()
         except Exception:  # noqa: BLE001 - one broken page must not stop the server
             body = _page(
                 "message.html.j2",
@@ -118,9 +169,11 @@ class Handler(BaseHTTPRequestHandler):
             if path[2] == "trials":
                 return self._html(trials_page(store, run, query))
         if path[0] == "trial" and len(path) == 2 and path[1].isdigit():
+            from harness.viewer.labelling import LabelForm, labeller_from_cookie
             from harness.viewer.trial_page import render_trial
 
-            body = render_trial(store, int(path[1]))
+            who = labeller_from_cookie(self.headers.get("Cookie")) or self.server.labeller
+            body = render_trial(store, int(path[1]), LabelForm(self.server.token, who))
             if body is None:
                 return self._not_found(f"no trial {path[1]}")
             return self._html(body)
@@ -138,8 +191,12 @@ class Handler(BaseHTTPRequestHandler):
         body = _page("message.html.j2", title="not found", heading="Not found", detail=what)
         self._send(HTTPStatus.NOT_FOUND, "text/html; charset=utf-8", utf8(body))
 
-    def _send(self, status: HTTPStatus, ctype: str, body: bytes) -> None:
+    def _send(
+        self, status: HTTPStatus, ctype: str, body: bytes, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
@@ -258,9 +315,11 @@ def _drop(d: dict[str, str], key: str) -> dict[str, str]:
     return {k: v for k, v in d.items() if k != key}
 
 
-def serve(store_url: str | None, port: int = DEFAULT_PORT, page: str = "/") -> None:
+def serve(
+    store_url: str | None, port: int = DEFAULT_PORT, page: str = "/", labeller: str = ""
+) -> None:
     """Serve until interrupted (Ctrl-C); the line printed names ``page`` on the server."""
-    server = make_server(store_url, port)
+    server = make_server(store_url, port, labeller)
     print(
         f"harness view: {server.url}{page}  (store {_safe_url(server.store_url)}; Ctrl-C to stop)"
     )

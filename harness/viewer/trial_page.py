@@ -5,7 +5,7 @@ attempts) and what it cost (tokens, dollars, seconds); the grader evidence (a st
 a colour-coded table of path, before, expected and actual; trajectory rules with the step
 each was reached or broken at); then the transcript, one block per trajectory event, with
 full tool results read from the blobs table by reference and rule violations marked at
-their step. This module arranges the store's rows for the template, which escapes them.
+their step; after the evidence, people's labels of the trial and the form to add one. This module arranges the store's rows for the template, which escapes them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from harness.release.run_config import StoredTask
 from harness.report.render.numbers import money, num, pretty_json
 from harness.report.render.templating import render_template
 from harness.viewer.contexts import DiffRow, EventView, GraderView, ShownValue
+from harness.viewer.labelling import LabelForm
 
 BLOB_DISPLAY_LIMIT = 200_000
 DIFF_KINDS = (
@@ -262,9 +263,11 @@ def tokens_fact(t) -> str:
     return f"{t.tokens_in:,} in ({t.tokens_cached or 0:,} cached) / {t.tokens_out:,} out"
 
 
-def render_trial(store, trial_id: int) -> str | None:
-    """The trial page, or None if there is no such trial."""
+def render_trial(store, trial_id: int, form: LabelForm | None = None) -> str | None:
+    """The trial page, or None if there is no such trial; ``form``: the label form to show
+    (its token, and after a rejected POST its message and values)."""
     from harness.release.source import stored_config
+    from harness.viewer.labelling import judge_criteria, labels_view
 
     t = store.trial(trial_id)
     if t is None:
@@ -296,4 +299,7 @@ def render_trial(store, trial_id: int) -> str | None:
         graders=[grader_context(g) for g in graders],
         attempts=_attempts(store, t),
         events=events,
+        labels=labels_view(store.engine, trial_id),
+        criteria=judge_criteria(graders),
+        form=form,
     )
