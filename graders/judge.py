@@ -6,12 +6,14 @@ arm's: its calls go out through the metering proxy's upstream code (``harness.mo
 APIs the proxy serves (chat completions, Responses, Messages), and their tokens and cost
 are kept on the verdict and the trial row apart from the agent's. It reads the
 conversation, the answer and optionally the final workspace (the files taken out of the
-agent's sandbox as data after its turn: nothing runs in the agent's sandbox).
+agent's sandbox as data after its turn: nothing runs in the agent's sandbox); with
+``tools`` it explores that work dir itself, with read-only tools over its archive
+(``graders.judge_tools``), before it answers.
 
 ``samples: n`` asks n times (seeded where the API takes a seed: the trial's seed plus the
 sample index) and reduces each criterion by majority (pass/fail) or mean (scales); the
 verdict records how often the samples disagreed. The setup (model, API, settings, prompt
-template, rubric, samples) is hashed: ``JudgeParams.setup_hash`` pins it in the run config
+template, rubric, samples, tools) is hashed: ``JudgeParams.setup_hash`` pins it in the run config
 and the lock, so runs judged differently are never paired silently.
 
 A judge that cannot be reached, answers garbage, or cannot apply a criterion raises
@@ -27,7 +29,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from graders.base import Evidence, GraderParams, Verdict
-from graders.judge_call import JudgeAPI, JudgeCaller, model_setup
+from graders.judge_call import JudgeAPI, JudgeCaller, model_setup, payload
 from graders.judge_prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM,
@@ -37,11 +39,14 @@ from graders.judge_prompt import (
     parse,
     render,
 )
+from graders.judge_tools import TOOLS, explore
+from graders.judge_workspace import WorkView
 from harness.config.models import ModelSettings
 from harness.errors import GraderError
 
 Reading = Literal["conversation", "answer", "workspace"]
 DEFAULT_READS: tuple[Reading, ...] = ("conversation", "answer")
+JUDGE_TOOLS = [t["name"] for t in TOOLS]
 
 
 class JudgeParams(GraderParams):
@@ -60,6 +65,13 @@ class JudgeParams(GraderParams):
     """files of the agent's work whose text the judge reads (relative to the work dir, or
     absolute), taken out of its sandbox after its turn as data; one the agent did not
     leave fails every criterion without asking the judge"""
+    tools: bool = False
+    """with ``workspace`` in reads: the judge explores the agent's final work dir with
+    read-only tools (list_files, read_file, grep) over its archive, before it answers"""
+    tool_steps: int = Field(8, ge=1, le=50)
+    """turns of tool calls per judgement; then the judge is told to answer, without tools"""
+    tool_bytes: int = Field(100_000, ge=1_000, le=2_000_000)
+    """bytes of tool replies per judgement (one read_file returns at most 20,000)"""
     samples: int = Field(1, ge=1, le=15)
     """judgements per trial, reduced by majority (pass/fail) or mean (scales)"""
     prompt: str | None = None
@@ -73,6 +85,8 @@ class JudgeParams(GraderParams):
             raise ValueError(f"api '{self.api}' needs model.api: {wants}")
         if not self.reads and not self.files:
             raise ValueError("reads is empty and no files are named: the judge would see nothing")
+        if self.tools and "workspace" not in self.reads:
+            raise ValueError("tools explore the workspace: add workspace to reads")
         if self.prompt is not None:
             for slot in ("{instruction}", "{rubric}", "{material}"):
                 if slot not in self.prompt:
@@ -85,6 +99,9 @@ class JudgeParams(GraderParams):
     def workspace_files(self) -> list[str]:
         return list(self.files)
 
+    def reads_workdir(self) -> bool:
+        return self.tools
+
     def setup(self) -> dict[str, Any]:
         """What decides the judge's verdicts (the API key variable and price do not)."""
         return {
@@ -96,6 +113,11 @@ class JudgeParams(GraderParams):
             "samples": self.samples,
             # Only when named: the setups of judges without files hash as they always did.
             **({"files": self.files} if self.files else {}),
+            **(
+                {"tools": JUDGE_TOOLS, "tool_steps": self.tool_steps, "tool_bytes": self.tool_bytes}
+                if self.tools
+                else {}
+            ),
         }
 
     def judge_setup(self) -> str | None:
@@ -124,24 +146,49 @@ class Judge:
         if missing:  # nothing to judge: the agent's failure, as missing tests output is
             why = f"the agent left no file {missing[0]} (the judge was not asked)"
             return self._verdict([], [], unjudged=why)
-        return await self.judge(
-            render(p.prompt, p.criteria, p.reads, evidence, p.files), evidence.seed
-        )
+        if p.tools and evidence.work is None:
+            raise GraderError(
+                "the judge's workspace tools have no work dir to read (a task without an "
+                "environment, or a multi-step task)"
+            )
+        prompt = render(p.prompt, p.criteria, p.reads, evidence, p.files, tools=p.tools)
+        return await self.judge(prompt, evidence.seed, evidence.work if p.tools else None)
 
-    async def judge(self, prompt: str, seed: int | None) -> Verdict:
+    async def judge(self, prompt: str, seed: int | None, work: WorkView | None = None) -> Verdict:
         """The verdict on a rendered ``prompt``: ``samples`` asks (seeds ``seed``, ``seed`` + 1,
-        ...) reduced by majority or mean. Public for checks that re-ask a judge on changed
+        ...) reduced by majority or mean; with ``work``, each ask is a conversation in which
+        the judge explores it with tools. Public for checks that re-ask a judge on changed
         input (``harness validate --judge-checks``)."""
+        p = self.params
         samples: list[list[CriterionReply]] = []
         calls: list[dict[str, Any]] = []
-        for k in range(self.params.samples):
-            text, spent = await self._ask(prompt, None if seed is None else (seed + k) % (2**31))
-            calls.append(spent)
+        explored: list[dict[str, Any]] = []
+        for k in range(p.samples):
+            sample_seed = None if seed is None else (seed + k) % (2**31)
+            if work is None:
+                text, spent = await self._ask(prompt, sample_seed)
+                calls.append(spent)
+            else:
+                body = payload(p.model, p.api, SYSTEM, prompt, sample_seed)
+                seen = await explore(
+                    self._caller.send, p.api, body, work, p.tool_steps, p.tool_bytes
+                )
+                text = seen.text
+                calls.extend(seen.spent)
+                explored.append(
+                    {"sample": k, "steps": seen.steps, "bytes_read": seen.bytes_read}
+                    | {"limits_hit": seen.limits, "calls": seen.log}
+                )
             try:
-                samples.append(parse(text, self.params.criteria))
+                samples.append(parse(text, p.criteria))
             except JudgeReplyError as exc:
                 raise GraderError(f"judge answered garbage: {exc}") from None
-        return self._verdict(samples, calls)
+        verdict = self._verdict(samples, calls)
+        if work is not None:
+            verdict.details["judge"]["tools"] = explored
+            hit = sorted({limit for e in explored for limit in e["limits_hit"]})
+            verdict.reasons += [f"judge's tools: {limit}" for limit in hit]
+        return verdict
 
     def _verdict(
         self,

@@ -81,13 +81,21 @@ class JudgeCaller:
 
         Raises ``GraderError`` when the judge cannot be reached after its retries or refuses
         the request."""
+        from harness.models.wire import APIS
+
+        data, spent = await self.send(payload(self.model, self.api, system, prompt, seed))
+        text, _ = APIS[self.api].summary(data)
+        return text, spent
+
+    async def send(self, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One request ``body`` as it is (a judge's conversation with tools grows it): the
+        reply's JSON and its spend; ``GraderError`` as ``ask``."""
         from harness.models.pricing import cost
         from harness.models.upstream import send
         from harness.models.wire import APIS
 
         wire = APIS[self.api]
         client = self._chat_client()
-        body = payload(self.model, self.api, system, prompt, seed)
         try:
             reply = await send(client, wire, body, {}, stream=False)
         except ModelUnavailable as exc:
@@ -98,7 +106,6 @@ class JudgeCaller:
                 f"{reply.body[:200].decode(errors='replace')}"
             )
         usage = wire.usage(reply.data)
-        text, _ = wire.summary(reply.data)
         spent = {
             "tokens_in": usage.input_tokens if usage.reported else None,
             "tokens_cached": usage.cached_tokens if usage.reported else None,
@@ -106,4 +113,4 @@ class JudgeCaller:
             "cost_usd": cost(usage, self.model.price),
             "latency_s": reply.latency_s,
         }
-        return text, spent
+        return dict(reply.data), spent

@@ -123,13 +123,24 @@ def cut_material(text: str, limit: int = MATERIAL_LIMIT) -> str:
     return text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
 
 
-def material(evidence: Evidence, reads: Sequence[str], files: Sequence[str] = ()) -> str:
+TOOLS_NOTE = (
+    "Final workspace: the agent's work dir as it left it. Explore it with the tools "
+    "list_files, read_file and grep (read-only; paths relative to the work dir) before you "
+    "answer."
+)
+
+
+def material(
+    evidence: Evidence, reads: Sequence[str], files: Sequence[str] = (), tools: bool = False
+) -> str:
     parts: list[str] = []
     if "conversation" in reads:
         parts.append(conversation_text(evidence.trajectory))
     if "answer" in reads:
         parts.append(answer_text(evidence.answer))
-    if "workspace" in reads:
+    if "workspace" in reads and tools:
+        parts.append(TOOLS_NOTE)
+    elif "workspace" in reads:
         state = evidence.final_state
         shown = json.dumps(state, indent=1, default=str) if state else "(no files)"
         parts.append("Final workspace (files as left by the agent):\n" + shown)
@@ -145,12 +156,14 @@ def render(
     reads: Sequence[str],
     evidence: Evidence,
     files: Sequence[str] = (),
+    tools: bool = False,
 ) -> str:
-    """The prompt for one trial: ``template`` (None: the harness's) filled in."""
+    """The prompt for one trial: ``template`` (None: the harness's) filled in; ``tools``: the
+    workspace is explored with tools rather than shown."""
     return (template or DEFAULT_TEMPLATE).format(
         instruction=evidence.task.instruction,
         rubric=rubric_text(criteria),
-        material=material(evidence, reads, files),
+        material=material(evidence, reads, files, tools),
     )
 
 
