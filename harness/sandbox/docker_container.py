@@ -85,8 +85,7 @@ class DockerSandbox(Sandbox):
         self.only_user: str | None = None
         """An agent's sandbox: the one user commands may run as (the unprivileged user,
         or root where the environment opts in); None: any (a grading sandbox)."""
-        self._agent_user: str | None = None
-        """The agent's ``only_user`` while a task graded in place is being graded."""
+        self._agent_user: str | None = None  # its only_user, while graded in place
 
     @property
     def _api(self):
@@ -394,8 +393,7 @@ class DockerSandbox(Sandbox):
         except docker_errors() as exc:
             raise self._fail(exc, "installing the grading material") from exc
         hidden_dir = HIDDEN_PATH if hidden is not None else None
-        if self.only_user is not None:
-            self._agent_user = self.only_user
+        self._agent_user = self.only_user or self._agent_user
         self.only_user = None  # the agent's turn is over (a task graded in place)
         return GradingPlace(hidden_dir, "0:0", grader_env(self.workdir, hidden_dir))
 
@@ -440,15 +438,19 @@ class DockerSandbox(Sandbox):
     async def sweep(self) -> int:
         """Kill everything but init and its keeper (see ``docker_sweep``); when that cannot
         run, restart the container (files kept, every process gone). Returns the signals
-        sent, -1 after a restart."""
+        sent, -1 after a restart. It runs as every uid it finds (a grader's leftovers are
+        root's), whoever the agent's commands run as."""
+        only, self.only_user = self.only_user, None
         try:
-            return await docker_sweep.sweep(self)
-        except SandboxError:
-            if not await self._running():
-                raise  # the agent (or the platform) ended it: the caller asks why
-
-        await self.restart()
-        return -1
+            try:
+                return await docker_sweep.sweep(self)
+            except SandboxError:
+                if not await self._running():
+                    raise  # the agent (or the platform) ended it: the caller asks why
+            await self.restart()
+            return -1
+        finally:
+            self.only_user = only
 
     async def restart(self) -> None:
         """Kill the container (every process in it dies) and start it again, files kept."""

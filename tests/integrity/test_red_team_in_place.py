@@ -127,3 +127,30 @@ def test_in_place_tasks_red_team_on_docker(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(rows) == (len(PROBES) + 1) * len(TASKS)
     assert not wrong, "wrong verdicts:\n" + "\n".join(wrong)
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_a_verifiers_leftover_root_process_is_not_the_agents_fault(tmp_path):
+    """A step's verifier (root) that leaves a process behind: the next step's sweep kills it
+    (as root) and the oracle still passes every step, where the agent's user alone could
+    not (the trial failed as agent_error: commands run as 1000:1000, not as '0')."""
+    require_docker()
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "tasks/harbor-steps", src)
+    test = src / "greeter/steps/scaffold/tests/test.sh"
+    lines = test.read_text().splitlines()
+    lines.insert(2, "(setsid sleep 300 &) >/dev/null 2>&1  # left behind, as root")
+    test.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    assert run_cli("import", "harbor", str(src), "--out", str(out)).returncode == 0
+    suite = out / "tasks/harbor/suite.yaml"
+    doc = yaml.safe_load(suite.read_text())
+    doc["arms"] = [{"name": "oracle", "agent": "oracle"}]
+    suite.write_text(yaml.safe_dump(doc))
+    db = tmp_path / "r.db"
+    result = run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q", timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT status, reason, (SELECT id FROM runs) FROM trials").fetchall()
+    assert [r[0] for r in rows] == ["passed"], rows
+    assert _left(rows[0][2]) == []
