@@ -373,10 +373,6 @@ def _screens_table(markdown: str) -> dict[str, dict[str, str]]:
     return rows
 
 
-def _pts_interval(r: dict) -> str:
-    return f"[{points(r['lo'])}, {points(r['hi'])}]"
-
-
 def _release_markdown_prints_the_report(
     page: str, report: dict, base: str, cand: str, aa: str | None
 ) -> None:
@@ -386,8 +382,8 @@ def _release_markdown_prints_the_report(
     assert f"- baseline  {rate_text(arms[base]['success'])}" in page
     assert f"- candidate {rate_text(arms[cand]['success'])}" in page
     assert (
-        f"- delta (candidate − baseline) {points(c['estimate'])} pts, "
-        f"{c['confidence']:.0%} interval {_pts_interval(c)} "
+        f"- delta (candidate − baseline) {signed_points(c['estimate'])}, "
+        f"{c['confidence']:.0%} interval [{signed_points(c['lo'])}, {signed_points(c['hi'])}] "
         f"(n={c['n']} {c['unit']}s, {c['n_clusters']} clusters)"
     ) in page
     rows = _screens_table(page)
@@ -395,7 +391,9 @@ def _release_markdown_prints_the_report(
     assert set(rows) == {d["class"] for d in deltas["by_class"]}
     for d in deltas["by_class"]:
         row = rows[d["class"]]
-        shown = _pts_interval(d) if d["lo"] is not None else "(no interval)"
+        shown = (
+            f"[{points(d['lo'])}, {points(d['hi'])}]" if d["lo"] is not None else "(no interval)"
+        )
         assert row["delta (pts)"].removesuffix(" ⚠") == f"{points(d['estimate'])} {shown}"
         assert row["delta (pts)"].endswith(" ⚠") == bool(d.get("warning")), d["class"]
         assert row["tasks"] == f"{d['n']} ({d['n_clusters']} cl.)", d["class"]
@@ -403,8 +401,8 @@ def _release_markdown_prints_the_report(
     floor = deltas["noise_floor"]
     if floor is None:
         assert "- noise floor: no A/A arm in this run" in page
-    else:
+    else:  # the report's own floor line (report/render/fmt.floor_text)
         assert (
-            f"- noise floor (A/A, {aa} vs its baseline): {points(floor['estimate'])} pts "
-            f"{_pts_interval(floor)} (n={floor['n']} {floor['unit']}s)"
+            f"- noise floor (A/A, {aa} − {base}): {delta_text(floor)} "
+            f"(n = {floor['n']} {floor['unit']}s; {floor['method']})"
         ) in page

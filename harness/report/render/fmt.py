@@ -3,6 +3,7 @@ module (``harness.report.render.numbers``)."""
 
 from __future__ import annotations
 
+from harness.release.records import NoiseFloor
 from harness.report.prediction_records import PredictionCheck
 from harness.report.records import (
     Comparison,
@@ -18,20 +19,29 @@ from harness.report.render.numbers import count, delta_text, money, pct, rate_te
 
 
 def noise_floor_text(report: Report) -> str | None:
-    """The A/A noise floor with its n and interval, marked when degenerate (None: no A/A arm).
-
-    A floor of exactly zero (or from arms sharing trial random numbers) says nothing about
-    false-positive rates, so every view that prints it must say so, not just the HTML."""
+    """The report's A/A noise floor as ``floor_text`` prints it (None: no A/A arm)."""
     deltas = report.get("class_deltas")
     floor = deltas.get("noise_floor") if deltas else None
     if not deltas or not floor:
         return None
+    return floor_text(floor, deltas.get("baseline"))
+
+
+def floor_text(floor: NoiseFloor, baseline: str | None) -> str:
+    """An A/A noise floor with its n and interval, as the report, ``compare`` and ``gate``
+    print it: marked when degenerate, and when the A/A arm moved.
+
+    A floor of exactly zero (or from arms sharing trial random numbers) says nothing about
+    false-positive rates, so every view that prints it must say so, not just the HTML."""
+    n = f"n = {floor['n']} tasks; " if floor.get("n") is not None else ""
     text = (
-        f"noise floor (A/A, {floor['arm']} − {deltas.get('baseline')}): {delta_text(floor)} "
-        f"(n = {floor['n']} tasks; {floor['method']})"
+        f"noise floor (A/A, {floor['arm']} − {baseline}): {delta_text(floor)} "
+        f"({n}{floor.get('method')})"
     )
     if floor.get("degenerate"):
         text += f" — DEGENERATE: {floor['degenerate_reason']}"
+    elif floor.get("excludes_zero"):
+        text += " — the A/A arm moved: the run is noisier than its intervals"
     return text
 
 

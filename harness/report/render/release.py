@@ -18,6 +18,7 @@ from harness.release.records import (
     RunComparison,
     Screens,
 )
+from harness.report.render.fmt import floor_text
 from harness.report.render.narrow import dropped_note, fit
 from harness.report.render.numbers import MISSING, pct, rate_text, signed_points
 from harness.report.render.numbers import points as pts
@@ -61,16 +62,18 @@ def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> l
     lines = [
         f"baseline  {rate_text(c['baseline']) + at if c['baseline'] else MISSING}",
         f"candidate {rate_text(c['candidate']) + at if c['candidate'] else MISSING}",
-        f"delta (candidate − baseline) {pts(c['estimate'])} pts, {bounds} "
-        f"[{pts(c['lo'])}, {pts(c['hi'])}] (n={c['n']} tasks, {c['n_clusters']} clusters)",
+        f"delta (candidate − baseline) {signed_points(c['estimate'])}, {bounds} "
+        f"[{signed_points(c['lo'])}, {signed_points(c['hi'])}] "
+        f"(n={c['n']} tasks, {c['n_clusters']} clusters)",
         f"method: {c['method']}; weights {c['weights']}, unresolved trials {c['denominator']}",
         f"estimator: {c['estimator']}",
     ]
     every = c.get("all_trials")
     if every and every.get("estimate") is not None:
         lines.append(
-            f"all trials (for reading, biased under adaptive repeats): {pts(every['estimate'])} "
-            f"[{pts(every['lo'])}, {pts(every['hi'])}]"
+            "all trials (for reading, biased under adaptive repeats): "
+            f"{signed_points(every['estimate'])} "
+            f"[{signed_points(every['lo'])}, {signed_points(every['hi'])}]"
         )
     if c.get("interval_warning"):
         lines.append(f"warning: {c['interval_warning']}")
@@ -92,20 +95,15 @@ def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> l
     return lines
 
 
-def _floor_line(n: NoiseFloor | None) -> str:
+def _arm_of(side: str) -> str:
+    """The arm of a comparison side's label ``RUN:ARM`` (run ids hold no colon)."""
+    return side.partition(":")[2]
+
+
+def _floor_line(n: NoiseFloor | None, baseline: str | None) -> str:
     if not n:
         return "noise floor: no A/A arm in this run (add aa: true to the suite to measure it)"
-    if n.get("degenerate"):
-        warn = f" — {n['degenerate_reason']}"
-    elif n["excludes_zero"]:
-        warn = " — the A/A arm moved: the run is noisier than its intervals"
-    else:
-        warn = ""
-    size = f" (n={n['n']} tasks)" if n.get("n") is not None else ""
-    return (
-        f"noise floor (A/A, {n['arm']} vs its baseline): {pts(n['estimate'])} pts "
-        f"[{pts(n['lo'])}, {pts(n['hi'])}]{size}{warn}"
-    )
+    return floor_text(n, baseline)
 
 
 def _screen_rows(screens: Screens) -> list[list[str]]:
@@ -164,7 +162,7 @@ def print_compare(c: RunComparison) -> None:
         con.print("  " + line)
     if c.get("note"):
         con.print(f"  [dim]{c['note']}[/]")
-    con.print("  " + _floor_line(c.get("noise_floor")))
+    con.print("  " + _floor_line(c.get("noise_floor"), _arm_of(c["baseline_side"])))
     _print_screens(con, Table, c["screens"])
 
 
@@ -234,7 +232,7 @@ def print_gate(g: GateResult) -> None:
         f"  trials: {g['design']['design']}; {g['design']['trials']} trials spent"
         + _saved(g["design"])
     )
-    con.print("  " + _floor_line(g["noise_floor"]))
+    con.print("  " + _floor_line(g["noise_floor"], g["baseline"]))
     _print_screens(con, Table, g["screens"])
     for w in g["warnings"]:
         con.print(f"[yellow]warning:[/] {w}")
@@ -373,7 +371,7 @@ def gate_markdown(g: GateResult) -> str:
     out.append(
         f"- trials: {g['design']['design']}; {g['design']['trials']} spent{_saved(g['design'])}"
     )
-    out.append(f"- {_floor_line(g['noise_floor'])}")
+    out.append(f"- {_floor_line(g['noise_floor'], g['baseline'])}")
     s = g["screens"]
     if s and len(s["classes"]) >= 2:
         out += ["", f"<details><summary>Screens by class ({s['label']})</summary>", ""]
@@ -395,7 +393,7 @@ def compare_markdown(c: RunComparison) -> str:
     out += [f"- {line}" for line in comparison_lines(c)]
     if c.get("note"):
         out.append(f"- {c['note']}")
-    out.append(f"- {_floor_line(c.get('noise_floor'))}")
+    out.append(f"- {_floor_line(c.get('noise_floor'), _arm_of(c['baseline_side']))}")
     s = c.get("screens")
     if s and len(s["classes"]) >= 2:
         out += ["", f"Screens by class ({s['label']}):", "", *_screens_md(s)]
