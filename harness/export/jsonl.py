@@ -16,7 +16,9 @@ Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
    ``trajectory_events`` but ``id`` and ``trial_id`` (in step order); ``blobs`` the full
    tool outputs the events refer to by ``blob_ref``; ``labels`` people's labels of the
    trial (every column of ``human_labels`` but ``id`` and ``trial_id``; absent in files
-   written before labels existed).
+   written before labels existed); ``replaced_labels`` the labels a newer one by the same
+   person replaced (every column of ``human_labels_replaced`` but ``id`` and ``trial_id``;
+   absent in files written before that history was kept).
 3. ``{"type": "attempts", "attempts": [ATTEMPT...]}``: attempts of trials that have no
    final row (interrupted), if any.
 4. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
@@ -38,13 +40,22 @@ from pathlib import Path
 from typing import IO, Annotated, Literal, NotRequired, TypeVar
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
-from sqlalchemy import DateTime, LargeBinary, RowMapping, select
-from sqlmodel import SQLModel
+from sqlalchemy import Connection, DateTime, LargeBinary, RowMapping, Select, Table, select
+from sqlmodel import Session, SQLModel
 from typing_extensions import TypedDict  # pydantic validates it (Python < 3.12)
 
 from harness.errors import ConfigError
 from harness.store import Store
-from harness.store.tables import Attempt, Blob, HumanLabel, Run, TrajectoryEvent, Trial, table_of
+from harness.store.tables import (
+    Attempt,
+    Blob,
+    HumanLabel,
+    ReplacedLabel,
+    Run,
+    TrajectoryEvent,
+    Trial,
+    table_of,
+)
 
 FORMAT = "harness-run-log"
 VERSION = 1
@@ -80,6 +91,8 @@ class TrialLine(TypedDict):
     """sha256 → base64 of a full tool output an event refers to by ``blob_ref``."""
     labels: NotRequired[list[Row]]
     """People's labels of the trial (``human_labels``), oldest first."""
+    replaced_labels: NotRequired[list[Row]]
+    """Their earlier labels, replaced (``human_labels_replaced``), oldest first."""
 
 
 @with_config(_STRICT)
@@ -167,14 +180,8 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
             row = _out(e)
             row.pop("id")
             events[row.pop("trial_id")].append(row)
-        labels: dict[object, list[Row]] = defaultdict(list)
-        label_t = table_of(HumanLabel)
-        for lab in conn.execute(
-            select(label_t).where(label_t.c.trial_id.in_(trial_ids)).order_by(label_t.c.id)
-        ).mappings():
-            row = _out(lab)
-            row.pop("id")
-            labels[row.pop("trial_id")].append(row)
+        labels = _by_trial(conn, table_of(HumanLabel), trial_ids)
+        replaced = _by_trial(conn, table_of(ReplacedLabel), trial_ids)
         n = 0
         for t in conn.execute(
             select(trial_t).where(trial_t.c.run_id == run_id).order_by(trial_t.c.id)
@@ -194,6 +201,7 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
                 "events": evs,
                 "blobs": blobs,
                 "labels": labels.pop(trial_id, []),
+                "replaced_labels": replaced.pop(trial_id, []),
             }
             yield json.dumps(trial)
             n += 1
@@ -203,6 +211,19 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
             yield json.dumps(rest)
         end: EndLine = {"type": "end", "trials": n}
         yield json.dumps(end)
+
+
+def _by_trial(conn: Connection, table: Table, trial_ids: Select) -> dict[object, list[Row]]:
+    """A per-trial table's rows of the run's trials, by trial id, oldest first (without
+    ``id`` and ``trial_id``)."""
+    out: dict[object, list[Row]] = defaultdict(list)
+    for r in conn.execute(
+        select(table).where(table.c.trial_id.in_(trial_ids)).order_by(table.c.id)
+    ).mappings():
+        row = _out(r)
+        row.pop("id")
+        out[row.pop("trial_id")].append(row)
+    return out
 
 
 def write_jsonl(store: Store, run_id: str, out: IO[str]) -> int:
@@ -257,6 +278,7 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
                     {k: base64.b64decode(v) for k, v in item["blobs"].items()},
                 )
                 _put_labels(store, trial_id, item.get("labels") or [])
+                _put_replaced(store, trial_id, item.get("replaced_labels") or [])
                 trials += 1
             elif item["type"] == "attempts":
                 store.write_attempts([_in(Attempt, a) for a in item["attempts"]])
@@ -288,3 +310,12 @@ def _put_labels(store: Store, trial_id: int, labels: list[Row]) -> None:
             ],
             row["labelled_at"],
         )
+
+
+def _put_replaced(store: Store, trial_id: int, rows: list[Row]) -> None:
+    if not rows:
+        return
+    with Session(store.engine) as s:
+        for lab in rows:
+            s.add(ReplacedLabel.model_validate({**_in(ReplacedLabel, lab), "trial_id": trial_id}))
+        s.commit()

@@ -174,6 +174,14 @@ def _request(url: str, data: dict[str, str] | None = None, **headers: str) -> tu
         return exc.code, exc.read().decode()
 
 
+def _report_labelled(url: str) -> int:
+    """The report's count of trials with a judge verdict and a human label."""
+    status, html = _request(url)
+    found = re.search(r"Judge against people: (\d+) trials with a verdict and a human label", html)
+    assert status == 200 and found is not None, html[-2000:]
+    return int(found.group(1))
+
+
 def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
     port = _free_port()
     cmd = [sys.executable, "-m", "harness.cli", "view", "--store", judged["url"]]
@@ -197,6 +205,7 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
         token = re.search(r'name="token" value="([^"]+)"', html)
         assert token is not None
         before = _labels(judged["db"])
+        judged_n = _report_labelled(f"http://127.0.0.1:{port}/run/{judged['run']}/report")
         good = {"token": token.group(1), "labeller": "bo", "passed": "pass"}
         post = page + "/label"
 
@@ -222,6 +231,10 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
             (trial["id"], "", 1, "bo", "", "viewer"),
             (trial["id"], "terse", 0, "bo", "long", "viewer"),
         ]
+        # The run's report (cached by the server) counts the new label at once.
+        assert _report_labelled(f"http://127.0.0.1:{port}/run/{judged['run']}/report") == (
+            judged_n + 1
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)

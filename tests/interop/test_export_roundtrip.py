@@ -32,7 +32,16 @@ def exported(tmp_path_factory) -> tuple[Path, str, str]:
         (run_id,),
     )
     con.commit()
+    first = con.execute("select min(id) from trials").fetchone()[0]
     con.close()
+    # a person's label, then their newer one (the first kept as history)
+    for passed, note in ((True, "looks right"), (False, "on a second look, wrong")):
+        labels = root / "labels.jsonl"
+        labels.write_text(json.dumps({"trial": first, "passed": passed, "note": note}) + "\n")
+        done = run_cli(
+            "label", run_id, str(labels), "--labeller", "ann", "--store", f"sqlite:///{db}"
+        )
+        assert done.returncode == 0, done.stderr
     out = root / "run.jsonl"
     result = run_cli(
         "export", run_id, "--format", "jsonl", "-o", str(out), "--store", f"sqlite:///{db}"
@@ -62,6 +71,12 @@ def test_file_shape(exported) -> None:
     with_events = [t for t in trials if t["events"]]
     assert with_events and any(t["blobs"] for t in trials)
     assert all("reasons" in g for t in with_events for g in t["trial"]["evidence"]["graders"])
+    labelled = [t for t in trials if t["labels"]]
+    assert [x["note"] for t in labelled for x in t["labels"]] == ["on a second look, wrong"]
+    assert [x["note"] for t in labelled for x in t["replaced_labels"]] == ["looks right"]
+    assert (
+        labelled[0]["replaced_labels"][0]["replaced_at"] == labelled[0]["labels"][0]["labelled_at"]
+    )
 
 
 def test_roundtrip_sqlite_via_cli(exported, tmp_path) -> None:
