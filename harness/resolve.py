@@ -140,6 +140,7 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
     _check_host_programs(config, agents, chosen)
     _check_networks(config, chosen)
     graders = {lt.task.id: _graders(lt) for lt in config.tasks}
+    _check_reward_files(config, graders, chosen)
     _check_observed_rules(config, agents, graders)
     return Resolved(
         **data,
@@ -257,6 +258,36 @@ def _graders(loaded: LoadedTask) -> list[Grader]:
         _check_material(loaded, loc, grader)
         built.append(grader)
     return built
+
+
+def _check_reward_files(
+    config: ResolvedSuite, graders: dict[str, list[Grader]], sandbox: SandboxBinding
+) -> None:
+    """Refuse a grader whose reward file lies outside the work dir and ``/tmp`` (Harbor's
+    ``/logs/verifier``) on a backend whose sandboxes cannot be written there (``bwrap``'s
+    read-only root): its tests could never write it, and every trial, the oracle's too,
+    would fail."""
+    if "grader-anywhere" in sandbox.cls.honours(sandbox.options):
+        return
+    for loaded in config.tasks:
+        env = config.environments.get(loaded.task.environment or "")
+        for g, grader in enumerate(graders[loaded.task.id]):
+            path = getattr(grader.params, "reward_file", None)
+            if env is None or not path or _writable(path, env.spec.workdir):
+                continue
+            loc = (*loaded.prefix, "graders", g, "reward_file")
+            raise ConfigError(
+                str(loaded.file),
+                field_path(loc),
+                f"task '{loaded.task.id}': its tests write their reward to {path}, outside "
+                f"the work dir and /tmp, which sandbox '{sandbox.name}' cannot let them "
+                "write (its root is read-only); use `--sandbox docker`",
+                nearest_line(loaded.lines, loc) or loaded.line,
+            )
+
+
+def _writable(path: str, workdir: str) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in (workdir, "/tmp"))
 
 
 def _check_material(loaded: LoadedTask, loc: Path_, grader: Grader) -> None:

@@ -266,8 +266,10 @@ class SandboxProvider(abc.ABC):
     @classmethod
     def honours(cls, options: BackendOptions) -> frozenset[str]:
         """What its sandboxes honour of a task's policy: network modes (``harness.network``:
-        none, allowlist, open) and ``grader-root`` (``grading.root``); a task asking for
-        more is refused when the suite loads. Default: no network only."""
+        none, allowlist, open), ``grader-root`` (``grading.root``), ``services`` and
+        ``grader-anywhere`` (a grader may write outside the work dir and ``/tmp``, e.g. a
+        reward file in ``/logs``); a task asking for more is refused when the suite loads.
+        Default: no network only."""
         return frozenset({"none"})
 
     @classmethod

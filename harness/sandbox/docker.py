@@ -113,7 +113,9 @@ class DockerProvider(SandboxProvider):
     @classmethod
     def honours(cls, options: BackendOptions) -> frozenset[str]:
         """Every network policy (``docker_network``) and root graders (Docker's defaults)."""
-        return frozenset({"none", "allowlist", "open", "grader-root", "services"})
+        return frozenset(
+            {"none", "allowlist", "open", "grader-root", "services", "grader-anywhere"}
+        )
 
     def __init__(
         self,
