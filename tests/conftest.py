@@ -155,3 +155,15 @@ def require_docker() -> None:
 @pytest.fixture
 def docker_ready() -> None:
     require_docker()
+
+
+def trial_page(db: Path, trial_id: int) -> str:
+    """A stored trial's page in `harness view`, rendered from the SQLite store ``db``."""
+    from harness.store import Store
+    from harness.viewer.trial_page import render_trial
+
+    store = Store(f"sqlite:///{db}")
+    try:
+        return render_trial(store, trial_id) or ""
+    finally:
+        store.close()

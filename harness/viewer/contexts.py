@@ -51,6 +51,11 @@ class GraderView(TypedDict):
     """Order rules, each with its ``steps`` as text."""
     forbidden: list[dict[str, object]]
     """Forbidden actions taken, each with its ``args`` as JSON text."""
+    judge_tools: list[dict[str, object]]
+    """A judge's tool calls over the workspace (sample, step, tool, args as JSON text,
+    the start of the reply, its bytes)."""
+    judge_limits: list[str]
+    """The caps the judge's tools hit (step, byte)."""
     raw: str
 
 

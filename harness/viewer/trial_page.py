@@ -94,6 +94,7 @@ def grader_context(g: VerdictJson) -> GraderView:
         if d.get("ignore"):
             patched_text += f"; ignored: {', '.join(d.get('ignore') or [])}"
     score = g.get("score")
+    tool_rows, tool_limits = _judge_tools(d)
     return {
         "name": g.get("grader"),
         "passed": g.get("passed"),
@@ -112,8 +113,25 @@ def grader_context(g: VerdictJson) -> GraderView:
             {**h, "args": json.dumps(h.get("args"), default=str)}
             for h in _objects(d.get("forbidden"))
         ],
+        "judge_tools": tool_rows,
+        "judge_limits": tool_limits,
         "raw": pretty_json(d) if d else "",
     }
+
+
+def _judge_tools(details: Mapping[str, object]) -> tuple[list[dict[str, object]], list[str]]:
+    """A judge's exploration of the workspace (``details.judge.tools``, one entry per
+    sample): its calls as rows and the caps it hit."""
+    judge = details.get("judge")
+    samples = _objects(judge.get("tools")) if isinstance(judge, dict) else []
+    rows = [
+        {**c, "sample": s.get("sample"), "args": json.dumps(c.get("args"), default=str)}
+        for s in samples
+        for c in _objects(s.get("calls"))
+    ]
+    hit = [s.get("limits_hit") for s in samples]
+    limits = sorted({str(x) for h in hit if isinstance(h, list) for x in h})
+    return rows, limits
 
 
 def violations_by_step(

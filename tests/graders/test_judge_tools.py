@@ -16,7 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from graders.judge import JudgeParams
-from tests.conftest import run_cli, write_suite
+from tests.conftest import run_cli, trial_page, write_suite
 from tests.fakes.exploring_judge import exploring_judge, tool_results
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -86,9 +86,9 @@ def _run(tmp: Path, api: str, tasks: list[str]) -> tuple[dict[str, Any], list[An
         posts = server.model_requests()
     assert done.returncode in (0, 1, 3), done.stdout[-2000:] + done.stderr[-2000:]
     rows = sqlite3.connect(db).execute(
-        "select task_id, status, reason, evidence, judge_calls, judge_tokens_in from trials"
+        "select task_id, status, reason, evidence, judge_calls, judge_tokens_in, id from trials"
     )
-    got = {t: (s, r, json.loads(e), c, tin) for t, s, r, e, c, tin in rows}
+    got = {t: (s, r, json.loads(e), c, tin, trial_page(db, i)) for t, s, r, e, c, tin, i in rows}
     return got, posts
 
 
@@ -101,13 +101,14 @@ def test_the_verdict_follows_the_file_the_judge_read(tmp_path: Path, api: str) -
     got, posts = _run(tmp_path, api, ["right", "wrong"])
     assert len(posts) == 6  # per trial: list, read, answer
     assert all(p.json.get("tools") for p in posts)
-    status, _, evidence, calls, tokens_in = got["right"]
+    status, _, evidence, calls, tokens_in, page = got["right"]
     assert status == "passed" and calls == 3 and tokens_in == 150 + 150 + 200
     log = _tools(evidence)["calls"]
     assert [c["tool"] for c in log] == ["list_files", "read_file"]
     assert "answer.txt  (1 bytes)" in log[0]["reply"] and log[1]["reply"] == "4"
     assert _tools(evidence)["limits_hit"] == []
-    status, reason, evidence, calls, _ = got["wrong"]
+    assert "The judge's tool calls" in page and "<code>read_file</code>" in page  # harness view
+    status, reason, evidence, calls, _, page = got["wrong"]
     assert status == "failed" and "sum: answer.txt holds '5'" in reason and calls == 3
 
 
@@ -116,7 +117,7 @@ def test_nothing_outside_the_work_dir_reaches_the_judge_and_caps_hold(tmp_path: 
     escape = next(p for p in posts if "[escape]" in json.dumps(p.json) and tool_results(p.json))
     everything = json.dumps([p.json for p in posts])
     assert HOST_SECRET not in everything  # the host's file never went to the judge
-    status, _, evidence, _, _ = got["escape"]
+    status, _, evidence, _, _, page = got["escape"]
     assert status == "failed"
     replies = [c["reply"] for c in _tools(evidence)["calls"][1:]]
     assert replies == [
@@ -127,20 +128,22 @@ def test_nothing_outside_the_work_dir_reaches_the_judge_and_caps_hold(tmp_path: 
     assert (
         "answer.txt -> /etc/passwd  (symbolic link, not followed)" in tool_results(escape.json)[0]
     )
+    assert "a symbolic link to /etc/passwd; links are shown, never followed" in page
 
-    status, reason, evidence, calls, _ = got["steps"]
+    status, reason, evidence, calls, _, page = got["steps"]
     assert calls == 3 and _tools(evidence)["steps"] == 2  # two turns of tools, then told to answer
     assert "judge's tools: step cap: 2 turns of tool calls used" in reason
+    assert '<p class="viol">⚠ step cap: 2 turns' in page
     last = [p.json for p in posts if "[loop]" in json.dumps(p.json)][-1]
     assert last["tool_choice"] == "none" and "You have used your 2 turns" in everything
 
-    status, reason, evidence, _, _ = got["bytes"]
+    status, reason, evidence, _, _, page = got["bytes"]
     seen = _tools(evidence)
     assert status == "failed" and seen["bytes_read"] == 1000
     assert "judge's tools: byte cap: the 1000 bytes of tool replies were used up" in reason
     assert sum(c["bytes"] for c in seen["calls"]) <= 1000 + 60  # the cut note aside
 
-    status, reason, _, calls, _ = got["garbage"]
+    status, reason, _, calls, _, page = got["garbage"]
     assert status == "grader_error" and "judge answered garbage" in reason
 
 

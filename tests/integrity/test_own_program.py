@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import require_docker, run_cli
+from tests.conftest import require_docker, run_cli, trial_page
 from tests.docker.test_docker_proxy import KEY, KEY_ENV, KV_TASK, PROGRAM, _kv_environment
 from tests.fakes.openai_server import FakeOpenAI, call, completion
 from tests.integrity.test_bwrap_sandbox import require_bwrap
@@ -95,7 +95,7 @@ def test_own_program_is_installed_pinned_and_paired_on_the_task_image(sandbox, t
     # The trajectory and the viewer's trial page show the user's command, not the relay.
     [command] = [json.loads(e["args"]) for e in events if e["kind"] == "command"]
     assert command["command"] == COMMAND
-    page = _trial_page(db, mine["id"])
+    page = trial_page(db, mine["id"])
     assert "$HARNESS_PROGRAM/agent_program.py" in page and "AF_UNIX" not in page
     compared = run_cli("compare", "latest:noop", "latest:mine", "--json", "--store",
                        f"sqlite:///{db}")  # fmt: skip
@@ -104,17 +104,6 @@ def test_own_program_is_installed_pinned_and_paired_on_the_task_image(sandbox, t
     if sandbox == "docker":
         _check_one_layer(task_image, mine["image_id"])
     _check_lock(suite, env)
-
-
-def _trial_page(db: Path, trial_id: int) -> str:
-    from harness.store import Store
-    from harness.viewer.trial_page import render_trial
-
-    store = Store(f"sqlite:///{db}")
-    try:
-        return render_trial(store, trial_id) or ""
-    finally:
-        store.close()
 
 
 def _check_one_layer(task_image: str, program_image: str) -> None:
