@@ -26,6 +26,7 @@ REPORT_SECTIONS = (
     "usage",
     "steps",
     "judge",
+    "pairwise",
     "comparison",
     "versions",
 )

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.store.tables import PairwiseJudgement
+
+if TYPE_CHECKING:
+    from harness.store import Store
+    from harness.store.tables import Run
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -158,3 +162,22 @@ def _spend(judgements: Sequence[PairwiseJudgement]) -> dict[str, Any]:
         "setups": sorted({j.setup for j in judgements}),
         "models": sorted({j.judge_model for j in judgements}),
     }
+
+
+def run_pairwise_summary(store: Store, run: Run, confidence: float = 0.95) -> dict[str, Any] | None:
+    """The summary of a run's stored pairwise judgements (what ``harness pairwise RUN
+    --json`` prints of them when it judged every arm), for the report; None when the run has
+    none. Several setups: the newest judgement's, the others counted."""
+    from harness.store.pairwise import has_judgements, run_judgements
+
+    if not has_judgements(store.engine, run.id):
+        return None
+    every = run_judgements(store.engine, run.id)
+    setup = every[-1].setup
+    judged = [j for j in every if j.setup == setup]
+    seen = {a for j in judged for a in (j.arm_a, j.arm_b)}
+    arms = [a for a in run.arms if a in seen]
+    clusters = {t.task_id: t.cluster for t in store.trials(run.id)}
+    summary = {"run_id": run.id, **pairwise_summary(judged, arms, clusters, confidence)}
+    summary["other_setups"] = len({j.setup for j in every}) - 1
+    return summary

@@ -40,6 +40,7 @@ def load_report(
             timings["load_s"] = time.perf_counter() - t0
         report = report_of(run, table, n_resamples=n_resamples, timings=timings, estimand=estimand)
         add_judge(store, run, report)
+        add_pairwise(store, run, report)
     finally:
         store.close()
     return report
@@ -194,6 +195,7 @@ def _load(
         steps = steps_section(store, run, dict(stored_config(run)))
         report = report_of(run, table, estimand=estimand)
         add_judge(store, run, report)
+        add_pairwise(store, run, report)
     finally:
         store.close()
     if steps is not None:
@@ -214,6 +216,16 @@ def add_judge(store: Store, run: Run, report: Report) -> None:
     summary = run_judge_summary(store, run, report["settings"]["confidence"])
     if summary["judged_trials"]:
         report["judge"] = clean(summary)
+
+
+def add_pairwise(store: Store, run: Run, report: Report) -> None:
+    """The report's pairwise section, for a run with stored pairwise judgements (at the
+    report's confidence: what ``harness pairwise RUN --json`` prints of them)."""
+    from harness.pairwise.summary import run_pairwise_summary
+
+    summary = run_pairwise_summary(store, run, report["settings"]["confidence"])
+    if summary is not None:
+        report["pairwise"] = clean(summary)
 
 
 def declared_gate(store: Store, run: Run, table: RunTable) -> GateResult | str | None:

@@ -48,7 +48,13 @@ def build_html(
     """Load the run's table once (what the report, the per-task table and the gate read),
     build the report data (unless given as ``data``) and the gate's verdict; render."""
     from harness.analysis.load import DECISIONS, TASK_TABLE, load_run_table
-    from harness.report.cli import add_judge, load_report_table, report_of, report_run
+    from harness.report.cli import (
+        add_judge,
+        add_pairwise,
+        load_report_table,
+        report_of,
+        report_run,
+    )
     from harness.report.render.html import render
     from harness.store import Store, resolve_url
 
@@ -61,6 +67,7 @@ def build_html(
             table = load_report_table(store, run, fields)
             data = report_of(run, table, estimand=estimand)
             add_judge(store, run, data)
+            add_pairwise(store, run, data)
         else:  # the report data is given: read only what the page adds to it
             table = load_run_table(store, run.id, fields, with_notes=True)
         gate = gate_verdict(store, run, table) if gated else None

@@ -439,6 +439,10 @@ class Report(TypedDict, total=False):
     """A run graded by a model judge: its agreement with people's labels, the rates corrected
     for its error, its self-disagreement and cost (``harness.analysis.judging.judge_summary``,
     what ``harness judge-agreement --json`` prints at the report's confidence)."""
+    pairwise: NotRequired[dict[str, Any]]
+    """A run with stored pairwise judgements: win rates, position bias, Bradley–Terry
+    ratings and the judge's spend (``harness.pairwise.summary.run_pairwise_summary``, what
+    ``harness pairwise RUN --json`` prints of them)."""
     provenance: Provenance
     """Tasks graded in the agent's own sandbox and tasks whose agent ran as root, with
     their trials per arm (also named in ``warnings``)."""

@@ -25,3 +25,10 @@ def run_judgements(
         if setup is not None:
             q = q.where(PairwiseJudgement.setup == setup)
         return list(s.exec(q.order_by(col(PairwiseJudgement.id))))
+
+
+def has_judgements(engine: Engine, run_id: str) -> bool:
+    """Whether the run has any pairwise judgement (one indexed row read)."""
+    with Session(engine) as s:
+        q = select(PairwiseJudgement.id).where(PairwiseJudgement.run_id == run_id).limit(1)
+        return s.exec(q).first() is not None

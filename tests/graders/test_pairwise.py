@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.report.render.pairwise import pairwise_blocks, pairwise_head, pairwise_line
 from tests.conftest import run_cli, write_suite
 from tests.fakes.judge_server import PairwiseJudge, expected_position_bias
 from tests.fakes.openai_server import FakeOpenAI
 from tests.graders.test_judge import judge_model, rows
+from tests.report.test_judge_section import every_view
 
 ARMS = [
     {"name": "best", "agent": "oracle"},
@@ -173,3 +175,25 @@ def test_a_bad_judge_file_is_one_line_naming_file_and_field(run: dict[str, Any])
     ok = judge_file(run["tmp"], "ok.yaml", "http://127.0.0.1:1/v1")
     out = pairwise(run, ok, "--arm", "nobody")
     assert out.returncode == 2 and "no arm 'nobody'" in out.stderr
+
+
+def test_every_report_view_shows_the_pairwise_section_with_the_same_numbers(
+    run: dict[str, Any],
+) -> None:
+    with FakeOpenAI(default=PairwiseJudge(accuracy=0.8, position_bias=0.1, seed=3)) as server:
+        path = judge_file(run["tmp"], "report.yaml", server.base_url)
+        out = pairwise(run, path, "--json")
+        assert out.returncode == 0, out.stderr
+    command = json.loads(out.stdout)
+    url, run_id = run["url"], run["id"]
+    report = json.loads(run_cli("report", run_id, "--json", "--store", url).stdout)
+    section = report["pairwise"]  # the newest setup's judgements: this test's
+    for key in ("run_id", "arms", "pairs", "position_bias", "ratings", "judge"):
+        assert section[key] == command[key], key
+
+    lines = [pairwise_head(section)] + [x for _, b in pairwise_blocks(section) for x in b]
+    assert any("win rate" in x for x in lines) and any("best " in x for x in lines)
+    page = run["tmp"] / "report.html"
+    terminal, markdown, text = every_view(run_id, url, "pairwise", lines, page)
+    assert pairwise_line(section) in terminal  # the first screen's one line
+    assert "### Pairwise judging" in markdown and 'href="#pairwise"' in text

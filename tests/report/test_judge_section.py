@@ -18,6 +18,22 @@ WIDE = {"COLUMNS": "400"}
 """A terminal wide enough that no line of the section wraps."""
 
 
+def every_view(
+    run_id: str, url: str, section: str, lines: list[str], page: Path
+) -> tuple[str, str, str]:
+    """The run's terminal section, Markdown report and HTML page, each checked to hold every
+    one of ``lines`` verbatim."""
+    terminal = run_cli("report", run_id, "--section", section, "--store", url, env=WIDE).stdout
+    markdown = run_cli("report", run_id, "--markdown", "--store", url).stdout
+    run_cli("report", run_id, "--html", str(page), "--store", url, "-q")
+    text = page.read_text()
+    for line in lines:
+        assert line in terminal, line
+        assert line in markdown, line
+        assert html.escape(line, quote=False) in text, line
+    return terminal, markdown, text
+
+
 def test_every_report_view_shows_the_judge_section_with_the_same_numbers(tmp_path: Path) -> None:
     judge = ScriptedJudge(sensitivity=0.85, specificity=0.75, seed=4)
     with FakeOpenAI(default=judge) as server:
@@ -48,15 +64,7 @@ def test_every_report_view_shows_the_judge_section_with_the_same_numbers(tmp_pat
     lines = [judge_head(judge)] + [x for _, block in judge_blocks(judge) for x in block]
     corrected = [x for x in lines if x.strip().startswith("corrected")]
     assert corrected  # the corrected rates are among the lines every view must show
-    terminal = run_cli("report", run_id, "--section", "judge", "--store", url, env=WIDE).stdout
-    markdown = run_cli("report", run_id, "--markdown", "--store", url).stdout
-    page = tmp_path / "report.html"
-    run_cli("report", run_id, "--html", str(page), "--store", url, "-q")
-    text = page.read_text()
-    for line in lines:
-        assert line in terminal, line
-        assert line in markdown, line
-        assert html.escape(line, quote=False) in text, line
+    terminal, markdown, text = every_view(run_id, url, "judge", lines, tmp_path / "report.html")
     assert judge_line(judge) in terminal  # the first screen's one line
     assert "### Judge" in markdown and 'href="#judge"' in text and 'id="judge"' in text
 
@@ -66,8 +74,9 @@ def test_a_run_without_a_judge_has_no_judge_section(tmp_path: Path) -> None:
     out = run_cli("run", str(write_suite(tmp_path)), "--store", url, "-q")
     assert out.returncode in (0, 1), out.stderr
     report = json.loads(run_cli("report", "--json", "--store", url).stdout)
-    assert "judge" not in report
+    assert "judge" not in report and "pairwise" not in report
     page = tmp_path / "report.html"
     run_cli("report", "--html", str(page), "--store", url, "-q")
     assert 'href="#judge"' not in page.read_text()
+    assert 'href="#pairwise"' not in page.read_text()
     assert "judge:" not in run_cli("report", "--full", "--store", url, env=WIDE).stdout

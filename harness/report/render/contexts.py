@@ -235,6 +235,13 @@ class JudgeSection(TypedDict):
     blocks: list[tuple[str, list[str]]]
 
 
+class PairwiseSection(TypedDict):
+    """The pairwise judge's head line and its blocks (``harness.report.render.pairwise``)."""
+
+    head: str
+    blocks: list[tuple[str, list[str]]]
+
+
 class ReportSections(TypedDict):
     """Every section of ``report.html.j2`` (None: the section is left out)."""
 
@@ -249,4 +256,5 @@ class ReportSections(TypedDict):
     measures: list[tuple[str, list[str]]] | None
     """Per arm: its measures lines (``harness.report.render.measures``)."""
     judge: JudgeSection | None
+    pairwise: PairwiseSection | None
     tasks: TaskTable | None

@@ -33,6 +33,7 @@ from harness.report.render.contexts import (
     HeadlineRow,
     HeadlineSection,
     JudgeSection,
+    PairwiseSection,
     ReportSections,
 )
 from harness.report.render.measures import measures_lines
@@ -48,6 +49,7 @@ NAV = (
     ("infra", "errors"),
     ("measures", "measures"),
     ("judge", "judge"),
+    ("pairwise", "pairwise"),
     ("tasks", "tasks"),
 )
 GOOD_VERDICTS = ("improvement", "non-inferior", "pass", "passed", "ship", "go")
@@ -76,6 +78,7 @@ def render(
         "infra": hs.infra(data, tasks, error_kinds or []),
         "measures": measures(data),
         "judge": judge_section(data),
+        "pairwise": pairwise_section(data),
         "tasks": hs.task_table(tasks, None if viewer_url is None else viewer_url.rstrip("/")),
     }
     return render_template(
@@ -258,6 +261,17 @@ def judge_section(data: Report) -> JudgeSection | None:
 
     judge = data.get("judge")
     return {"head": judge_head(judge), "blocks": judge_blocks(judge)} if judge else None
+
+
+def pairwise_section(data: Report) -> PairwiseSection | None:
+    """The pairwise judge's lines, the same the terminal and Markdown print; None for a run
+    with no pairwise judgements."""
+    from harness.report.render.pairwise import pairwise_blocks, pairwise_head
+
+    pairwise = data.get("pairwise")
+    if not pairwise:
+        return None
+    return {"head": pairwise_head(pairwise), "blocks": pairwise_blocks(pairwise)}
 
 
 def _comparison_extra(comp: Comparison) -> str:

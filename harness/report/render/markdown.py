@@ -31,6 +31,7 @@ from harness.report.render.numbers import (
     pct,
     rate_text,
 )
+from harness.report.render.pairwise import pairwise_markdown
 from harness.report.render.subset import subset_lines
 from harness.report.render.summary import gate_rule_text, gate_text
 
@@ -88,6 +89,8 @@ def render_markdown(report: Report, gate: GateResult | str | None = None) -> str
         lines += _steps(steps)
     if judge := report.get("judge"):
         lines += ["", judge_markdown(judge, level=3).rstrip()]
+    if pairwise := report.get("pairwise"):
+        lines += ["", pairwise_markdown(pairwise, level=3).rstrip()]
     c = report.get("comparison")
     if c and c.get("estimate") is None:
         lines += ["", "### Primary comparison", "", "No task was run by both arms."]

@@ -85,28 +85,59 @@ def _judge_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _blocks(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    head = [f"Pairwise judging of run {summary['run_id']} (each pair judged in both orders)"]
-    for p in summary["pairs"]:
-        head += _pair_lines(p)
+def pairwise_head(summary: dict[str, Any]) -> str:
+    """The section's first line."""
+    head = f"Pairwise judging of run {summary['run_id']} (each pair judged in both orders)"
+    if summary.get("other_setups"):
+        head += f"; {summary['other_setups']} other judge setup(s) stored, not shown"
+    return head
+
+
+def pairwise_blocks(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(title, lines) of each block: win rates, ratings (three arms or more), the judge;
+    the lines every view prints (the command, terminal report, Markdown, HTML)."""
+    rates = [line for p in summary["pairs"] for line in _pair_lines(p)]
     b = summary["position_bias"]
     if b is not None and len(summary["pairs"]) > 1:
-        head.append(f"  all pairs: position bias {_bias_text(b)}")
-    blocks = [("Win rates", head)]
+        rates.append(f"  all pairs: position bias {_bias_text(b)}")
+    blocks = [("Win rates", rates)]
     if summary["ratings"] is not None:
         blocks.append(("Ratings", _rating_lines(summary["ratings"])))
     blocks.append(("The judge", _judge_lines(summary)))
     return blocks
 
 
+def pairwise_line(summary: dict[str, Any]) -> str:
+    """The pairwise judge in one line for a report's first screen: the ratings with three
+    arms or more, else the one pair's win rate."""
+    r = summary["ratings"]
+    if r is not None and "arms" in r:
+        ranked = sorted(r["arms"].items(), key=lambda kv: -kv[1]["rating"])
+        shown = ", ".join(
+            f"{a} {x['rating']:.0f} [{x['lo']:.0f}, {x['hi']:.0f}]" for a, x in ranked
+        )
+        return f"pairwise judge: Bradley–Terry ratings {shown}"
+    p = summary["pairs"][0]
+    w = p["win_rate"]
+    if w is None:
+        return f"pairwise judge: {p['arm_a']} vs {p['arm_b']}: no resolved comparisons"
+    return (
+        f"pairwise judge: {p['arm_a']} wins {pct(w['estimate'])} {ci(w)} against "
+        f"{p['arm_b']} ({p['comparisons']} comparisons)"
+    )
+
+
 def pairwise_text(summary: dict[str, Any]) -> str:
     """The terminal view."""
-    return "\n\n".join("\n".join(lines) for _, lines in _blocks(summary)) + "\n"
+    blocks = pairwise_blocks(summary)
+    blocks[0] = (blocks[0][0], [pairwise_head(summary), *blocks[0][1]])
+    return "\n\n".join("\n".join(lines) for _, lines in blocks) + "\n"
 
 
-def pairwise_markdown(summary: dict[str, Any]) -> str:
-    """The Markdown view: the same lines, one pre-formatted block per part."""
-    parts = ["## Pairwise judging", ""]
-    for title, lines in _blocks(summary):
-        parts += [f"### {title}", "", "```", *lines, "```", ""]
+def pairwise_markdown(summary: dict[str, Any], level: int = 2) -> str:
+    """The Markdown view: the same lines, one pre-formatted block per part (``level``: the
+    section's heading level; its blocks one below)."""
+    parts = ["#" * level + " Pairwise judging", "", pairwise_head(summary), ""]
+    for title, lines in pairwise_blocks(summary):
+        parts += ["#" * (level + 1) + f" {title}", "", "```", *lines, "```", ""]
     return "\n".join(parts)

@@ -74,6 +74,10 @@ def render_summary(
         from harness.report.render.judging import judge_line
 
         _say(console, judge_line(judge))
+    if pairwise := report.get("pairwise"):
+        from harness.report.render.pairwise import pairwise_line
+
+        _say(console, pairwise_line(pairwise))
     console.print()
     _unresolved(console, report)
     for line in merged_warnings(report):

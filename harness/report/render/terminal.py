@@ -104,6 +104,8 @@ def _render(
         _steps(console, steps)
     if (judge := report.get("judge")) and "judge" in chosen:
         _judge(console, judge)
+    if (pairwise := report.get("pairwise")) and "pairwise" in chosen:
+        _pairwise(console, pairwise)
     if (comparison := report.get("comparison")) and "comparison" in chosen:
         _comparison(console, comparison, report)
         if floor := noise_floor_text(report):
@@ -117,9 +119,23 @@ def _judge(console: Console, judge: dict) -> None:
     """The judge section: the lines ``harness judge-agreement`` prints, block by block."""
     from harness.report.render.judging import judge_blocks, judge_head
 
-    console.rule("[bold]judge")
-    console.print(judge_head(judge), markup=False, highlight=False)
-    for _, lines in judge_blocks(judge):
+    _line_blocks(console, "judge", judge_head(judge), judge_blocks(judge))
+
+
+def _pairwise(console: Console, pairwise: dict) -> None:
+    """The pairwise section: the lines ``harness pairwise`` prints, block by block."""
+    from harness.report.render.pairwise import pairwise_blocks, pairwise_head
+
+    _line_blocks(console, "pairwise", pairwise_head(pairwise), pairwise_blocks(pairwise))
+
+
+def _line_blocks(
+    console: Console, title: str, head: str, blocks: list[tuple[str, list[str]]]
+) -> None:
+    """A section of plain lines: its rule, its head line, then each block after a blank."""
+    console.rule(f"[bold]{title}")
+    console.print(head, markup=False, highlight=False)
+    for _, lines in blocks:
         console.print()
         for line in lines:
             console.print(line, markup=False, highlight=False, soft_wrap=True)
