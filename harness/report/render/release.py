@@ -20,7 +20,7 @@ from harness.release.records import (
 )
 from harness.report.render.fmt import floor_text
 from harness.report.render.narrow import dropped_note, fit
-from harness.report.render.numbers import MISSING, pct, rate_text, signed_points
+from harness.report.render.numbers import MISSING, p_value, pct, rate_text, signed_points
 from harness.report.render.numbers import points as pts
 from harness.stats.records import Interval
 
@@ -28,10 +28,10 @@ from harness.stats.records import Interval
 def rate_cell(x: float | None, interval: list[float | None] | None, n: int) -> str:
     """A rate with its interval and n, compact enough for a table cell."""
     if x is None:
-        return "—"
+        return MISSING
     if not interval:
-        return f"{x:.0%} (n={n})"
-    return f"{x:.0%} [{interval[0]:.0%}, {interval[1]:.0%}] n={n}"
+        return f"{pct(x, 0)} (n={n})"
+    return f"{pct(x, 0)} [{pct(interval[0], 0)}, {pct(interval[1], 0)}] n={n}"
 
 
 def _pside(c: Comparison, policy: GatePolicyRecord | None = None) -> str:
@@ -39,10 +39,10 @@ def _pside(c: Comparison, policy: GatePolicyRecord | None = None) -> str:
         return "no test (no paired tasks)"
     if policy and policy.get("sides") == "one-sided":
         return (
-            f"{c['test']}: one-sided p = {c['p_values']['greater']:.3g} (better), "
-            f"{c['p_values']['less']:.3g} (worse)"
+            f"{c['test']}: one-sided p = {p_value(c['p_values']['greater'])} (better), "
+            f"{p_value(c['p_values']['less'])} (worse)"
         )
-    return f"{c['test']}: two-sided p = {c['p_value']:.3g}"
+    return f"{c['test']}: two-sided p = {p_value(c['p_value'])}"
 
 
 def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> list[str]:
@@ -52,9 +52,9 @@ def comparison_lines(c: Comparison, policy: GatePolicyRecord | None = None) -> l
     t, s = c["table"], c["signs"]
     level = c["confidence"]
     bounds = (
-        f"one-sided {policy['confidence']:.0%} bounds"
+        f"one-sided {pct(policy['confidence'], 0)} bounds"
         if policy and policy.get("sides") == "one-sided"
-        else f"{level:.0%} interval"
+        else f"{pct(level, 0)} interval"
     )
     # Under a one-sided rule the arms' intervals are at the gate's level (90% two-sided for
     # one-sided 95%), not the report's: say so, or one arm reads two ways in two views.
@@ -123,8 +123,8 @@ def _screen_rows(screens: Screens) -> list[list[str]]:
                 )
                 + (" ⚠" if s.get("warning") else ""),
                 f"+{g['improved']} / −{g['worse']}",
-                f"{s['p_value']:.3g}",
-                f"{s['p_holm']:.3g}",
+                p_value(s["p_value"]),
+                p_value(s["p_holm"]),
                 "look here" if s["look_here"] else "",
             ]
         )
@@ -216,11 +216,11 @@ def print_gate(g: GateResult) -> None:
         con.print(f"  {mark} {m['name']}: {m['message']}")
     cov = g["coverage"]
     parts = [
-        f"{arm} {a['unresolved']}/{a['trials']} ({a['share']:.1%})"
+        f"{arm} {a['unresolved']}/{a['trials']} ({pct(a['share'])})"
         for arm, a in cov["arms"].items()
     ]
     ok = "[green]ok[/]" if cov["status"] == "ok" else "[red]exceeded[/]"
-    con.print(f"[bold]Unresolved coverage[/]: {', '.join(parts)}; limit {cov['limit']:.1%}: {ok}")
+    con.print(f"[bold]Unresolved coverage[/]: {', '.join(parts)}; limit {pct(cov['limit'])}: {ok}")
     if text := balance_text(g):
         bal = "[green]ok[/]" if g["balance"]["status"] == "ok" else "[red]imbalanced[/]"
         con.print(f"[bold]Retry balance[/]: {text}: {bal}")
@@ -247,10 +247,11 @@ def balance_text(g: GateResult) -> str | None:
     parts = []
     for gap in bal["gaps"]:
         arms = ", ".join(
-            f"{arm} {s['count']}/{s['trials']} ({s['share']:.1%})" for arm, s in gap["arms"].items()
+            f"{arm} {s['count']}/{s['trials']} ({pct(s['share'])})"
+            for arm, s in gap["arms"].items()
         )
         parts.append(f"{gap['what']} {arms}, gap {gap['gap']:+.1%}")
-    return "; ".join(parts) + f"; bound {bal['bound']:.1%}"
+    return "; ".join(parts) + f"; bound {pct(bal['bound'])}"
 
 
 def decision_lines(g: GateResult) -> tuple[str, list[str]]:
@@ -262,7 +263,7 @@ def decision_lines(g: GateResult) -> tuple[str, list[str]]:
     if th is not None:
         head = (
             f"Threshold: {g['candidate']} must exceed {pct(pol['bar'])} ({pol['sides']} at "
-            f"{pol['confidence']:.0%}) → {g.get('verdict_label', th['verdict'])}"
+            f"{pct(pol['confidence'], 0)}) → {g.get('verdict_label', th['verdict'])}"
         )
         if th.get("estimate") is not None:
             lines += [
@@ -283,7 +284,7 @@ def decision_lines(g: GateResult) -> tuple[str, list[str]]:
         rule = pol["rule"] + (f" (margin {pts(pol['margin'], False)} pts)" if pol["margin"] else "")
         head = (
             f"Primary comparison {g['baseline']} → {g['candidate']}: rule {rule}, "
-            f"{pol['sides']} at {pol['confidence']:.0%} → {p['verdict']}"
+            f"{pol['sides']} at {pct(pol['confidence'], 0)} → {p['verdict']}"
         )
         lines += comparison_lines(p, pol)
     if q := g.get("quantity"):
@@ -310,7 +311,7 @@ def _full_suite_line(full: Interval, level: bool, pol: GatePolicyRecord) -> str:
         return f"{head}: no estimate"
     return (
         f"{head}: {full.get('estimand')} {show(full['estimate'])} [{show(full.get('lo'))}, "
-        f"{show(full.get('hi'))}] ({pol['sides']} {pol['confidence']:.0%} bounds), "
+        f"{show(full.get('hi'))}] ({pol['sides']} {pct(pol['confidence'], 0)} bounds), "
         f"{full.get('method')}"
     )
 
@@ -318,7 +319,9 @@ def _full_suite_line(full: Interval, level: bool, pol: GatePolicyRecord) -> str:
 def _saved(d: DesignSummary) -> str:
     if d["full_repeats_trials"] == d["trials"]:
         return ""
-    return f" (full repeats would cost {d['full_repeats_trials']}: {d['saved_share']:.0%} saved)"
+    return (
+        f" (full repeats would cost {d['full_repeats_trials']}: {pct(d['saved_share'], 0)} saved)"
+    )
 
 
 # ------------------------------------------------------------------------------ markdown
@@ -355,9 +358,9 @@ def gate_markdown(g: GateResult) -> str:
     out += [
         "",
         "**Unresolved coverage** (limit "
-        f"{cov['limit']:.1%}): "
+        f"{pct(cov['limit'])}): "
         + ", ".join(
-            f"{arm} {a['unresolved']}/{a['trials']} ({a['share']:.1%})"
+            f"{arm} {a['unresolved']}/{a['trials']} ({pct(a['share'])})"
             for arm, a in cov["arms"].items()
         )
         + f" — {cov['status']}",
