@@ -17,28 +17,10 @@ from pydantic import ValidationError
 
 from graders.judge import JudgeParams
 from tests.conftest import run_cli, trial_page, write_suite
-from tests.fakes.exploring_judge import exploring_judge, tool_results
+from tests.fakes.exploring_judge import exploring_judge, tool_results, tools_grader
 from tests.fakes.openai_server import FakeOpenAI
 
 HOST_SECRET = Path("/etc/passwd").read_text().splitlines()[0]
-
-
-def _grader(base_url: str, api: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "judge",
-        "api": api,
-        "model": {
-            "name": "judge-model",
-            "base_url": base_url,
-            "api": "anthropic" if api == "messages" else "openai",
-            "api_key_env": None,
-            "max_retries": 0,
-        },
-        "reads": ["workspace"],
-        "tools": True,
-        "criteria": [{"id": "sum", "text": "answer.txt holds the sum."}],
-        **extra,
-    }
 
 
 TASKS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -61,7 +43,7 @@ def _suite(tmp: Path, base_url: str, api: str, tasks: list[str]) -> Path:
             "id": t,
             "instruction": f"Write 2 + 2 into answer.txt. {TASKS[t][0]}",
             "environment": "box",
-            "graders": [_grader(base_url, api, **TASKS[t][2])],
+            "graders": [tools_grader(base_url, api, **TASKS[t][2])],
             "solution": {"commands": [TASKS[t][1]]},
         }
         for t in tasks

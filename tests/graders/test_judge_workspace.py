@@ -15,7 +15,9 @@ from harness.sandbox.workproduct import WorkProduct, tar_host_paths
 WORKDIR = "/sandbox/work"
 
 
-def _product(root: Path) -> WorkProduct:
+def archive_of(root: Path) -> WorkProduct:
+    """A real archive of the work dir under ``root`` (the sandbox's / on the host)."""
+
     def host_of(path: str) -> str:
         return str(root / path.lstrip("/"))
 
@@ -34,7 +36,7 @@ def view(tmp_path: Path):
     os.symlink("/etc", work / "etc")
     os.link(work / "report.md", work / "same.md")
     (tmp_path / "sandbox" / "outside.txt").write_text("not the agent's work")
-    product = _product(tmp_path)
+    product = archive_of(tmp_path)
     try:
         yield WorkView(product)
     finally:
@@ -87,7 +89,7 @@ def test_caps_hold(view: WorkView, tmp_path: Path) -> None:
     many.mkdir(parents=True)
     for i in range(LIST_LIMIT + 7):
         (many / f"f{i:04d}.txt").write_text("needle\n")
-    product = _product(tmp_path / "many")
+    product = archive_of(tmp_path / "many")
     try:
         crowded = WorkView(product)
         assert crowded.list_files().endswith("[... 7 more entries not listed]")
