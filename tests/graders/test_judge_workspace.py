@@ -32,6 +32,7 @@ def view(tmp_path: Path):
     (work / "sub" / "data.txt").write_text("alpha\nbeta 42\n")
     (work / "big.txt").write_text("x" * 5000)
     (work / "bad.bin").write_bytes(b"\xff\xfeok")
+    (work / "image.png").write_bytes(b"\x89PNG\x00\x00 42 " * 100)
     os.symlink("/etc/passwd", work / "passwd")  # a link the agent left to a host file
     os.symlink("/etc", work / "etc")
     os.link(work / "report.md", work / "same.md")
@@ -52,6 +53,10 @@ def test_lists_and_reads_the_work_dir(view: WorkView) -> None:
     assert view.read_file("report.md", 1000) == "# Report\nthe total is 42\n"
     assert view.read_file("./sub/./data.txt", 1000) == "alpha\nbeta 42\n"
     assert view.read_file("bad.bin", 100) == "\ufffd\ufffdok"
+    assert (
+        view.read_file("image.png", 100)
+        == "image.png: a binary file of 1000 bytes (not shown as text)"
+    )
     assert view.grep("42").splitlines() == [
         "report.md:2: the total is 42",
         "same.md:2: the total is 42",
