@@ -174,7 +174,8 @@ def post_label(server: Any, trial_id: int, content_type: str, body: bytes) -> Re
     except LabelRejected as exc:
         state = LabelForm(server.token, form.get("labeller", ""), f"Not stored: {exc}.", form)
         return Reply(400, render_trial(server.store, trial_id, state) or "")
-    put_labels(server.store.engine, labels, now())
+    with server.label_lock:
+        put_labels(server.store.engine, labels, now())
     server.forget(trial.run_id)  # its cached pages show the judge's agreement with labels
     cookie = f"{LABELLER_COOKIE}={quote(labels[0].labeller)}; Path=/; Max-Age=31536000"
     return Reply(

@@ -50,6 +50,9 @@ class ViewerServer(ThreadingHTTPServer):
         """The name a label form starts with when the browser has none remembered."""
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
+        self.label_lock = threading.Lock()
+        """Held while a label is stored: a person's posts of one trial at once (a double
+        click) would otherwise both find no earlier label and both insert one."""
         super().__init__((HOST, port), Handler)
 
     @property

@@ -262,3 +262,32 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
         (trial["id"], "", 0, "bo", "on reflection", "file:bo.jsonl"),
     ]
     assert (trial["id"], "", 1, "bo") in _replaced(judged["db"])
+
+
+def test_concurrent_posts_of_one_person_keep_one_label_in_force(judged) -> None:
+    """Twelve posts at once (a double click, many tabs, two viewers on one store) of one
+    person's label of one trial: every one is stored, one in force, the others as history."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    trial = judged["trials"][3]
+    servers = [_Served(judged["url"]), _Served(judged["url"])]
+    try:
+        pages = [f"{s.url}/trial/{trial['id']}" for s in servers]
+        tokens = [re.search(r'name="token" value="([^"]+)"', _request(p)[1]) for p in pages]
+
+        def post(k: int) -> int:
+            token = tokens[k % 2]
+            assert token is not None
+            form = {"token": token.group(1), "labeller": "cy", "passed": "pass", "note": f"{k}"}
+            return _request(pages[k % 2] + "/label", form)[0]
+
+        with ThreadPoolExecutor(12) as pool:
+            statuses = list(pool.map(post, range(12)))
+    finally:
+        for s in servers:
+            s.close()
+    assert statuses == [200] * 12  # each answered by the redirect to the trial page
+    mine = [x for x in _labels(judged["db"]) if x[3] == "cy"]
+    assert len(mine) == 1 and mine[0][:4] == (trial["id"], "", 1, "cy")
+    history = [x for x in _replaced(judged["db"]) if x[3] == "cy"]
+    assert len(history) == 11
