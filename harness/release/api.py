@@ -281,24 +281,27 @@ def run_power(
     suite ``gate:``, else the improvement rule) would pass on the next run of this suite."""
     from harness.analysis import run_roles, settings_of
     from harness.config.models import GatePolicy
+    from harness.release.gate import gate_roles
     from harness.release.power import run_sensitivity
     from harness.release.source import get_run, suite_config
 
     run = get_run(store, run_id)
-    roles = run_roles(suite_config(run), list(run.arms))
-    baseline, candidate = roles.baseline, roles.candidate
-    if baseline is None or candidate is None:
-        raise ConfigError(run.id, "", "the run has a single arm: nothing was compared")
-    # First-phase trials only: with adaptive repeats, later trials follow discordance.
-    trials = _trials(store, run.id).first(run.trials_per_task)
     suite = suite_config(run)
-    settings = settings_of(suite, run.trials_per_task)
     if policy is None and suite.get("gate"):
         policy = GatePolicy.model_validate(suite["gate"])
     if policy is not None and policy.rule == "threshold":
         raise ConfigError(
             run.id, "gate", "plan --run plans a comparison; use --bar for a threshold"
         )
+    # the pair the gate will judge: a --policy's own pair first, as `harness gate` reads it
+    arms = list(run.arms)
+    roles = gate_roles(policy, suite, arms) if policy is not None else run_roles(suite, arms)
+    baseline, candidate = roles.baseline, roles.candidate
+    if baseline is None or candidate is None:
+        raise ConfigError(run.id, "", "the run has a single arm: nothing was compared")
+    # First-phase trials only: with adaptive repeats, later trials follow discordance.
+    trials = _trials(store, run.id).first(run.trials_per_task)
+    settings = settings_of(suite, run.trials_per_task)
     out = run_sensitivity(
         trials.of_arm(baseline),
         trials.of_arm(candidate),

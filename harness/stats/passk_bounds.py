@@ -40,8 +40,7 @@ MAX_CUTS = 200
 
 @dataclass(frozen=True)
 class Bounds:
-    """The lowest and highest pass^k (or pass@k) per k consistent with the counts (NaN when
-    no task-rate distribution is: counts less spread than binomial noise allows)."""
+    """The lowest and highest pass^k (or pass@k) per k consistent with the counts."""
 
     ks: np.ndarray
     lo: np.ndarray

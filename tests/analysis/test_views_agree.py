@@ -90,6 +90,10 @@ EARLIER = {"report-primary-only": 8}
 """Suites run once before, at this seed: history's move of each arm since that run must be
 what ``compare EARLIER:ARM RUN:ARM`` says (with the suite's ``cluster_key: task``, which
 history once left out)."""
+PLANNED = {"gate-primary-only": ("first", "cand"), "report-primary-only": None}
+"""Suites whose run ``plan --run`` also reads (it simulates the gate 2,000 times: about a
+second each): under a ``--policy`` declaring this other pair, which ``gate --policy`` must
+then judge too, or (None) under the suite's own pair."""
 ROLE_TEXT = {"baseline": "baseline", "candidate": "candidate", "aa": "A/A copy of baseline"}
 """How the HTML page's arm table names each role."""
 
@@ -107,6 +111,10 @@ class Views:
     history: dict
     compare_md: str
     gate_md: str
+    plan: dict | None
+    planned: tuple[str, str] | None
+    """The pair ``plan`` (and ``gate`` under the same ``--policy``) must read."""
+    policy_gate: dict | None
     earlier: str | None
     moves: dict[str, dict]
     """compare's paired move of each arm from the earlier run (none without one)."""
@@ -168,6 +176,14 @@ def _views(tmp: Path, store: str, name: str, run: str, earlier: str | None) -> V
     if "gate" not in SUITES[name][0]:  # no gate section: a policy from a file, without a pair
         (tmp / "policy.yaml").write_text(yaml.safe_dump(GATE))
         policy = ("--policy", str(tmp / "policy.yaml"))
+    planned = (PLANNED[name] or SUITES[name][1][:2]) if name in PLANNED else None
+    plan_policy = policy
+    if PLANNED.get(name):  # a policy naming another pair than the suite's
+        b, c = PLANNED[name]
+        (tmp / "pair.yaml").write_text(
+            yaml.safe_dump({**GATE, "primary": {"baseline": b, "candidate": c}})
+        )
+        plan_policy = ("--policy", str(tmp / "pair.yaml"))
     page = tmp / f"{name}.html"
     terminal = _cli("report", run, *at, "--html", str(page), "--section", "comparison")
     return Views(
@@ -179,6 +195,9 @@ def _views(tmp: Path, store: str, name: str, run: str, earlier: str | None) -> V
         gate=_json("gate", run, *at, "--json", *policy),
         compare_md=_cli("compare", run, *at, "--markdown"),
         gate_md=_cli("gate", run, *at, "--markdown", *policy),
+        plan=_json("plan", "--run", run, *at, "--json", *plan_policy) if planned else None,
+        planned=planned,
+        policy_gate=_json("gate", run, *at, "--json", *plan_policy) if PLANNED.get(name) else None,
         history=_json("history", name, *at, "--json")["runs"][-1],
         earlier=earlier,
         moves={
@@ -242,6 +261,7 @@ def test_every_view_says_the_same_number(views, name):
 
 def _json_views_agree(v: Views, base: str, cand: str, aa: str | None) -> None:
     report, compare, gate, history = v.report, v.compare, v.gate, v.history
+    run = report["run"]["id"]
 
     # arm roles
     assert report["roles"] == {"baseline": base, "candidate": cand, "aa": aa}
@@ -284,6 +304,23 @@ def _json_views_agree(v: Views, base: str, cand: str, aa: str | None) -> None:
     assert {h["arm"] for h in history["arms"]} == set(arms)
     for h in history["arms"]:
         _same(h, arms[h["arm"]]["success"], (*SHARED, "confidence"), what=f"history {h['arm']}")
+
+    # the plan for the next run reads the pair the gate judges, its baseline rate and units
+    if v.plan is not None and v.planned is not None:
+        plan, (pb, pc) = v.plan, v.planned
+        assert (plan["run_id"], plan["baseline"], plan["candidate"]) == (run, pb, pc)
+        if v.policy_gate is not None:
+            assert (v.policy_gate["baseline"], v.policy_gate["candidate"]) == (pb, pc)
+        b = arms[pb]["success"]
+        assert (plan["baseline_rate"], plan["baseline_interval"]) == (
+            b["estimate"],
+            [b["lo"], b["hi"]],
+        )
+        assert plan["baseline_method"] == b["method"]
+        assert (plan["n_tasks"], plan["n_clusters"]) == (
+            comparison["n_tasks"],
+            comparison["n_clusters"],
+        )
 
     # each arm's move since the earlier run: history and compare EARLIER:ARM RUN:ARM
     for h in history["arms"]:
