@@ -119,3 +119,63 @@ def test_docker_agents_are_unprivileged_by_default(tmp_path):
 
     out = anyio.run(go)
     assert out.split()[0] == "1000" and "work-ok" in out and "wrote-" not in out, out
+
+
+AFTER = (
+    "id -u; cat /opt/harness/hidden/test.sh; touch /opt/harness/home/x && echo WROTE-HOME; "
+    "ls /opt/harness 2>/dev/null | tr '\\n' ' '; true"
+)
+
+
+async def _back_to_agent(provider, tmp: Path) -> tuple[str, str, str]:
+    """An agent's sandbox graded in place, then handed back (a multi-step task's next step):
+    (the grader's view, the agent's view after ``end_grading``, what exec as root gave)."""
+    env = _env(tmp)
+    hidden = tmp / "hidden"
+    hidden.mkdir()
+    (hidden / "test.sh").write_text(f"# expects {SECRET}\n")
+    await provider.prepare([env])
+    box = await provider.create(SandboxRequest(env, None, {}, Limits(), in_place=True))
+    try:
+        place = await box.install_grading(hidden)
+        grader = await box.exec(AFTER, user=place.user, env=place.env, timeout=60)
+        await box.end_grading()
+        agent = await box.exec(AFTER, timeout=60)
+        try:
+            root = (await box.exec("id -u", user="0:0", timeout=60)).stdout
+        except Exception as exc:  # refused: the agent's failure
+            root = f"refused: {exc}"
+    finally:
+        await box.destroy()
+    return grader.stdout, agent.stdout, root
+
+
+def _check_back(grader: str, agent: str, root: str, backend: str) -> None:
+    assert SECRET in grader, grader  # the grader saw its material
+    assert SECRET not in agent and "WROTE-HOME" not in agent, agent
+    assert agent.split()[0] == "1000", agent
+    if backend == "docker":  # bwrap runs everything as its one user anyway
+        assert root.startswith("refused:") and "run as 1000" in root, root
+
+
+def test_an_in_place_sandbox_goes_back_to_the_agent_on_bwrap(tmp_path):
+    require_bwrap()
+    from harness.sandbox.bwrap import BwrapProvider
+
+    out = anyio.run(_back_to_agent, BwrapProvider(base_dir=str(tmp_path)), tmp_path)
+    _check_back(*out, "bwrap")
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_an_in_place_sandbox_goes_back_to_the_agent_on_docker(tmp_path):
+    require_docker()
+    from harness.sandbox.docker import DockerProvider
+
+    async def go() -> tuple[str, str, str]:
+        provider = DockerProvider()
+        try:
+            return await _back_to_agent(provider, tmp_path)
+        finally:
+            await provider.close()
+
+    _check_back(*anyio.run(go), "docker")
