@@ -100,7 +100,7 @@ class WorkView:
             return _line(rel, self.entries[rel])
         below = [k for k in sorted(self.entries) if rel == "." or k.startswith(rel + "/")]
         if not below:
-            return f"{rel}: an empty directory"
+            return "the work dir is empty" if rel == "." else f"{rel}: an empty directory"
         lines = [_line(k, self.entries[k]) for k in below[:LIST_LIMIT]]
         if len(below) > LIST_LIMIT:
             lines.append(f"[... {len(below) - LIST_LIMIT} more entries not listed]")
