@@ -28,6 +28,8 @@ GREP_FILE_BYTES = 1_000_000
 the reply says so)."""
 LINE_CHARS = 240
 """Characters of a matching line ``grep`` shows."""
+BINARY_SNIFF = 8192
+"""Bytes looked at to tell a binary file (a NUL among them, as git and grep decide)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,8 @@ class WorkView:
             raise PathRefused(f"{rel}: a directory; list it with list_files")
         data_entry = self._data_entry(rel, entry)
         offset = max(0, offset)
+        if _binary(self._read(data_entry, 0, BINARY_SNIFF)):
+            return f"{rel}: a binary file of {data_entry.size} bytes (not shown as text)"
         data = self._read(data_entry, offset, max_bytes)
         shown = data.decode("utf-8", errors="replace")
         rest = data_entry.size - offset - len(data)
@@ -145,6 +149,8 @@ class WorkView:
             except PathRefused:
                 continue
             data = self._read(found, 0, GREP_FILE_BYTES)
+            if _binary(data[:BINARY_SNIFF]):
+                continue
             if found.size > len(data):
                 cut.append(key)
             for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
@@ -179,6 +185,10 @@ class WorkView:
                 return b""
             stream.seek(offset)
             return stream.read(max(0, limit))
+
+
+def _binary(head: bytes) -> bool:
+    return b"\x00" in head
 
 
 def _inside(name: str, prefix: str) -> str | None:

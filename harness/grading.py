@@ -326,8 +326,13 @@ async def open_grading(
 
 
 async def install_in_place(sandbox: Sandbox, hidden: Path | None) -> GraderSandbox:
-    """Grading material in the agent's own (swept) sandbox: a task graded in place."""
-    return GraderSandbox(sandbox, await sandbox.install_grading(hidden), in_place=True)
+    """Grading material in the agent's own (swept) sandbox: a task graded in place, without
+    the agent's links into the grader's places (``product_links``)."""
+    box = GraderSandbox(sandbox, await sandbox.install_grading(hidden), in_place=True)
+    # As the agent's user: the links are its, in its directories (root holds no capability
+    # to remove them there); the agent's processes are gone.
+    await box.exec(product_links.UNLINK_IN_PLACE, timeout=120, user=str(AGENT_UID))
+    return box
 
 
 async def command_state(

@@ -294,6 +294,17 @@ def _check_material(loaded: LoadedTask, loc: Path_, grader: Grader) -> None:
     """Every file the grader will run or read from the task's hidden directory exists now,
     before any trial: a missing test script is a load error, never the agent's failure."""
     params = grader.params
+    reads = getattr(params, "reads_workdir", None)
+    if callable(reads) and reads() and (loaded.task.environment is None or loaded.task.steps):
+        where = (*loc, "tools") if "tools" in type(params).model_fields else loc
+        why = "a multi-step task" if loaded.task.steps else "a task without an environment"
+        raise ConfigError(
+            str(loaded.file),
+            field_path(where),
+            f"{grader.type_name} explores the agent's work dir, but this is {why} (no work "
+            "dir is taken out after the agent's turn)",
+            nearest_line(loaded.lines, where),
+        )
     where = (*loc, "command") if "command" in type(params).model_fields else loc
     line = nearest_line(loaded.lines, where)
     dirs = [loaded.step_hidden_dir(i) for i in range(len(loaded.task.steps))]

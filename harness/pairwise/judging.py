@@ -174,25 +174,26 @@ def judge_run(
     todo = [job for job in jobs if job.key not in stored]
     asker = _Asker(db, run, setup, outcome)
     limit = anyio.CapacityLimiter(concurrency)
+    failed: list[GraderError] = []
 
     async def one(job: Job) -> None:
         async with limit:
-            await asker.ask(job)
+            if failed:
+                return  # the judge failed: start nothing new, let paid calls be stored
+            try:
+                await asker.ask(job)
+            except GraderError as exc:
+                failed.append(exc)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             for job in todo:
                 tg.start_soon(one, job)
 
-    try:
-        anyio.run(main)
-    except BaseExceptionGroup as group:  # the first judge failure, as one line
-        errors = group.exceptions
-        first = next((e for e in errors if isinstance(e, GraderError)), errors[0])
-        if not isinstance(first, GraderError):
-            raise first from None
+    anyio.run(main)
+    if failed:
         raise GraderError(
-            f"{first} ({outcome.new_calls} new judgement(s) stored before it; run the "
-            "command again to continue)"
-        ) from None
+            f"{failed[0]} ({outcome.new_calls} new judgement(s) stored; run the command "
+            "again to continue from them)"
+        )
     return outcome

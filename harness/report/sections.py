@@ -151,8 +151,15 @@ def extrapolation(
     )
 
 
-def _points(ext: Extrapolation, ks: list[int], metric: str, n_tasks: int) -> list[PassAtK]:
+def _points(
+    ext: Extrapolation, ks: list[int], metric: str, n_tasks: int, *, robust: bool = False
+) -> list[PassAtK]:
+    """The model's prediction at each k; with ``robust`` its interval widened to hold the
+    model-free bound (``harness.stats.passk_bounds``), valid whatever the task rates' shape."""
     est, lo, hi = ext.curve(ks, metric)
+    if robust:
+        b_lo, b_hi = ext.bounds(ks, metric)
+        lo, hi = np.fmin(lo, b_lo), np.fmax(hi, b_hi)
     return [
         {
             "k": int(k),
@@ -176,6 +183,26 @@ def _model_text(ext: Extrapolation, unit: Unit) -> str:
     )
 
 
+ROBUST_TEXT = (
+    "; each interval widened to the model-free bound (the lowest and highest pass^k of any "
+    "task-rate distribution whose first moments the counts allow), because no check on the "
+    "counts tells a Beta from other shapes with the same moments"
+)
+
+
+def _withheld_note(ext: Extrapolation, ks: list[int], why: str) -> str:
+    """Why no prediction, and the model-free bound at each k when the counts give one."""
+    if not ks or ext.counts is None:
+        return f"withheld: {why}"
+    lo, hi = ext.bounds(ks, "pass_hat")
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        return f"withheld: {why}"
+    ranges = ", ".join(
+        f"pass^{k} {100 * a:.0f}–{100 * b:.0f}%" for k, a, b in zip(ks, lo, hi, strict=True)
+    )
+    return f"withheld: {why}; whatever the shape of the task rates: {ranges}"
+
+
 def prediction_section(
     n: np.ndarray,
     c: np.ndarray,
@@ -197,12 +224,12 @@ def prediction_section(
     }
     if ext.withheld is not None or not ks:
         why = ext.withheld or "no k beyond the trials run"
-        return {**base, "points": [], "note": f"withheld: {why}", "withheld": why}
+        return {**base, "points": [], "note": _withheld_note(ext, ks, why), "withheld": why}
     fitted = _points(ext, [trials], "pass_hat", int(n.size))[0]
     observed = next((p for p in observed_hat if p["k"] == trials), None)
     return {
         **base,
-        "points": _points(ext, ks, "pass_hat", int(n.size)),
+        "points": _points(ext, ks, "pass_hat", int(n.size), robust=True),
         "model": ext.model,
         "always_pass": num(ext.always_pass),
         "a": num(ext.a),
@@ -213,7 +240,7 @@ def prediction_section(
             if (ext.a or 0) + (ext.b or 0) >= SPREAD_BOUND
             else None
         ),
-        "method": _model_text(ext, unit),
+        "method": _model_text(ext, unit) + ROBUST_TEXT,
         "check": {
             "k": trials,
             "fitted": fitted["estimate"],
@@ -241,7 +268,8 @@ def pass_at_prediction_section(
         "estimand": "mean over tasks of 1 − (1 − p_j)^k with p_j from the fitted model; a "
         "model-based prediction, not an observation",
         "points": _points(ext, ks, "pass_at", int(n.size)),
-        "method": _model_text(ext, unit),
+        "method": _model_text(ext, unit) + "; the intervals rest on the model (the pass^k "
+        "prediction gives the model-free bound)",
     }
 
 

@@ -15,6 +15,10 @@ such links are left out (the path is then absent, as if the agent never made it)
 Links are followed through the archive's own links (``d/../x`` with ``d`` a link is where
 the kernel would go, not where the text says); the image's own links are taken as plain
 directories.
+
+A task graded in place has no archive: its live sandbox's links into the grader's places
+(in the work dir and every place its user may write) are removed by ``UNLINK_IN_PLACE``
+after the sweep, before any test runs.
 """
 
 from __future__ import annotations
@@ -28,6 +32,17 @@ GRADER_PATHS = (GRADING_ROOT, "/tests", "/logs")
 """Where grading puts what only the grader may read: the harness's material, and a Harbor
 verifier's tests and reward directory (``harness.importers.harbor.TEST_COMMAND``)."""
 MAX_HOPS = 40  # as the kernel's limit on links followed in one lookup
+
+_PLACES = "|".join(f"{p}|{p}/*" for p in GRADER_PATHS)
+UNLINK_IN_PLACE = (
+    'for d in "$HARNESS_WORKDIR" /tmp /var/tmp /dev/shm /home; do [ -d "$d" ] || continue; '
+    'find "$d" -xdev -type l -print0 2>/dev/null | '
+    "while IFS= read -r -d '' l; do t=$(readlink -m -- \"$l\") || continue; "
+    f'case "$t" in {_PLACES}) rm -f -- "$l" ;; esac; done; done; true'
+)
+"""Run in a swept sandbox graded in place, as the agent's user (the links and their
+directories are its): remove every link that resolves (as the kernel follows it:
+``readlink -m``) into a grader's place."""
 
 
 def resolve(name: str, links: dict[str, str]) -> str | None:
@@ -95,4 +110,4 @@ def confined(product: WorkProduct, foreign: bool) -> WorkProduct:
     return safe
 
 
-__all__ = ["GRADER_PATHS", "confined", "resolve", "unsafe_links"]
+__all__ = ["GRADER_PATHS", "UNLINK_IN_PLACE", "confined", "resolve", "unsafe_links"]

@@ -40,7 +40,8 @@ MAX_CUTS = 200
 
 @dataclass(frozen=True)
 class Bounds:
-    """The lowest and highest pass^k (or pass@k) per k consistent with the counts."""
+    """The lowest and highest pass^k (or pass@k) per k consistent with the counts (NaN when
+    no task-rate distribution is: counts less spread than binomial noise allows)."""
 
     ks: np.ndarray
     lo: np.ndarray

@@ -62,6 +62,22 @@ class Extrapolation:
     boot: Fits | None = None
     """The chosen fit of every bootstrap resample (a flat resample: π = its mean, a, b NaN)."""
     confidence: float = 0.95
+    bound_lo: np.ndarray | None = None
+    bound_hi: np.ndarray | None = None
+    """The model-free bound on pass^k at ``ks`` (``harness.stats.passk_bounds``): what the
+    counts support whatever the shape of the task rates; computed even when withheld."""
+    counts: tuple[np.ndarray, np.ndarray, object | None] | None = None
+    """(c, n, clusters) the bounds are computed from."""
+
+    def bounds(self, ks: object, metric: str = "pass_hat") -> tuple[np.ndarray, np.ndarray]:
+        """(lo, hi) of the model-free bound on pass^k (or pass@k) at ``ks``."""
+        from harness.stats.passk_bounds import passk_bounds
+
+        if self.counts is None:
+            raise ValueError(f"no bound: {self.withheld}")
+        c, n, clusters = self.counts
+        b = passk_bounds(c, n, ks, confidence=self.confidence, clusters=clusters, metric=metric)
+        return b.lo, b.hi
 
     def curve(
         self, ks: object, metric: str = "pass_hat"
@@ -157,6 +173,9 @@ def predict_pass_k(
     if cc.size < MIN_TASKS:
         why = f"needs at least {MIN_TASKS} tasks to fit the spread of task rates (has {cc.size})"
         return replace(none, withheld=why)
+    none = replace(none, counts=(cc, nn, clusters), confidence=confidence)
+    b_lo, b_hi = none.bounds(k, metric)
+    none = replace(none, bound_lo=b_lo, bound_hi=b_hi)
     if nn.min() < 3:
         why = (
             "needs at least 3 trials per task to check the model it extrapolates from (has "
@@ -197,7 +216,7 @@ def predict_pass_k(
         )
         return replace(out, withheld=why)
     boot = _bootstrap(uc, un, idx, clusters, n_boot, rng, (beta, mixture))
-    out = replace(out, fit=chosen, boot=boot, replicates=n_boot, confidence=confidence)
+    out = replace(out, fit=chosen, boot=boot, replicates=n_boot)
     estimate, lo, hi = out.curve(k, metric)
     return replace(out, estimate=estimate, lo=lo, hi=hi)
 

@@ -16,10 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from harness.errors import ConfigError
 from harness.store.tables import HumanLabel, ReplacedLabel, Trial
+
+WRITE_ATTEMPTS = 5
+"""Tries of one batch of labels against concurrent writers of the same labels."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,20 @@ class LabelIn:
 
 def put_labels(engine: Engine, labels: list[LabelIn], at: Any) -> int:
     """Store ``labels``, each replacing the same person's earlier label of the same trial and
-    criterion (moved to the history at ``at``); returns how many were written."""
+    criterion (moved to the history at ``at``); returns how many were written. Written at
+    once or not at all; a concurrent writer of the same person's label (another viewer, a
+    labels file) makes the unique key refuse one of the two, which is then tried again."""
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            _put(engine, labels, at)
+            return len(labels)
+        except IntegrityError:
+            if attempt == WRITE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _put(engine: Engine, labels: list[LabelIn], at: Any) -> None:
     with Session(engine) as s:
         for label in labels:
             old = s.exec(
@@ -62,7 +79,6 @@ def put_labels(engine: Engine, labels: list[LabelIn], at: Any) -> int:
                 )
             )
         s.commit()
-    return len(labels)
 
 
 def _replaced(old: HumanLabel, at: Any) -> ReplacedLabel:

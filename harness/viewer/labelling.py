@@ -174,7 +174,8 @@ def post_label(server: Any, trial_id: int, content_type: str, body: bytes) -> Re
     except LabelRejected as exc:
         state = LabelForm(server.token, form.get("labeller", ""), f"Not stored: {exc}.", form)
         return Reply(400, render_trial(server.store, trial_id, state) or "")
-    put_labels(server.store.engine, labels, now())
+    with server.label_lock:
+        put_labels(server.store.engine, labels, now())
     server.forget(trial.run_id)  # its cached pages show the judge's agreement with labels
     cookie = f"{LABELLER_COOKIE}={quote(labels[0].labeller)}; Path=/; Max-Age=31536000"
     return Reply(
@@ -211,3 +212,18 @@ def labeller_from_cookie(header: str | None) -> str:
         return ""
     morsel = jar.get(LABELLER_COOKIE)
     return unquote(morsel.value)[:MAX_NAME] if morsel is not None else ""
+
+
+def next_to_label(engine: Any, run_id: str, trial_id: int, labeller: str) -> int | None:
+    """The run's next trial after ``trial_id`` (in id order, wrapping round) that has no label
+    of the trial as a whole by ``labeller`` (by anyone when no name is known), or None."""
+    from sqlalchemy import text
+
+    by = " AND h.labeller = :who" if labeller else ""
+    sql = text(
+        "SELECT id FROM trials WHERE run_id = :r AND id != :t AND NOT EXISTS (SELECT 1 FROM "
+        f"human_labels h WHERE h.trial_id = trials.id AND h.criterion = ''{by}) "
+        "ORDER BY CASE WHEN id > :t THEN 0 ELSE 1 END, id LIMIT 1"
+    )
+    with engine.connect() as conn:
+        return conn.execute(sql, {"r": run_id, "t": trial_id, "who": labeller}).scalar()

@@ -6,14 +6,15 @@ Standard library server (``http.server.ThreadingHTTPServer``); pages are Jinja2 
     /                         runs, newest first
     /run/RUN_ID               arms with their rates, and the task table
     /run/RUN_ID/report        the full HTML report (as `harness html` writes it)
-    /run/RUN_ID/trials        trials, filtered by ?arm=&task=&status= (paged)
+    /run/RUN_ID/trials        trials, filtered by ?arm=&task=&status=&labelled= (paged)
     /trial/ID                 one trial: transcript, grader evidence, seed, image, cost
     /blob/SHA256              a full tool result, as plain text
     POST /trial/ID/label      store a person's label of the trial (``labelling.post_label``)
 
 The server binds 127.0.0.1 and answers only requests whose Host header names the loopback
 interface (so a web page elsewhere cannot read the store through DNS rebinding). A POST also
-needs the server's random token from the form, and a loopback Origin when it names one.
+needs the server's random token from the form, and a loopback Origin when it names one; no
+page may be framed by another (X-Frame-Options, frame-ancestors).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class ViewerServer(ThreadingHTTPServer):
         """The name a label form starts with when the browser has none remembered."""
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
+        self.label_lock = threading.Lock()
+        """Held while a label is stored: a person's posts of one trial at once (a double
+        click) would otherwise both find no earlier label and both insert one."""
         super().__init__((HOST, port), Handler)
 
     @property
@@ -201,6 +205,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
+        # No page of the viewer may be framed: a page elsewhere could overlay the label form
+        # and have a click post it (the token does not help against that).
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Content-Security-Policy", "frame-ancestors 'none'")
         self.end_headers()
         self.wfile.write(body)
 
@@ -256,14 +264,19 @@ def run_page(store_url: str, run) -> str:
     )
 
 
+TRIAL_LABELS = (
+    "SELECT COUNT(*) FROM human_labels h WHERE h.trial_id = trials.id AND h.criterion = ''"
+)
+"""People's labels of a trial as a whole (``harness.store.labels``)."""
 TRIAL_COLUMNS = (
     "id, arm, task_id, variant, trial_index, status, failure_kind, score, reason, cost_usd, "
-    "latency_s, tokens_in, tokens_out"
+    f"latency_s, tokens_in, tokens_out, ({TRIAL_LABELS}) AS labels"
 )
 
 
 def trials_page(store, run, query: dict[str, str]) -> str:
-    """The run's trials filtered by arm, task, status or class, a page at a time."""
+    """The run's trials filtered by arm, task, status, class or whether people labelled them
+    (``labelled=yes|no``), a page at a time."""
     from sqlalchemy import text
 
     where = ["run_id = :r"]
@@ -277,6 +290,8 @@ def trials_page(store, run, query: dict[str, str]) -> str:
         if query.get(key):
             where.append(f"{col} = :{key}")
             params[key] = query[key]
+    if query.get("labelled") in ("yes", "no"):
+        where.append(f"({TRIAL_LABELS}) {'>' if query['labelled'] == 'yes' else '='} 0")
     page_no = max(0, int(query.get("page", "0") or 0)) if query.get("page", "0").isdigit() else 0
     params["lim"], params["off"] = TRIALS_PAGE, page_no * TRIALS_PAGE
     cond = " AND ".join(where)
@@ -301,6 +316,10 @@ def trials_page(store, run, query: dict[str, str]) -> str:
         status_links=[
             (s, urlencode({**rest, "status": s}))
             for s in ("passed", "failed", "infra_error", "grader_error", "harness_error")
+        ],
+        label_links=[
+            (shown, urlencode({**rest, "labelled": v}))
+            for shown, v in (("some", "yes"), ("none", "no"))
         ],
         previous=urlencode({**query, "page": page_no - 1}) if page_no > 0 else None,
         next=(

@@ -285,7 +285,7 @@ def render_trial(store, trial_id: int, form: LabelForm | None = None) -> str | N
     """The trial page, or None if there is no such trial; ``form``: the label form to show
     (its token, and after a rejected POST its message and values)."""
     from harness.release.source import stored_config
-    from harness.viewer.labelling import judge_criteria, labels_view
+    from harness.viewer.labelling import judge_criteria, labels_view, next_to_label
 
     t = store.trial(trial_id)
     if t is None:
@@ -320,4 +320,7 @@ def render_trial(store, trial_id: int, form: LabelForm | None = None) -> str | N
         labels=labels_view(store.engine, trial_id),
         criteria=judge_criteria(graders),
         form=form,
+        next_to_label=(
+            next_to_label(store.engine, t.run_id, trial_id, form.labeller) if form else None
+        ),
     )

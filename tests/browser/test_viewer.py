@@ -66,6 +66,9 @@ def test_trial_page_shows_state_diff_and_transcript(browser, retail_viewer, reta
         assert re.search(r'class="path">(orders|payments)\.W\d+', dom)
         for text in ("Grader evidence", "Transcript", "seed", "image id", "tokens", "cost"):
             assert text in dom
+        # Any trial can be labelled pass or fail; a trial no judge graded has no criteria.
+        assert 'id="label-form"' in dom and 'name="passed"' in dom
+        assert 'name="criterion:' not in dom
         assert 'class="event k-tool_call' in dom
         n_diff_rows = browser.eval(
             "document.querySelectorAll('table.state-diff tbody tr').length", session

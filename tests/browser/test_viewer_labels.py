@@ -117,12 +117,18 @@ def test_two_trials_labelled_in_the_browser_count_in_judge_agreement(browser, ju
         assert "the total is off by one" in dom and "criterion correct" in dom
         assert re.search(r"<td>ann</td><td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d</td>", dom)
         save_screenshot(browser, tab, "trial-labels", docs=True)
-        browser.close_tab(tab)
-
-        # The browser remembers the name; the second trial is labelled as the judge said.
-        load, tab = browser.open(f"{served.url}/trial/{second['id']}")
-        assert 'id="labeller" name="labeller" maxlength="100" value="ann"' in load.dom
+        # The page links the next trial ann has not labelled; the browser remembers her name.
+        assert f'by ann: <a href="/trial/{second["id"]}#labels">' in dom
+        browser.eval("document.querySelector('#next-to-label a').click()", tab)
+        for _ in range(200):
+            time.sleep(0.05)
+            if browser.eval("location.pathname", tab) == f"/trial/{second['id']}":
+                break
+        dom = browser.eval("document.documentElement.outerHTML", tab)
+        assert 'id="labeller" name="labeller" maxlength="100" value="ann"' in dom
+        # The second trial is labelled as the judge said.
         dom = _submit(browser, tab, _check("passed", "pass" if second["passed"] else "fail"))
+        assert f'by ann: <a href="/trial/{judged["trials"][2]["id"]}#labels">' in dom
         assert "<td>ann</td>" in dom and "No labels yet." not in dom
         browser.close_tab(tab)
 
@@ -169,6 +175,9 @@ def _request(url: str, data: dict[str, str] | None = None, **headers: str) -> tu
     req = urllib.request.Request(url, data=body, headers=headers)
     try:
         with urllib.request.urlopen(req) as r:  # noqa: S310 - a loopback test server
+            # No page may be framed (a framed label form could be clicked for you).
+            assert r.headers["X-Frame-Options"] == "DENY"
+            assert r.headers["Content-Security-Policy"] == "frame-ancestors 'none'"
             return r.status, r.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -231,6 +240,10 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
             (trial["id"], "", 1, "bo", "", "viewer"),
             (trial["id"], "terse", 0, "bo", "long", "viewer"),
         ]
+        # The trials page counts labels of the trial and filters by them.
+        listing = f"http://127.0.0.1:{port}/run/{judged['run']}/trials?labelled="
+        assert f'href="/trial/{trial["id"]}"' in _request(listing + "yes")[1]
+        assert f'href="/trial/{trial["id"]}"' not in _request(listing + "no")[1]
         # The run's report (cached by the server) counts the new label at once.
         assert _report_labelled(f"http://127.0.0.1:{port}/run/{judged['run']}/report") == (
             judged_n + 1
@@ -249,3 +262,32 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
         (trial["id"], "", 0, "bo", "on reflection", "file:bo.jsonl"),
     ]
     assert (trial["id"], "", 1, "bo") in _replaced(judged["db"])
+
+
+def test_concurrent_posts_of_one_person_keep_one_label_in_force(judged) -> None:
+    """Twelve posts at once (a double click, many tabs, two viewers on one store) of one
+    person's label of one trial: every one is stored, one in force, the others as history."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    trial = judged["trials"][3]
+    servers = [_Served(judged["url"]), _Served(judged["url"])]
+    try:
+        pages = [f"{s.url}/trial/{trial['id']}" for s in servers]
+        tokens = [re.search(r'name="token" value="([^"]+)"', _request(p)[1]) for p in pages]
+
+        def post(k: int) -> int:
+            token = tokens[k % 2]
+            assert token is not None
+            form = {"token": token.group(1), "labeller": "cy", "passed": "pass", "note": f"{k}"}
+            return _request(pages[k % 2] + "/label", form)[0]
+
+        with ThreadPoolExecutor(12) as pool:
+            statuses = list(pool.map(post, range(12)))
+    finally:
+        for s in servers:
+            s.close()
+    assert statuses == [200] * 12  # each answered by the redirect to the trial page
+    mine = [x for x in _labels(judged["db"]) if x[3] == "cy"]
+    assert len(mine) == 1 and mine[0][:4] == (trial["id"], "", 1, "cy")
+    history = [x for x in _replaced(judged["db"]) if x[3] == "cy"]
+    assert len(history) == 11

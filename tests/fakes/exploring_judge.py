@@ -67,3 +67,23 @@ def exploring_judge(req: RecordedRequest) -> Turn:
         return Turn("The agent did fine, I think.", usage=(200, 30))
     content = seen[-1] if len(seen) > 1 else ""
     return _answer(content.strip() == "4", f"answer.txt holds {content.strip()[:40]!r}")
+
+
+def tools_grader(base_url: str, api: str, **extra: Any) -> dict[str, Any]:
+    """A judge grader with workspace tools on this endpoint, in ``api``, with the criterion
+    ``sum`` this judge answers."""
+    return {
+        "type": "judge",
+        "api": api,
+        "model": {
+            "name": "judge-model",
+            "base_url": base_url,
+            "api": "anthropic" if api == "messages" else "openai",
+            "api_key_env": None,
+            "max_retries": 0,
+        },
+        "reads": ["workspace"],
+        "tools": True,
+        "criteria": [{"id": "sum", "text": "answer.txt holds the sum."}],
+        **extra,
+    }

@@ -16,29 +16,11 @@ import pytest
 from pydantic import ValidationError
 
 from graders.judge import JudgeParams
-from tests.conftest import run_cli, trial_page, write_suite
-from tests.fakes.exploring_judge import exploring_judge, tool_results
+from tests.conftest import require_docker, run_cli, trial_page, write_suite
+from tests.fakes.exploring_judge import exploring_judge, tool_results, tools_grader
 from tests.fakes.openai_server import FakeOpenAI
 
 HOST_SECRET = Path("/etc/passwd").read_text().splitlines()[0]
-
-
-def _grader(base_url: str, api: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "judge",
-        "api": api,
-        "model": {
-            "name": "judge-model",
-            "base_url": base_url,
-            "api": "anthropic" if api == "messages" else "openai",
-            "api_key_env": None,
-            "max_retries": 0,
-        },
-        "reads": ["workspace"],
-        "tools": True,
-        "criteria": [{"id": "sum", "text": "answer.txt holds the sum."}],
-        **extra,
-    }
 
 
 TASKS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -52,7 +34,7 @@ TASKS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
-def _suite(tmp: Path, base_url: str, api: str, tasks: list[str]) -> Path:
+def _suite(tmp: Path, base_url: str, api: str, tasks: list[str], sandbox: str) -> Path:
     env = tmp / "environments" / "box"
     env.mkdir(parents=True)
     (env / "environment.yaml").write_text("name: box\nimage: {ref: harness-base:latest}\n")
@@ -61,7 +43,7 @@ def _suite(tmp: Path, base_url: str, api: str, tasks: list[str]) -> Path:
             "id": t,
             "instruction": f"Write 2 + 2 into answer.txt. {TASKS[t][0]}",
             "environment": "box",
-            "graders": [_grader(base_url, api, **TASKS[t][2])],
+            "graders": [tools_grader(base_url, api, **TASKS[t][2])],
             "solution": {"commands": [TASKS[t][1]]},
         }
         for t in tasks
@@ -70,17 +52,19 @@ def _suite(tmp: Path, base_url: str, api: str, tasks: list[str]) -> Path:
         tmp,
         task_list=task_list,
         environments_dir="environments",
-        sandbox="unsafe-local",
+        sandbox=sandbox,
         trials=1,
         arms=[{"name": "oracle", "agent": "oracle"}],
     )
 
 
-def _run(tmp: Path, api: str, tasks: list[str]) -> tuple[dict[str, Any], list[Any]]:
+def _run(
+    tmp: Path, api: str, tasks: list[str], sandbox: str = "unsafe-local"
+) -> tuple[dict[str, Any], list[Any]]:
     db = tmp / "s.db"
     with FakeOpenAI(default=exploring_judge) as server:
         done = run_cli(
-            "run", str(_suite(tmp, server.base_url, api, tasks)), "--store", f"sqlite:///{db}",
+            "run", str(_suite(tmp, server.base_url, api, tasks, sandbox)), "--store", f"sqlite:///{db}",
             "-q",
         )  # fmt: skip
         posts = server.model_requests()
@@ -145,6 +129,24 @@ def test_nothing_outside_the_work_dir_reaches_the_judge_and_caps_hold(tmp_path: 
 
     status, reason, _, calls, _, page = got["garbage"]
     assert status == "grader_error" and "judge answered garbage" in reason
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "docker"])
+def test_isolating_backends_hand_the_judge_the_same_work_dir(tmp_path: Path, sandbox: str) -> None:
+    """Docker's archive API and bwrap's host directory: the judge sees the work dir the
+    same way, and a link the agent left is shown, not followed."""
+    if sandbox == "docker":
+        require_docker()
+    got, _ = _run(tmp_path, "chat", ["right", "escape"], sandbox)
+    status, _, evidence, calls, _, _ = got["right"]
+    assert status == "passed" and calls == 3, got["right"][1]
+    assert _tools(evidence)["calls"][1]["reply"] == "4"
+    status, _, evidence, _, _, _ = got["escape"]
+    log = _tools(evidence)["calls"]
+    assert status == "failed" and "answer.txt -> /etc/passwd" in log[0]["reply"]
+    assert log[-1]["reply"].endswith(
+        "a symbolic link to /etc/passwd; links are shown, never followed"
+    )
 
 
 def test_tools_are_part_of_the_judges_setup() -> None:

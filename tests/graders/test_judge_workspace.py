@@ -15,7 +15,9 @@ from harness.sandbox.workproduct import WorkProduct, tar_host_paths
 WORKDIR = "/sandbox/work"
 
 
-def _product(root: Path) -> WorkProduct:
+def archive_of(root: Path) -> WorkProduct:
+    """A real archive of the work dir under ``root`` (the sandbox's / on the host)."""
+
     def host_of(path: str) -> str:
         return str(root / path.lstrip("/"))
 
@@ -30,11 +32,12 @@ def view(tmp_path: Path):
     (work / "sub" / "data.txt").write_text("alpha\nbeta 42\n")
     (work / "big.txt").write_text("x" * 5000)
     (work / "bad.bin").write_bytes(b"\xff\xfeok")
+    (work / "image.png").write_bytes(b"\x89PNG\x00\x00 42 " * 100)
     os.symlink("/etc/passwd", work / "passwd")  # a link the agent left to a host file
     os.symlink("/etc", work / "etc")
     os.link(work / "report.md", work / "same.md")
     (tmp_path / "sandbox" / "outside.txt").write_text("not the agent's work")
-    product = _product(tmp_path)
+    product = archive_of(tmp_path)
     try:
         yield WorkView(product)
     finally:
@@ -50,6 +53,10 @@ def test_lists_and_reads_the_work_dir(view: WorkView) -> None:
     assert view.read_file("report.md", 1000) == "# Report\nthe total is 42\n"
     assert view.read_file("./sub/./data.txt", 1000) == "alpha\nbeta 42\n"
     assert view.read_file("bad.bin", 100) == "\ufffd\ufffdok"
+    assert (
+        view.read_file("image.png", 100)
+        == "image.png: a binary file of 1000 bytes (not shown as text)"
+    )
     assert view.grep("42").splitlines() == [
         "report.md:2: the total is 42",
         "same.md:2: the total is 42",
@@ -87,7 +94,7 @@ def test_caps_hold(view: WorkView, tmp_path: Path) -> None:
     many.mkdir(parents=True)
     for i in range(LIST_LIMIT + 7):
         (many / f"f{i:04d}.txt").write_text("needle\n")
-    product = _product(tmp_path / "many")
+    product = archive_of(tmp_path / "many")
     try:
         crowded = WorkView(product)
         assert crowded.list_files().endswith("[... 7 more entries not listed]")

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.pairwise.setup import load_setup
 from harness.report.render.pairwise import pairwise_blocks, pairwise_head, pairwise_line
 from tests.conftest import run_cli, write_suite
 from tests.fakes.judge_server import PairwiseJudge, expected_position_bias
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, server_error
 from tests.graders.test_judge import judge_model, rows
 from tests.report.test_judge_section import every_view
 
@@ -197,3 +198,29 @@ def test_every_report_view_shows_the_pairwise_section_with_the_same_numbers(
     terminal, markdown, text = every_view(run_id, url, "pairwise", lines, page)
     assert pairwise_line(section) in terminal  # the first screen's one line
     assert "### Pairwise judging" in markdown and 'href="#pairwise"' in text
+
+
+def test_a_judge_that_fails_midway_keeps_what_was_paid_and_a_rerun_continues(
+    run: dict[str, Any],
+) -> None:
+    judge = PairwiseJudge(accuracy=0.9, seed=11)
+    pairs = N_TASKS * TRIALS  # best vs weak
+    with FakeOpenAI(default=server_error(503)) as server:
+        server.push(*[judge] * 20)  # 20 answers, then the endpoint fails
+        path = judge_file(run["tmp"], "flaky.yaml", server.base_url)
+        arms = ("--arm", "best", "--arm", "weak")
+        out = pairwise(run, path, *arms, "--concurrency", "4")
+        assert out.returncode == 5 and out.stderr.strip().count("\n") == 0, out.stderr
+        assert "judge unreachable" in out.stderr and "20 new judgement(s) stored" in out.stderr
+        setup = load_setup(path).setup_hash()
+        kept = [g for g in rows(run["db"], "pairwise_judgements") if g["setup"] == setup]
+        assert len(kept) == 20  # every answered call is kept
+        asked = len(server.model_requests())
+        server.default = judge
+        again = pairwise(run, path, *arms, "--json")
+        assert again.returncode == 0, again.stderr
+        # The rerun asks only what was not answered: the 20 answers are not bought again.
+        assert len(server.model_requests()) - asked == 2 * pairs - 20
+    s = json.loads(again.stdout)
+    assert s["new_calls"] == 2 * pairs - 20 and s["reused"] == 20
+    assert s["pairs"][0]["comparisons"] == pairs and s["judge"]["calls"] == 2 * pairs

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.sandbox.product_links import UNLINK_IN_PLACE
 from tests.conftest import REPO, require_docker, run_cli
 from tests.integrity.in_place_attacks import PROBES
 
@@ -154,3 +155,26 @@ def test_a_verifiers_leftover_root_process_is_not_the_agents_fault(tmp_path):
         rows = conn.execute("SELECT status, reason, (SELECT id FROM runs) FROM trials").fetchall()
     assert [r[0] for r in rows] == ["passed"], rows
     assert _left(rows[0][2]) == []
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_links_into_the_graders_places_are_removed_in_place():
+    """``UNLINK_IN_PLACE`` (run before a task graded in place is graded) removes, in the work
+    dir and the places the agent's user may write, every link that resolves into
+    ``/opt/harness``, ``/tests`` or ``/logs``, however it gets there, and nothing else."""
+    require_docker()
+    setup = (
+        "cd /work && ln -s /tests/test.sh readme && ln -s / root && ln -s root/logs/x via_root "
+        "&& ln -s /work here && ln -s here/../opt/harness/hidden dots && ln -s /usr/bin/python3 py "
+        "&& ln -s ../work/here keep && ln -s /logs/verifier/reward.txt /tmp/r && mkdir -p sub "
+        "&& ln -s ../../tests sub/up"
+    )
+    script = f"{setup} && {UNLINK_IN_PLACE} && cd /work && ls -A . sub /tmp | tr '\\n' ' '"
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--user", "1000:1000", "-e", "HARNESS_WORKDIR=/work",
+         "--label", "harness.test=unlink-in-place", "harness-base:latest", "bash", "-c", script],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    left = set(done.stdout.replace(":", " ").split()) - {".", "sub", "/tmp"}
+    assert left == {"root", "here", "py", "keep"}, done.stdout

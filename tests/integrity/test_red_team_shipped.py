@@ -1,5 +1,5 @@
 """The red team against the SHIPPED tasks (``shell``, ``retail`` and, on Docker, the Harbor
-examples), for the classes of issue 22 points 4 and 5: an agent editing its trajectory and
+examples and the tasks graded in place, harbor-services and harbor-steps), for the classes of issue 22 points 4 and 5: an agent editing its trajectory and
 budgets, walking ``gc`` and ``sys.modules``, doing forbidden and step-costing things
 through ``ctx.sandbox.exec``, stuck in C with and without the GIL, reading the task files,
 hidden tests, solutions and store from its own process and acting out what it found,
@@ -44,6 +44,8 @@ TASKS = {
     "retail/refuse-cancel-delivered-w1003": "no change, forbidden trajectory",
 }
 HARBOR = "harbor/count-errors"
+IN_PLACE = {"harbor/reserve-stock": "harbor-services", "harbor/greeter": "harbor-steps"}
+"""The shipped tasks graded in the agent's own sandbox (a sidecar; three steps), on Docker."""
 PROBES = (
     "forge_events",
     "lift_budgets",
@@ -94,9 +96,9 @@ def _tasks(tmp_path: Path, docker: bool) -> tuple[list[str], Path]:
         shutil.copytree(REPO / "environments" / name, envs / name)
     files = [REPO / "tasks/shell/tasks.yaml", REPO / "tasks/retail/cancel.yaml"]
     files.append(REPO / "tasks/retail/refusal.yaml")
-    if docker:
-        out = tmp_path / "harbor"
-        done = run_cli("import", "harbor", str(REPO / "tasks/harbor-examples"), "--out", str(out))
+    for name in ("harbor-examples", *IN_PLACE.values()) if docker else ():
+        out = tmp_path / name
+        done = run_cli("import", "harbor", str(REPO / "tasks" / name), "--out", str(out))
         assert done.returncode == 0, done.stderr[-2000:]
         shutil.copytree(out / "environments", envs, dirs_exist_ok=True)
         files.append(out / "tasks/harbor/tasks.yaml")
@@ -146,7 +148,7 @@ def _red_team(tmp_path: Path, backend: str) -> None:
     listener.listen()
     marker = Path("/var/tmp") / f"red-team-shipped-{uuid.uuid4().hex}"
     suite = _suite(tmp_path, backend, tag, listener.getsockname()[1], marker)
-    tasks = [*TASKS, *([HARBOR] if backend == "docker" else [])]
+    tasks = [*TASKS, *([HARBOR, *IN_PLACE] if backend == "docker" else [])]
     selection = [arg for task in tasks for arg in ("--task", task)]
     db = tmp_path / "r.db"
     tmp = harness_tmp()

@@ -81,6 +81,8 @@ def test_full_report_keeps_every_section_and_sections_pick(demo):
     _lines(full, summary=False)
     # two trials per task: too few to check a pass^k model, so the prediction says why not
     assert "withheld: needs at least 3 trials per task" in " ".join(full.split())
+    # ... and still bounds it whatever the shape of the task rates
+    assert "whatever the shape of the task rates: pass^4 " in " ".join(full.split())
     for needle in ("── method", "by class", "latency: p50", "primary comparison"):
         assert needle in full, needle
     assert "versions: harness" in full and "more: --full" not in full

@@ -62,3 +62,26 @@ def test_a_prediction_that_cannot_be_trusted_is_withheld_with_its_reason(c, n, r
     assert e.estimate is None and e.withheld is not None and reason in e.withheld
     with pytest.raises(ValueError, match="no prediction"):
         e.curve([16])
+    if e.counts is None:  # too few tasks: not even a model-free bound
+        assert e.bound_lo is None and reason.startswith("needs at least 10")
+    else:  # the model-free bound holds what the counts support
+        assert e.bound_lo is not None and e.bound_hi is not None
+        if np.isnan(e.bound_lo[0]):  # counts less spread than any task rates could give
+            assert "does not fit" in reason and np.isnan(e.bound_hi[0])
+        else:
+            assert 0.0 <= e.bound_lo[0] <= e.bound_hi[0] <= 1.0
+
+
+def test_the_model_free_bound_is_reported_beside_the_model():
+    """Tasks that always and never pass beside a Beta(2, 2): the beta-binomial (rarely
+    rejected at 4 trials) predicts too low; the bound holds the true pass^16 of 0.211."""
+    rng = np.random.default_rng(6)
+    u = rng.random(200)
+    p = np.where(u < 0.2, 1.0, np.where(u < 0.4, 0.0, rng.beta(2.0, 2.0, 200)))
+    e = predict_pass_k(rng.binomial(4, p), 4, [16], n_boot=50, rng=1)
+    assert e.bound_lo is not None and e.bound_hi is not None
+    assert e.bound_lo[0] <= 0.211 <= e.bound_hi[0]
+    if e.estimate is not None:
+        assert e.bound_lo[0] <= e.estimate[0] <= e.bound_hi[0]
+    lo, hi = e.bounds([16])
+    assert (lo[0], hi[0]) == (e.bound_lo[0], e.bound_hi[0])
