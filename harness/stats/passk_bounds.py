@@ -17,7 +17,11 @@ the region with the stated confidence, so its pass^k lies in the bound at least 
 whatever the shape of the task rates: a projection, conservative (more so inside the
 identified range than at its edges). The profile cut-off χ²₁ is narrower but misses when the
 counts sit near the edge of the moment space, where the range collapses (a seeded always- and
-never-pass sample at 200 tasks: [0.308, 0.351] for a true 0.211). Assumes tasks (clusters)
+never-pass sample at 200 tasks: [0.308, 0.351] for a true 0.211). When no distribution's
+moments lie in the region (counts far from every mixture of binomials: under 5% of samples
+if the normal approximation holds, e.g. 13/47/21/57/62 tasks at 0..4 of 4 from logit-normal
+rates) it is enlarged 1.5-fold until one does (``scale``); counts less spread than binomial
+noise allows meet none at any size and give NaN. Assumes tasks (clusters)
 independent and enough of them for m̂ to be near normal.
 """
 
@@ -36,6 +40,8 @@ GRID = 241
 TOL = 1e-3
 """How far outside the region (in its own radii) the last cut may leave the solution."""
 MAX_CUTS = 200
+ENLARGE_STEPS = 6
+"""Times the region is enlarged 1.5-fold when no distribution's moments lie in it."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class Bounds:
     moments: int
     """How many moments of the task-rate distribution the counts pinned (d)."""
     confidence: float
+    scale: float = 1.0
+    """How far the region was enlarged to meet the moments of some distribution (1: not)."""
 
 
 def moment_estimates(
@@ -132,8 +140,14 @@ def passk_bounds(
     b = (vecs.T @ m) / half
     if metric not in ("pass_hat", "pass_at"):
         raise ValueError("metric must be 'pass_hat' or 'pass_at'")
-    lo, hi = np.empty(k.size), np.empty(k.size)
+    lo, hi = np.full(k.size, np.nan), np.full(k.size, np.nan)
+    scale = 1.0
     for i, kk in enumerate(k):
         f = grid**kk if metric == "pass_hat" else 1 - (1 - grid) ** kk
-        lo[i], hi[i] = _extreme(f, a, b, -1.0), _extreme(f, a, b, 1.0)
-    return Bounds(k, lo, hi, d, confidence)
+        for _ in range(ENLARGE_STEPS):  # an empty region: counts far from every mixture
+            lo[i] = _extreme(f, a / scale, b / scale, -1.0)
+            hi[i] = _extreme(f, a / scale, b / scale, 1.0)
+            if np.isfinite(lo[i]) and np.isfinite(hi[i]):
+                break
+            scale *= 1.5
+    return Bounds(k, lo, hi, d, confidence, scale)

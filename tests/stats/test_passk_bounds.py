@@ -59,3 +59,13 @@ def test_pass_at_k_bounds_rise_with_k_and_clusters_widen_them():
     assert clustered.hi[0] - clustered.lo[0] > at.hi[0] - at.lo[0]
     with pytest.raises(ValueError, match="metric"):
         passk_bounds(c, 4, [8], metric="pass_mean")
+
+
+def test_counts_far_from_every_mixture_enlarge_the_region_and_too_even_ones_give_nan():
+    """13/47/21/57/62 tasks at 0..4 passes of 4 (a logit-normal sample): no task-rate
+    distribution has moments in the 95% region, so it is enlarged until one does."""
+    c = np.repeat(np.arange(5), [13, 47, 21, 57, 62])
+    b = passk_bounds(c, 4, [16])
+    assert b.scale > 1.0 and 0.0 <= b.lo[0] < b.hi[0] <= 1.0
+    even = passk_bounds(np.full(12, 3), 5, [16])  # less spread than binomial noise allows
+    assert np.isnan(even.lo[0]) and np.isnan(even.hi[0])
