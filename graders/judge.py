@@ -39,14 +39,13 @@ from graders.judge_prompt import (
     parse,
     render,
 )
-from graders.judge_tools import TOOLS, explore
+from graders.judge_tools import NUDGE, TOOLS, explore
 from graders.judge_workspace import WorkView
 from harness.config.models import ModelSettings
 from harness.errors import GraderError
 
 Reading = Literal["conversation", "answer", "workspace"]
 DEFAULT_READS: tuple[Reading, ...] = ("conversation", "answer")
-JUDGE_TOOLS = [t["name"] for t in TOOLS]
 
 
 class JudgeParams(GraderParams):
@@ -114,7 +113,8 @@ class JudgeParams(GraderParams):
             # Only when named: the setups of judges without files hash as they always did.
             **({"files": self.files} if self.files else {}),
             **(
-                {"tools": JUDGE_TOOLS, "tool_steps": self.tool_steps, "tool_bytes": self.tool_bytes}
+                {"tools": TOOLS, "tool_nudge": NUDGE}
+                | {"tool_steps": self.tool_steps, "tool_bytes": self.tool_bytes}
                 if self.tools
                 else {}
             ),

@@ -161,6 +161,8 @@ def test_tools_are_part_of_the_judges_setup() -> None:
     fewer = JudgeParams.model_validate({**base, "tools": True, "tool_steps": 3})
     assert len({plain.setup_hash(), tooled.setup_hash(), fewer.setup_hash()}) == 3
     assert "tools" not in plain.setup()  # a judge without tools hashes as before
+    # what the judge is offered decides its verdicts: the tools' descriptions are hashed
+    assert "at most max_bytes (up to 20000)" in json.dumps(tooled.setup())
     assert tooled.reads_workdir() and not plain.reads_workdir()
     with pytest.raises(ValidationError, match="add workspace to reads"):
         JudgeParams.model_validate({**base, "reads": ["answer"], "tools": True})
