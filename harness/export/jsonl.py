@@ -21,11 +21,15 @@ Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
    absent in files written before that history was kept).
 3. ``{"type": "attempts", "attempts": [ATTEMPT...]}``: attempts of trials that have no
    final row (interrupted), if any.
-4. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
+4. ``{"type": "pairwise", "judgements": [JUDGEMENT...]}``: the run's pairwise judgements
+   (``harness pairwise``), if any: every column of ``pairwise_judgements`` but ``id``,
+   ``run_id``, ``trial_a`` and ``trial_b`` (the two trials are the run's trials of
+   ``arm_a`` and ``arm_b`` at ``task_id``, ``variant``, ``trial_index``), oldest first.
+5. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
 
 Timestamps are ISO 8601 strings as stored (UTC, naive); bytes are base64. A reader must
-refuse a ``version`` it does not know. The four line kinds are declared below
-(``HeaderLine``, ``TrialLine``, ``AttemptsLine``, ``EndLine``): the writer builds them and the
+refuse a ``version`` it does not know. The line kinds are declared below
+(``HeaderLine``, ``TrialLine``, ``AttemptsLine``, ``PairwiseLine``, ``EndLine``): the writer builds them and the
 reader checks each line against them, so a malformed line is one error naming its field.
 """
 
@@ -50,6 +54,7 @@ from harness.store.tables import (
     Attempt,
     Blob,
     HumanLabel,
+    PairwiseJudgement,
     ReplacedLabel,
     Run,
     TrajectoryEvent,
@@ -104,6 +109,14 @@ class AttemptsLine(TypedDict):
 
 
 @with_config(_STRICT)
+class PairwiseLine(TypedDict):
+    """The run's pairwise judgements, their trials named by arm, task, variant and index."""
+
+    type: Literal["pairwise"]
+    judgements: list[Row]
+
+
+@with_config(_STRICT)
 class EndLine(TypedDict):
     """The last line: the file is complete."""
 
@@ -111,9 +124,11 @@ class EndLine(TypedDict):
     trials: int
 
 
-_BODY: TypeAdapter[TrialLine | AttemptsLine | EndLine] = TypeAdapter(
-    Annotated[TrialLine | AttemptsLine | EndLine, Field(discriminator="type")]
+_BODY: TypeAdapter[TrialLine | AttemptsLine | PairwiseLine | EndLine] = TypeAdapter(
+    Annotated[TrialLine | AttemptsLine | PairwiseLine | EndLine, Field(discriminator="type")]
 )
+_PAIRWISE_OWN = ("id", "run_id", "trial_a", "trial_b")
+"""Columns of a pairwise judgement the importing store assigns or derives."""
 _HEADER = TypeAdapter(HeaderLine)
 
 
@@ -209,6 +224,16 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
         if left:
             rest: AttemptsLine = {"type": "attempts", "attempts": left}
             yield json.dumps(rest)
+        pw_t = table_of(PairwiseJudgement)
+        judged = [
+            {k: v for k, v in _out(j).items() if k not in _PAIRWISE_OWN}
+            for j in conn.execute(
+                select(pw_t).where(pw_t.c.run_id == run_id).order_by(pw_t.c.id)
+            ).mappings()
+        ]
+        if judged:
+            pairwise: PairwiseLine = {"type": "pairwise", "judgements": judged}
+            yield json.dumps(pairwise)
         end: EndLine = {"type": "end", "trials": n}
         yield json.dumps(end)
 
@@ -267,7 +292,7 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
             except ValueError:
                 raise ConfigError(where, f"line {number}", "not a JSON line") from None
             kind = raw.get("type") if isinstance(raw, dict) else None
-            if kind not in ("trial", "attempts", "end"):
+            if kind not in ("trial", "attempts", "pairwise", "end"):
                 raise ConfigError(where, f"line {number}", f"unknown line type {kind!r}")
             item = _line(where, number, _BODY, raw, tagged=True)
             if item["type"] == "trial":
@@ -282,6 +307,8 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
                 trials += 1
             elif item["type"] == "attempts":
                 store.write_attempts([_in(Attempt, a) for a in item["attempts"]])
+            elif item["type"] == "pairwise":
+                _put_pairwise(store, run_id, item["judgements"], where, number)
             else:
                 ended = item["trials"]
         if ended != trials:
@@ -318,4 +345,23 @@ def _put_replaced(store: Store, trial_id: int, rows: list[Row]) -> None:
     with Session(store.engine) as s:
         for lab in rows:
             s.add(ReplacedLabel.model_validate({**_in(ReplacedLabel, lab), "trial_id": trial_id}))
+        s.commit()
+
+
+def _put_pairwise(store: Store, run_id: str, rows: list[Row], where: str, number: int) -> None:
+    """The run's pairwise judgements, each tied to the trials (already imported) of its two
+    arms at its task, variant and trial index."""
+    ids: dict[tuple[object, ...], int | None] = {
+        (t.arm, t.task_id, t.variant, t.trial_index): t.id for t in store.trials(run_id)
+    }
+    with Session(store.engine) as s:
+        for k, row in enumerate(rows):
+            cell = (row.get("task_id"), row.get("variant", ""), row.get("trial_index"))
+            a, b = ids.get((row.get("arm_a"), *cell)), ids.get((row.get("arm_b"), *cell))
+            if a is None or b is None:
+                raise ConfigError(
+                    where, f"judgements[{k}]", "names a trial the file does not hold", number
+                )
+            values = {**_in(PairwiseJudgement, row), "run_id": run_id, "trial_a": a, "trial_b": b}
+            s.add(PairwiseJudgement.model_validate(values))
         s.commit()

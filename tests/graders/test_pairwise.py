@@ -224,3 +224,24 @@ def test_a_judge_that_fails_midway_keeps_what_was_paid_and_a_rerun_continues(
     s = json.loads(again.stdout)
     assert s["new_calls"] == 2 * pairs - 20 and s["reused"] == 20
     assert s["pairs"][0]["comparisons"] == pairs and s["judge"]["calls"] == 2 * pairs
+
+
+def test_pairwise_judgements_leave_the_store_and_come_back(run: dict[str, Any]) -> None:
+    with FakeOpenAI(default=PairwiseJudge(accuracy=0.7, position_bias=0.2, seed=5)) as server:
+        path = judge_file(run["tmp"], "export.yaml", server.base_url)
+        assert pairwise(run, path, "--arm", "mid", "--arm", "weak").returncode == 0
+    log, log2 = run["tmp"] / "run.jsonl", run["tmp"] / "again.jsonl"
+    out = run_cli("export", run["id"], "-o", str(log), "--store", run["url"])
+    assert out.returncode == 0, out.stderr
+    judged = [x for x in map(json.loads, log.read_text().splitlines()) if x["type"] == "pairwise"]
+    assert len(judged) == 1
+    assert len(judged[0]["judgements"]) == len(rows(run["db"], "pairwise_judgements"))
+    copy = f"sqlite:///{run['tmp'] / 'copy.db'}"
+    out = run_cli("import-log", str(log), "--store", copy)
+    assert out.returncode == 0, out.stderr
+    assert run_cli("export", run["id"], "-o", str(log2), "--store", copy).returncode == 0
+    assert log2.read_bytes() == log.read_bytes()  # every column came back
+    # The copy reports the same pairwise section.
+    first = json.loads(run_cli("report", run["id"], "--json", "--store", run["url"]).stdout)
+    second = json.loads(run_cli("report", run["id"], "--json", "--store", copy).stdout)
+    assert second["pairwise"] == first["pairwise"]
