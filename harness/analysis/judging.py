@@ -187,7 +187,10 @@ def corrected(run: JudgedRun, roles: Roles | None, confidence: float) -> dict[st
     setups = {s for s in run.setups if s}
     out: dict[str, Any] = {"n_calibration": info["labelled"], "arms": {}, "delta": None}
     if cal is None:
-        out["note"] = "no calibration set: label some judged trials to correct the rates"
+        out["note"] = (
+            "no calibration set: label some judged trials to correct the rates "
+            "(on their pages in harness view, or harness label RUN FILE)"
+        )
         return out
     if len(setups) > 1:
         out["note"] = f"the run's trials were judged by {len(setups)} judge setups: not corrected"

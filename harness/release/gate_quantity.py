@@ -70,7 +70,7 @@ def corrected_reading(
             source,
             field,
             f"'corrected' needs human labels of run {run.id}'s judged trials "
-            f"(harness label {run.id} FILE); it has none",
+            f"(harness label {run.id} FILE, or on the trials' pages in harness view); it has none",
         )
     roles = gate_roles(policy, suite, list(run.arms))
     out = corrected(judged, roles, interval_level(policy))

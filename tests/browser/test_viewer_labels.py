@@ -97,6 +97,10 @@ def _type(name: str, value: str) -> str:
 
 def test_two_trials_labelled_in_the_browser_count_in_judge_agreement(browser, judged) -> None:
     first, second = judged["trials"][0], judged["trials"][1]
+    out = run_cli("judge-agreement", judged["run"], "--json", "--store", judged["url"])
+    assert out.returncode == 0, out.stderr
+    # Nothing labelled yet: the corrected rates say where to label.
+    assert "on their pages in harness view" in json.loads(out.stdout)["corrected"]["note"]
     served = _Served(judged["url"])
     try:
         load, tab = browser.open(f"{served.url}/trial/{first['id']}")

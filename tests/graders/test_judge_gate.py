@@ -54,6 +54,7 @@ def test_the_corrected_gate_is_right_where_the_raw_one_is_wrong(strict_judge: di
     assert out.returncode == 2 and out.stderr.strip().count("\n") == 0
     assert f"{ctx['suite']}: field 'gate.quantity'" in out.stderr
     assert "needs human labels" in out.stderr and "harness label" in out.stderr
+    assert "harness view" in out.stderr  # or label them on their pages
 
     truth = {
         r["id"]: (r["answer"] or "").strip() == str(2 * int(r["task_id"][1:]))
