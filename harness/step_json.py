@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class StepJson(TypedDict):
@@ -16,3 +16,6 @@ class StepJson(TypedDict):
     reasons: list[str]
     events: list[int | None]
     """the first and last trajectory step numbers the step holds"""
+    graded_in_place: NotRequired[str | None]
+    """why the step was graded in the agent's sandbox; None: in a fresh grading sandbox
+    (rows written before it: absent)"""

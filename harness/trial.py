@@ -232,8 +232,9 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
             )
             if steps is not None:
                 passed, score, reasons = steps.outcome(task)
-            if how.in_place:
-                reasons = [f"graded in place: {how.in_place}", *reasons]
+            in_place = how.in_place if steps is None else steps.in_place
+            if in_place and (steps is None or not steps.mixed):  # mixed: marked per step
+                reasons = [f"graded in place: {in_place}", *reasons]
             status = errors.PASSED if passed else errors.FAILED
     except BaseException as exc:  # cancellation or Ctrl-C: tell the backend the truth
         interrupted = not isinstance(exc, Exception)
@@ -254,7 +255,7 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
         "failure": str(failure) if failure else None,
         "info": result.info,
         "harms": harms,
-        "graded_in_place": how.in_place,
+        "graded_in_place": how.in_place if steps is None else steps.in_place,
     }
     if steps is not None:
         kept["steps"] = [r.to_json() for r in steps.records]

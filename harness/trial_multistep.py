@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from graders import Evidence, Verdict, combine
 from harness import errors, grading, trial_steps
 from harness.agents import AgentResult
-from harness.agents.base import Usage
+from harness.agents.base import AgentContext, Usage
 from harness.config import step_grading
-from harness.config.models import Arm, BudgetOverride, Environment, Task
+from harness.config.models import Arm, BudgetOverride, Environment, Task, TaskStep
 from harness.plan import Job
 from harness.sandbox.base import Sandbox
 from harness.sandbox.workproduct import WorkProduct
@@ -59,6 +59,8 @@ class StepRecord:
     first_event: int | None = None
     """the step numbers of the trajectory events this step holds (its note first)"""
     last_event: int | None = None
+    in_place: str | None = None
+    """why the step is graded in the agent's sandbox; None: in a fresh grading sandbox"""
 
     def to_json(self) -> StepJson:
         return {
@@ -67,6 +69,7 @@ class StepRecord:
             "passed": self.passed,
             "reasons": self.reasons,
             "events": [self.first_event, self.last_event],
+            "graded_in_place": self.in_place,
         }
 
 
@@ -85,13 +88,25 @@ class Steps:
         """(passed, score, reasons) of the trial."""
         rewards = [r.reward or 0.0 for r in self.records]
         score = rewards[-1] if task.step_reward == "final" else sum(rewards) / len(rewards)
+        mixed = self.mixed
         reasons = [
             f"step {r.name}: "
             + ("not run" if r.reward is None else f"reward {r.reward:g}")
+            + (" (graded in place)" if mixed and r.in_place and r.reward is not None else "")
             + (f" ({'; '.join(r.reasons)})" if r.reasons and not r.passed else "")
             for r in self.records
         ]
         return all(r.passed for r in self.records), score, reasons
+
+    @property
+    def mixed(self) -> bool:
+        """Some steps are graded in place and some in a grading sandbox of their own."""
+        return len({r.in_place is None for r in self.records}) > 1
+
+    @property
+    def in_place(self) -> str | None:
+        """Why the trial counts as graded in place: a step graded in the agent's sandbox."""
+        return next((r.in_place for r in self.records if r.in_place), None)
 
 
 @dataclass
@@ -120,35 +135,17 @@ class StepRun:
 async def run_steps(run: StepRun) -> Steps:
     """Every step in order until one ends the trial (module doc)."""
     task = run.loaded.task
-    out = Steps([StepRecord(step.name) for step in task.steps])
+    out = Steps(
+        [
+            StepRecord(step.name, in_place=step_grading.step_task(task, i).grade_in_place)
+            for i, step in enumerate(task.steps)
+        ]
+    )
     for i, step in enumerate(task.steps):
         record = out.records[i]
         opened = run.trajectory.record("note", f"step {i + 1} of {len(task.steps)}: {step.name}")
         record.first_event = opened.step
-        budgets = task.budgets or BudgetOverride()
-        if step.timeout_s is not None:
-            budgets = budgets.model_copy(update={"timeout_s": step.timeout_s})
-        step_task = task.model_copy(
-            update={
-                "instruction": step.instruction,
-                "solution": step.solution,
-                "budgets": budgets,
-                "steps": [],
-            }
-        )
-        ctx = agent_context(
-            run.agent_cls,
-            step_task,
-            run.arm,
-            None,
-            run.sandbox,
-            run.env,
-            run.job,
-            run.rc.resolved.suite,
-            run.server,
-            run.usage,
-        )
-        ctx.trajectory = run.trajectory  # one trajectory, numbered across the steps
+        ctx = _step_context(run, step)
         try:
             out.result = await agent_turn(run.make_agent(), ctx, run.sandbox)
         except errors.EpisodeEnded as ended:
@@ -156,39 +153,14 @@ async def run_steps(run: StepRun) -> Steps:
         except errors.AgentFailure as exc:
             out.failure = exc
         record.last_event = run.trajectory.events[-1].step
+        if out.failure is None:
+            try:
+                verdicts = await _grade_step(run, i, out.result)
+            except errors.AgentFailure as exc:  # what it left cannot be taken out or used
+                out.failure = exc
         if out.failure is not None:
             record.reward, record.reasons = 0.0, [f"agent failure: {out.failure}"]
             break
-        await run.after_agent(run.sandbox, run.sandbox.sweep(), "stopping the agent's processes")
-        graded = step_grading.step_task(task, i)
-        try:
-            box, final, product = await _grader_box(run, graded, run.loaded.step_hidden_dir(i))
-        except errors.AgentFailure as exc:  # what it left cannot be taken out or used
-            out.failure = exc
-            record.reward, record.reasons = 0.0, [f"agent failure: {exc}"]
-            break
-        said = [e.content or "" for e in ctx.trajectory.events if e.kind == "message"]
-        evidence = Evidence(
-            task=run.rc.frozen_task(task),
-            answer=out.result.answer,
-            messages=said,
-            trajectory=[e.model_copy(deep=True) for e in run.trajectory.events],
-            initial_state=run.initial,
-            final_state=final,
-            state_ignore=list(run.env.spec.state.ignore),
-            sandbox=box,
-            hidden_dir=box.hidden_dir,
-            seed=run.job.seed,
-        )
-        try:
-            verdicts = await grade(run.rc.graders(task), evidence)
-        finally:
-            if box.in_place:
-                await box.inner.end_grading()  # the next step is the agent's again
-            else:  # the step's own grading sandbox: gone before the next step starts
-                await box.destroy()
-            if product is not None:
-                product.close()
         out.verdicts += verdicts
         combined = combine(verdicts)
         record.reward, record.passed = combined.score, combined.passed
@@ -196,6 +168,70 @@ async def run_steps(run: StepRun) -> Steps:
         if step.min_reward is not None and combined.score < step.min_reward:
             break
     return out
+
+
+def _step_context(run: StepRun, step: TaskStep) -> AgentContext:
+    """The agent's context for one step: the step's instruction, solution and time budget,
+    on the trial's one trajectory."""
+    task = run.loaded.task
+    budgets = task.budgets or BudgetOverride()
+    if step.timeout_s is not None:
+        budgets = budgets.model_copy(update={"timeout_s": step.timeout_s})
+    step_task = task.model_copy(
+        update={
+            "instruction": step.instruction,
+            "solution": step.solution,
+            "budgets": budgets,
+            "steps": [],
+        }
+    )
+    ctx = agent_context(
+        run.agent_cls,
+        step_task,
+        run.arm,
+        None,
+        run.sandbox,
+        run.env,
+        run.job,
+        run.rc.resolved.suite,
+        run.server,
+        run.usage,
+    )
+    ctx.trajectory = run.trajectory  # one trajectory, numbered across the steps
+    return ctx
+
+
+async def _grade_step(run: StepRun, index: int, result: AgentResult) -> list[Verdict]:
+    """Stop the agent's processes and run the task's graders on step ``index`` where the
+    step is graded (``_grader_box``); its grading sandbox is gone (or the agent's sandbox
+    the agent's again) before the next step. Raises ``AgentFailure`` when what the agent
+    left cannot be taken out or used."""
+    task = run.loaded.task
+    await run.after_agent(run.sandbox, run.sandbox.sweep(), "stopping the agent's processes")
+    graded = step_grading.step_task(task, index)
+    box, final, product = await _grader_box(run, graded, run.loaded.step_hidden_dir(index))
+    events = run.trajectory.events
+    evidence = Evidence(
+        task=run.rc.frozen_task(task),
+        answer=result.answer,
+        messages=[e.content or "" for e in events if e.kind == "message"],
+        trajectory=[e.model_copy(deep=True) for e in events],
+        initial_state=run.initial,
+        final_state=final,
+        state_ignore=list(run.env.spec.state.ignore),
+        sandbox=box,
+        hidden_dir=box.hidden_dir,
+        seed=run.job.seed,
+    )
+    try:
+        return await grade(run.rc.graders(task), evidence)
+    finally:
+        if box.in_place:
+            await box.inner.end_grading()  # the next step is the agent's again
+        else:  # the step's own grading sandbox: gone before the next step starts
+            await box.destroy()
+        if product is not None:
+            product.close()
 
 
 async def _grader_box(

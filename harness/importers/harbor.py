@@ -38,6 +38,7 @@ from harness.errors import ConfigError
 from harness.importers import (
     harbor_compose,
     harbor_judge,
+    harbor_logs,
     harbor_network,
     harbor_steps,
     harbor_verifier,
@@ -373,6 +374,8 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             shutil.copytree(task_dir / "environment", env_dir)
         else:
             env_dir.mkdir(parents=True)
+        if not env_toml.docker_image:  # the image the harness builds: with Harbor's /logs
+            harbor_logs.add_log_dirs(env_dir)
         spec: _EnvironmentEntry = {
             "name": f"harbor-{slug}",
             "description": f"Harbor task {rel if toml.task.name is None else toml.task.name}",

@@ -39,12 +39,26 @@ def provenance(config: Mapping[str, object], sandbox: str | None, trials: Trials
     for task_id, task in sorted(tasks.items()):
         if not isinstance(task, dict) or task_id not in per_task:
             continue
-        if task.get("grade_in_place"):
-            in_place.append(entry(task_id, str(task["grade_in_place"])))
+        if why := _in_place(task):
+            in_place.append(entry(task_id, why))
         env = environments.get(task.get("environment"))
         if sandbox in ROOT_BACKENDS and isinstance(env, dict) and env.get("user") in ROOT_USERS:
             root.append(entry(task_id, f"environment '{task.get('environment')}' sets user: root"))
     return {"graded_in_place": in_place, "agent_root": root}
+
+
+def _in_place(task: dict) -> str | None:
+    """Why the task (or one of its steps) is graded in the agent's sandbox, or None; a step
+    with a grading sandbox of its own is not."""
+    steps = [s for s in task.get("steps") or [] if isinstance(s, dict)]
+    if not steps:
+        return str(task["grade_in_place"]) if task.get("grade_in_place") else None
+    for step in steps:
+        if step.get("grade_in_place"):
+            return f"step {step.get('name')}: {step['grade_in_place']}"
+        if task.get("grade_in_place") and not step.get("grading"):
+            return str(task["grade_in_place"])
+    return None
 
 
 def provenance_warnings(found: Provenance) -> list[str]:

@@ -370,6 +370,15 @@ def _finish_image(client, env: Environment, recipe_id: str):
     )
     try:
         uid, gid = _owner(container, env)
+        if posixpath.normpath(workdir) == "/":
+            # The root is no work dir to re-own: baking it would hand the environment's user
+            # the whole file system (a Harbor task without WORKDIR). Used as it is.
+            if manifest:
+                raise EnvironmentBuildError(
+                    f"environment '{env.name}': its files cannot go into a work dir of / "
+                    "(set workdir to a directory of its own)"
+                )
+            return recipe_id, uid, gid, digest
         key = hashlib.sha256(
             f"{BAKE_VERSION}\0{recipe_id}\0{digest}\0{workdir}\0{uid}:{gid}".encode()
         ).hexdigest()

@@ -183,8 +183,11 @@ def survey(api: Any, image_id: str, workdir: str, cache: Path) -> WritablePlaces
     started, container into a file in ``cache``."""
     found = _run_in(api, image_id, _FIND).splitlines()
     workdir = posixpath.normpath(workdir)
-    dirs = [workdir] + sorted(
-        {d for d in found if d.startswith("/") and d != "/" and not _nested(d, workdir)}
+    # A work dir of / (a Harbor task without WORKDIR) is no place: Docker cannot bind over
+    # the root, and its writable directories are the ones ``find`` lists.
+    head = [] if workdir == "/" else [workdir]
+    dirs = head + sorted(
+        {d for d in found if d.startswith("/") and d != "/" and not (head and _nested(d, workdir))}
     )
     dirs = [d for d in dirs if not any(_under(d, other) for other in dirs if other != d)]
     target = cache / f"places-{uuid.uuid4().hex[:12]}.tar"

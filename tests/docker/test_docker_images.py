@@ -72,6 +72,29 @@ async def test_pinned_id_survives_a_rebuilt_tag_and_lock_sees_it(
         _remove_images(docker_client, tag, ("pin-ref", "pin-dockerfile"))
 
 
+async def test_a_work_dir_of_root_is_never_handed_to_the_agent(
+    docker_client, provider, request_for, tmp_path: Path
+):
+    """A work dir of / (a Harbor task without WORKDIR) is used as the image has it: the
+    bake would re-own the whole file system for the agent's user; with the disk quota, the
+    root itself is no writable place to bind over."""
+    env = make_env("root-workdir", tmp_path, image={"ref": BASE_IMAGE}, workdir="/")
+    pinned = await provider.prepare([env])
+    assert pinned["root-workdir"] == docker_client.images.get(BASE_IMAGE).id  # no bake
+    s = await provider.create(request_for(env))
+    try:
+        owners = await s.exec("stat -c %u / /etc /usr/bin; touch /etc/x || echo refused")
+        assert owners.stdout.split() == ["0", "0", "0", "refused"], owners
+        assert (await s.exec("touch /tmp/x && echo ok")).stdout == "ok\n"
+    finally:
+        await s.destroy()
+    files = make_env(
+        "root-files", FIXTURES / "rootenv", image={"ref": BASE_IMAGE}, workdir="/", files="files"
+    )
+    with pytest.raises(EnvironmentBuildError, match="work dir of /"):
+        await provider.prepare([files])
+
+
 def _remove_images(client, tag: str, environments: tuple[str, ...]) -> None:
     """Remove the test's images, children before parents (list order is arbitrary)."""
     import docker.errors

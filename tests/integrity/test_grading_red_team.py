@@ -33,6 +33,7 @@ HARBOR = (
     "harbor/set-port",
     "harbor/sum-invoices",
     "harbor/separate-verifier",
+    "harbor/steps-separate-verifier",
 )
 # (attack, task) -> the failure kind a correct harness gives (else: a plain wrong result)
 KINDS = {

@@ -8,14 +8,19 @@ an agent that forges the reward in its own sandbox gets 0."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
 import yaml
 
 from harness.config.loader import load_suite
 from harness.importers.harbor import import_harbor
 from tests.conftest import REPO, run_cli
+from tests.interop.tau_support import THIRD_PARTY
 
 TASK = REPO / "tasks" / "harbor-examples" / "steps-separate-verifier"
 VERIFIER = "harbor-steps-separate-verifier-verifier"
@@ -123,3 +128,64 @@ def test_steps_are_graded_away_from_the_agents_sandbox_on_docker(
     }
     assert all(attempts == 1 for _, attempts, _ in got.values())
     assert all(ev["graded_in_place"] is None and not ev["failure"] for _, _, ev in got.values())
+
+
+HARBOR = THIRD_PARTY / "harbor" / "examples" / "tasks"
+OFFLINE = (
+    "separate-verifier-multi-step",
+    "verifier-mode-matrix/multistep-all-separate",
+    "verifier-mode-matrix/multistep-top-separate-mixed",
+    "verifier-mode-matrix/multistep-top-shared-mixed",
+)
+"""Harbor's multi-step examples with a separate verifier and no network (the other three
+need the public network for a verifier)."""
+
+
+def _rebuilt_on_the_local_base(tmp: Path) -> Path:
+    """The examples with their images rebuilt on the offline base image (``ubuntu:24.04``
+    is not here) and ``COPY --chmod`` (BuildKit only) as COPY + RUN chmod."""
+    src = tmp / "src"
+    for name in OFFLINE:
+        shutil.copytree(HARBOR / name, src / name)
+    for dockerfile in src.rglob("Dockerfile"):
+        text = dockerfile.read_text().replace("FROM ubuntu:24.04", "FROM harness-base:bookworm-1")
+        text = re.sub(
+            r"^COPY --chmod=(\d+) (\S+) (\S+)$", r"COPY \2 \3\nRUN chmod \1 \3", text, flags=re.M
+        )
+        dockerfile.write_text(text)
+    return src
+
+
+def test_harbors_own_examples_pass_their_own_tests_on_docker(tmp_path: Path, docker_ready) -> None:
+    """Harbor's tests check where each step is graded: the verifier's image marker present
+    and the agent's absent, only the step's artifacts there, the agent's files gone; a shared
+    step sees the agent's own files and ``/logs/verifier``. The oracle passes every step of
+    all four; noop fails the first."""
+    if not HARBOR.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but the pinned Harbor examples are missing at {HARBOR}")
+        pytest.skip(f"the pinned Harbor examples are not at {HARBOR}")
+    src = _rebuilt_on_the_local_base(tmp_path)
+    result = run_cli("import", "harbor", str(src), "--out", str(tmp_path / "out"))
+    assert "4 imported, 0 refused" in result.stdout, result.stdout + result.stderr
+    store = tmp_path / "h.db"
+    suite = tmp_path / "out" / "tasks" / "harbor" / "suite.yaml"
+    run = run_cli("run", str(suite), "--store", f"sqlite:///{store}", "-q", timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    rows = sqlite3.connect(store).execute(
+        "select arm, task_id, status, reason, evidence from trials"
+    )
+    got = {(arm, task): (status, reason, json.loads(ev)) for arm, task, status, reason, ev in rows}
+    assert len(got) == 8
+    for (arm, task), (status, reason, ev) in got.items():
+        steps = ev["steps"]
+        if arm == "oracle":
+            assert status == "passed" and all(s["reward"] == 1.0 for s in steps), (task, reason)
+        else:
+            assert status == "failed" and steps[0]["reward"] == 0.0, (task, reason)
+    mixed = got[("oracle", "harbor/verifier-mode-matrix-multistep-top-separate-mixed")]
+    assert [s["graded_in_place"] is not None for s in mixed[2]["steps"]] == [False, True, False]
+    assert "step shared-override: reward 1 (graded in place)" in mixed[1]
+    assert not mixed[1].startswith("graded in place")
+    separate = got[("oracle", "harbor/verifier-mode-matrix-multistep-all-separate")]
+    assert separate[2]["graded_in_place"] is None

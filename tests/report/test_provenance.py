@@ -43,6 +43,26 @@ def test_root_counts_only_where_the_environment_decides_the_agents_user():
     assert provenance_warnings(provenance({}, "docker", trials)) == []
 
 
+def test_a_multi_step_task_counts_where_its_steps_are_graded():
+    """A step with a grading sandbox of its own is not graded in place, even in a task that
+    says grade_in_place; a step that says it is counts in a task graded elsewhere."""
+    away = {"name": "s1", "grading": {"environment": "v"}, "grade_in_place": None}
+    shared = {"name": "s2", "grading": None, "grade_in_place": "a shared verifier"}
+    config = {
+        "tasks": {
+            "all-away": {"grade_in_place": "steps", "steps": [away]},
+            "one-here": {"grade_in_place": None, "steps": [away, shared]},
+            "inherits": {"grade_in_place": "steps", "steps": [away, {"name": "s3"}]},
+        }
+    }
+    trials = _trials([("all-away", "x"), ("one-here", "x"), ("inherits", "x")])
+    found = provenance(config, "docker", trials)["graded_in_place"]
+    assert [(e["task"], e["why"]) for e in found] == [
+        ("inherits", "steps"),
+        ("one-here", "step s2: a shared verifier"),
+    ]
+
+
 def test_a_task_graded_in_place_is_named_in_json_summary_and_markdown(tmp_path):
     tasks = [
         {
