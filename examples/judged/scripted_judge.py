@@ -6,7 +6,12 @@ errors would: it reads "What is i + i?" and the final answer from the prompt the
 sends, then passes a right answer with probability SENSITIVITY and fails a wrong one with
 probability SPECIFICITY (a draw seeded by the prompt and the request's seed).
 
-    python examples/judged/scripted_judge.py 8765 0.85 0.8
+It answers the pairwise prompts of ``harness pairwise`` too: with probability POSITION_BIAS
+it names Response A (the one shown first) whatever the responses say; otherwise it names
+the right response of a right and a wrong one with probability SENSITIVITY, and says tie
+when both are right or both wrong.
+
+    python examples/judged/scripted_judge.py 8765 0.85 0.8 [POSITION_BIAS, default 0.2]
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
 ANSWER = re.compile(r"Final answer:\n(.*?)(?:\n\n|$)", re.DOTALL)
+RESPONSES = re.compile(
+    r"=== Response A ===\n(.*?)\n=== Response B ===\n(.*?)\n=== End of responses ===", re.DOTALL
+)
 
 
 def right(prompt: str) -> bool:
@@ -27,8 +35,13 @@ def right(prompt: str) -> bool:
     return bool(q and numbers) and int(numbers[-1]) == int(q.group(1)) + int(q.group(2))
 
 
+def draw(prompt: str, seed: object, what: str) -> float:
+    key = f"{seed}|{what}|{prompt}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+
+
 class Judge(BaseHTTPRequestHandler):
-    sensitivity, specificity = 0.85, 0.8
+    sensitivity, specificity, position_bias = 0.85, 0.8, 0.2
 
     def log_message(self, *args: object) -> None:
         return
@@ -47,11 +60,15 @@ class Judge(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         prompt = request["messages"][-1]["content"]
-        key = f"{request.get('seed')}|{prompt}".encode()
-        u = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
-        passed = u < self.sensitivity if right(prompt) else u >= self.specificity
-        reason = "the sum is right" if passed else "the sum is wrong"
-        verdict = {"criteria": [{"id": "correct", "verdict": passed, "reason": reason}]}
+        seed = request.get("seed")
+        pair = RESPONSES.search(prompt)
+        if pair is not None:
+            verdict: dict = {"winner": self._winner(prompt, seed, pair), "reason": "scripted"}
+        else:
+            u = draw(prompt, seed, "")
+            passed = u < self.sensitivity if right(prompt) else u >= self.specificity
+            reason = "the sum is right" if passed else "the sum is wrong"
+            verdict = {"criteria": [{"id": "correct", "verdict": passed, "reason": reason}]}
         self._send(
             {
                 "id": "judge-1",
@@ -68,9 +85,22 @@ class Judge(BaseHTTPRequestHandler):
             }
         )
 
+    def _winner(self, prompt: str, seed: object, pair: re.Match[str]) -> str:
+        question = QUESTION.search(prompt)
+        head = question.group(0) if question else ""
+        first, second = (right(f"{head}\n{pair.group(k)}") for k in (1, 2))
+        if draw(prompt, seed, "position") < self.position_bias:
+            return "A"
+        if first == second:
+            return "tie"
+        better, worse = ("A", "B") if first else ("B", "A")
+        return better if draw(prompt, seed, "content") < self.sensitivity else worse
+
 
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
     if len(sys.argv) > 3:
         Judge.sensitivity, Judge.specificity = float(sys.argv[2]), float(sys.argv[3])
+    if len(sys.argv) > 4:
+        Judge.position_bias = float(sys.argv[4])
     ThreadingHTTPServer(("127.0.0.1", port), Judge).serve_forever()

@@ -67,11 +67,20 @@ class PairwiseJudgeSetup(Strict):
 
 
 def load_setup(path: Path) -> PairwiseJudgeSetup:
-    """The judge file at ``path``; a bad one is a one-line ``ConfigError`` naming the file,
+    """The judge file at ``path``, its ``${VAR}`` references resolved; a bad one is a one-line ``ConfigError`` naming the file,
     the field and its line."""
-    from harness.config.loader import validate
+    from harness.config.env import expand_env
+    from harness.config.loader import field_path, nearest_line, validate
     from harness.config.yamlio import read_yaml
+    from harness.errors import ConfigError
 
     data, lines = read_yaml(path)
     setup: PairwiseJudgeSetup = validate(PairwiseJudgeSetup, data, path, lines)
-    return setup
+    try:  # now, so the setup hash and the stored rows name the judge that answered
+        model = expand_env(setup.model)
+    except ConfigError as exc:
+        loc = ("model", exc.field)
+        raise ConfigError(
+            str(path), field_path(loc), exc.message, nearest_line(lines, loc)
+        ) from None
+    return setup.model_copy(update={"model": model})

@@ -94,6 +94,23 @@ def test_the_prompt_shows_both_responses_in_order_and_the_variant_instruction() 
     assert "Rubric:\nBe exact." in prompt and DEFAULT_QUESTION in prompt
 
 
+def test_the_judge_file_names_the_model_that_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "j.yaml"
+    path.write_text("model:\n  name: ${PW_MODEL:-small}\n  base_url: 'http://x/v1'\n")
+    monkeypatch.delenv("PW_MODEL", raising=False)
+    small = load_setup(path)
+    monkeypatch.setenv("PW_MODEL", "large")
+    large = load_setup(path)
+    assert (small.model.name, large.model.name) == ("small", "large")
+    assert small.setup_hash() != large.setup_hash()  # another judge: nothing is reused
+    path.write_text("model:\n  name: ${PW_UNSET_MODEL}\n")
+    with pytest.raises(ConfigError) as err:
+        load_setup(path)
+    assert "j.yaml:2" in str(err.value) and "'model.name'" in str(err.value)
+
+
 def test_the_judge_file_is_checked(tmp_path: Path) -> None:
     path = tmp_path / "j.yaml"
     path.write_text("model: {name: m, base_url: 'http://x/v1'}\nrubric: Be exact.\n")
