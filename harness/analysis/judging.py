@@ -57,6 +57,10 @@ class JudgedRun:
     """Judge criteria judged more than once."""
     judge_cost: list[float | None] = field(default_factory=list)
     judge_calls: list[int] = field(default_factory=list)
+    tool_calls: list[int | None] = field(default_factory=list)
+    """The judge's tool calls over the workspace (None: its judges had no tools)."""
+    tool_capped: list[bool] = field(default_factory=list)
+    """A step or byte cap of the judge's tools was hit."""
     agent_cost: list[float | None] = field(default_factory=list)
     labels: dict[int, dict[str, bool]] = field(default_factory=dict)
     """trial id → labeller → passed (the trial as a whole)."""
@@ -83,6 +87,9 @@ def judged_run(trials: list[Any], labels: list[Any]) -> JudgedRun:
         out.sampled.append(len(crit))
         out.split.append(sum(bool(c["disagreed"]) for c in crit))
         out.judge_calls.append(int(t.judge_calls or 0))
+        explored = [e for j in judges for e in j.get("tools") or []]
+        out.tool_calls.append(sum(len(e["calls"]) for e in explored) if explored else None)
+        out.tool_capped.append(any(e["limits_hit"] for e in explored))
         out.judge_cost.append(t.judge_cost_usd)
         out.agent_cost.append(t.cost_usd)
     for label in labels:
@@ -247,6 +254,7 @@ def judge_noise(run: JudgedRun, confidence: float) -> dict[str, Any]:
             "judge_calls": sum(run.judge_calls[i] for i in idx),
             "judge_cost_per_trial_usd": _mean_known(judge),
             "agent_cost_per_trial_usd": _mean_known(agent),
+            **_tool_use(run, idx),
         }
     return {
         "self_disagreement": {
@@ -258,6 +266,19 @@ def judge_noise(run: JudgedRun, confidence: float) -> dict[str, Any]:
         },
         "cost": dict(per_arm),
         "setups": sorted(Counter(s for s in run.setups if s)),
+    }
+
+
+def _tool_use(run: JudgedRun, idx: list[int]) -> dict[str, int]:
+    """The judge's exploration of the workspace in these trials (nothing when it had no
+    tools: the summaries of runs without them stay as they were)."""
+    explored = [i for i in idx if run.tool_calls[i] is not None]
+    if not explored:
+        return {}
+    return {
+        "explored_trials": len(explored),
+        "tool_calls": sum(run.tool_calls[i] or 0 for i in explored),
+        "tool_capped_trials": sum(run.tool_capped[i] for i in explored),
     }
 
 

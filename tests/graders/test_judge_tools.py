@@ -130,6 +130,13 @@ def test_nothing_outside_the_work_dir_reaches_the_judge_and_caps_hold(tmp_path: 
     status, reason, _, calls, _, page = got["garbage"]
     assert status == "grader_error" and "judge answered garbage" in reason
 
+    # The report's judge section counts the exploration: escape 4 calls, steps 2 (caps hit),
+    # bytes 2 (cap hit); the garbage trial is unresolved.
+    shown = run_cli("report", "latest", "--store", f"sqlite:///{tmp_path / 's.db'}",
+                    "--section", "judge")  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "workspace tools: 8 tool calls in 3 trials, a cap hit in 2" in shown.stdout
+
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "docker"])
 def test_isolating_backends_hand_the_judge_the_same_work_dir(tmp_path: Path, sandbox: str) -> None:

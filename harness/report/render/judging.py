@@ -94,6 +94,11 @@ def _judge_lines(j: dict[str, Any]) -> list[str]:
             f"    per trial: judge {money(c['judge_cost_per_trial_usd'])}, "
             f"agent {money(c['agent_cost_per_trial_usd'])}"
         )
+        if c.get("explored_trials"):
+            lines.append(
+                f"    workspace tools: {c['tool_calls']} tool calls in {c['explored_trials']} "
+                f"trials, a cap hit in {c['tool_capped_trials']}"
+            )
     lines.append(f"  judge setups: {', '.join(j['setups']) or 'none'}")
     return lines
 
