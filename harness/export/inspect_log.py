@@ -98,6 +98,9 @@ class JudgeScoreMetadata(TypedDict):
     samples: int
     usage: dict[str, object]
     """The judge's calls, tokens and cost for the whole verdict (US dollars)."""
+    tools: NotRequired[list[dict[str, object]]]
+    """A judge with workspace tools: per sample its tool calls (each with the start of its
+    reply), steps, bytes read and the caps it hit."""
 
 
 class JudgeScore(TypedDict):

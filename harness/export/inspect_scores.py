@@ -6,7 +6,8 @@ trial's log sample gets, beside ``harness`` (the trial's verdict):
 - ``<grader>/<criterion>`` per judge criterion (``judge/correct``): ``C`` or ``I`` by the
   criterion's pass rule, the judge's stated reasons as the explanation, and in metadata the
   criterion's value on its scale, the sample votes, whether they disagreed, and the judge's
-  model, API, setup hash and usage (tokens and cost, the judge's own, never the agent's);
+  model, API, setup hash and usage (tokens and cost, the judge's own, never the agent's),
+  and for a judge with workspace tools its tool calls;
 - ``human/<labeller>`` per person's label of the trial (``human/<labeller>/<criterion>``
   for a label of one criterion): ``C`` or ``I``, their note as the explanation, when and
   from where in metadata. Labels sit beside the judge's verdict, never over it.
@@ -47,6 +48,8 @@ def judge_scores(evidence: dict[str, Any]) -> dict[str, JudgeScore]:
                     "usage": judge.get("usage") or {},
                 },
             }
+            if judge.get("tools"):
+                out[name]["metadata"]["tools"] = list(judge["tools"])
     return out
 
 

@@ -8,6 +8,7 @@ tools is a grader error."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,25 @@ def test_the_verdict_follows_the_file_the_judge_read(tmp_path: Path, api: str) -
     assert "The judge's tool calls" in page and "<code>read_file</code>" in page  # harness view
     status, reason, evidence, calls, _, page = got["wrong"]
     assert status == "failed" and "sum: answer.txt holds '5'" in reason and calls == 3
+    if api == "chat":
+        _check_inspect_export(tmp_path, got)
+
+
+def _check_inspect_export(tmp: Path, got: dict[str, Any]) -> None:
+    """The Inspect log carries the judge's tool calls in its criterion score's metadata."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    logs = tmp / "logs"
+    out = run_cli("export", "latest", "--format", "inspect", "-o", str(logs), "--store",
+                  f"sqlite:///{tmp / 's.db'}")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (file,) = logs.iterdir()
+    samples = {s.id: s for s in read_eval_log(str(file)).samples or []}
+    for task in ("right", "wrong"):
+        meta = samples[task].scores["judge/sum"].metadata or {}
+        assert meta["tools"] == got[task][2]["graders"][0]["details"]["judge"]["tools"]
 
 
 def test_nothing_outside_the_work_dir_reaches_the_judge_and_caps_hold(tmp_path: Path) -> None:
