@@ -293,11 +293,18 @@ async def non_utf8(ctx: AgentContext) -> AgentResult:
     return AgentResult(answer="done")
 
 
+_GRADER_SIDE = {
+    "harbor/separate-verifier": ("/opt/verifier/expected.txt", "/app/total.txt"),
+    "harbor/steps-separate-verifier": ("/opt/verifier/errors", "/app/counts.txt"),
+}
+
+
 async def link_grader_side(ctx: AgentContext) -> AgentResult:
-    """Harbor ``separate-verifier``: the artifact the verifier compares with its own
-    expected file made a link to that file (which exists only in the verifier's image)."""
-    if ctx.task_id == "harbor/separate-verifier":
-        await _sh(ctx, "ln -sfn /opt/verifier/expected.txt /app/total.txt")
+    """Harbor's separate verifiers: the artifact the verifier compares with its own expected
+    file made a link to that file (which exists only in the verifier's image)."""
+    if ctx.task_id in _GRADER_SIDE:
+        target, artifact = _GRADER_SIDE[ctx.task_id]
+        await _sh(ctx, f"ln -sfn {target} {artifact}")
     return AgentResult(answer="done")
 
 
