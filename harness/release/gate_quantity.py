@@ -11,34 +11,15 @@ arms, so when people would see no difference the judged rates are equal too).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ConfigError
+from harness.release.quantity import GateQuantity
 from harness.stats.judge_correction import CorrectedRecord
 
 if TYPE_CHECKING:
     from harness.config.models import GatePolicy
     from harness.release.records import Comparison
-
-
-class GateQuantity(TypedDict):
-    """Which rates the gate's rule read, in one line for every view."""
-
-    used: str
-    """'raw' (as graded) or 'corrected' (for the judge's error, with human labels)."""
-    text: str
-    raw_verdict: str | None
-    """With 'corrected': the verdict the raw rates would have given."""
-    corrected: CorrectedRecord | None
-    """With 'corrected': the corrected rate (threshold) or paired delta the rule read."""
-
-
-RAW: GateQuantity = {
-    "used": "raw",
-    "text": "quantity: raw rates, as graded",
-    "raw_verdict": None,
-    "corrected": None,
-}
 
 
 def corrected_reading(
@@ -53,7 +34,7 @@ def corrected_reading(
     """
     from harness.analysis.judging import corrected, judged_run
     from harness.analysis.load import load_trial_rows
-    from harness.release.gate import gate_roles, interval_level
+    from harness.release.gate_reading import gate_roles, interval_level
     from harness.release.source import suite_config
     from harness.store.labels import run_labels
 
@@ -87,7 +68,7 @@ def corrected_decision(
     raw_verdict: str,
 ) -> tuple[str, str, GateQuantity]:
     """(verdict, why, quantity record) of the policy's rule on the corrected rates."""
-    from harness.release.gate import bar_verdict, bound_words, primary_verdict
+    from harness.release.gate_reading import bar_verdict, bound_words, primary_verdict
 
     level = interval_level_of(reading)
     if policy.rule == "threshold" and candidate not in reading["arms"]:

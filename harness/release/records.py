@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict, final
 
-from harness.release.gate_quantity import GateQuantity
+from harness.release.quantity import GateQuantity
 from harness.stats.records import Interval
 
 

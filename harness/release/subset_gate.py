@@ -30,7 +30,7 @@ def full_suite_reading(
     """The full-suite estimate of what the policy's rule reads (candidate − baseline, or
     the candidate's own rate under the threshold rule), at the policy's interval level."""
     from harness.analysis.full_suite import full_suite, full_suite_delta
-    from harness.release.gate import interval_level
+    from harness.release.gate_reading import interval_level
 
     level = interval_level(policy, policy.confidence)
     if (k := settings.phase_one_trials) is not None:
