@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.errors import ConfigError
 from harness.importers import (
     harbor_compose,
+    harbor_health,
     harbor_judge,
     harbor_logs,
     harbor_network,
@@ -150,6 +151,7 @@ class _EnvironmentEntry(TypedDict):
     image: _Image
     workdir: str
     user: NotRequired[str]
+    setup: NotRequired[list[str]]
     services: NotRequired[dict[str, object]]
     volumes: NotRequired[dict[str, str]]
 
@@ -234,7 +236,12 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     if env.mcp_servers or agent.transport is not None or agent.url is not None:
         return "MCP servers"
     if _nonempty(env.healthcheck):
-        return "container healthchecks (environment.healthcheck)"
+        try:  # polled before the agent starts (harbor_health)
+            harbor_health.wait_command(env.healthcheck)
+        except harbor_health.Refused as exc:
+            return str(exc)
+        if env.docker_image:
+            return "container healthchecks of a prebuilt image (environment.healthcheck)"
     if env.environment_mode:
         return "a separate verifier environment ([environment] environment_mode)"
     if toml.separate_verifier:  # a multi-step task's steps each name their Dockerfile
@@ -390,6 +397,10 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         }
         if agent.user:
             spec["user"] = str(agent.user)
+        dockerfile = env_dir / "Dockerfile"
+        text = None if env_toml.docker_image or not dockerfile.is_file() else dockerfile.read_text()
+        if setup := harbor_health.setup(text, env_toml.healthcheck):  # its own start
+            spec["setup"] = setup
         services, volumes = harbor_compose.services(task_dir / "environment")
         if services or volumes:
             spec["services"], spec["volumes"] = services, volumes

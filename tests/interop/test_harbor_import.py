@@ -76,6 +76,10 @@ def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None
     ]
     for name in ("separate-verifier-multi-step", "network-policy-matrix/dynamic/e-ve-sve-diff"):
         assert name in imported
+    # A container healthcheck: the image's entrypoint started, then the check polled.
+    health = resolved.environments["harbor-hello-healthcheck"].spec.setup
+    assert health[0] == "(setsid nohup /entrypoint.sh >/dev/null 2>&1 &)"
+    assert "curl -sf http://localhost:8080/" in health[1]
 
 
 def _task(tmp: Path, toml: str, workdir: str = "/app") -> Path:
