@@ -29,7 +29,14 @@ from tests.integrity.in_place_attacks import PROBES
 
 HERE = Path(__file__).resolve().parent
 TASKS = ("harbor/reserve-stock", "harbor/greeter")
-HONEST = {"outlive_sweep": 1, "plant_tests": 1, "root_exec": 1, "fake_service": 1, "readme_link": 2}
+HONEST = {
+    "outlive_sweep": 1,
+    "plant_tests": 1,
+    "root_exec": 1,
+    "fake_service": 1,
+    "readme_link": 2,
+    "pid_flood": 1,
+}
 """Attacks that do greeter's first steps honestly (how many): the later steps must score 0."""
 
 
