@@ -38,8 +38,8 @@ from harness.errors import ConfigError
 from harness.importers import (
     harbor_compose,
     harbor_health,
+    harbor_image,
     harbor_judge,
-    harbor_logs,
     harbor_network,
     harbor_steps,
     harbor_verifier,
@@ -235,13 +235,8 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         return "Windows containers (.bat scripts)"
     if env.mcp_servers or agent.transport is not None or agent.url is not None:
         return "MCP servers"
-    if _nonempty(env.healthcheck):
-        try:  # polled before the agent starts (harbor_health)
-            harbor_health.wait_command(env.healthcheck)
-        except harbor_health.Refused as exc:
-            return str(exc)
-        if env.docker_image:
-            return "container healthchecks of a prebuilt image (environment.healthcheck)"
+    if why := harbor_health.refusal(env.healthcheck, bool(env.docker_image)):
+        return why
     if env.environment_mode:
         return "a separate verifier environment ([environment] environment_mode)"
     if toml.separate_verifier:  # a multi-step task's steps each name their Dockerfile
@@ -271,8 +266,8 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
             f"agent's ({agent_net.mode}: {agent_net.setting}) in a task graded in the agent's "
             "sandbox (no WORKDIR)"
         )
-    if _nonempty(env.env):
-        return "environment variables ([environment.env])"
+    if why := harbor_image.env_refusal(env.env, bool(env.docker_image)):
+        return why
     if _nonempty(verifier.env) and multi:
         return "verifier environment variables in a multi-step task ([verifier.env])"
     if _nonempty(verifier.env) and (task_dir / "tests" / "test.sh").is_file():
@@ -382,7 +377,9 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         else:
             env_dir.mkdir(parents=True)
         if not env_toml.docker_image:  # the image the harness builds: with Harbor's /logs
-            harbor_logs.add_log_dirs(env_dir)
+            harbor_image.add_log_dirs(env_dir)
+            if isinstance(env_toml.env, dict) and env_toml.env:
+                harbor_image.add_env(env_dir, env_toml.env)
         spec: _EnvironmentEntry = {
             "name": f"harbor-{slug}",
             "description": f"Harbor task {rel if toml.task.name is None else toml.task.name}",

@@ -79,6 +79,19 @@ def wait_command(table: object) -> str:
     )
 
 
+def refusal(healthcheck: object, prebuilt: bool) -> str | None:
+    """Why the healthcheck cannot be polled before the agent, or None (none given)."""
+    if not isinstance(healthcheck, dict) or not healthcheck:
+        return None
+    if prebuilt:  # its entrypoint is not known
+        return "container healthchecks of a prebuilt image (environment.healthcheck)"
+    try:
+        wait_command(healthcheck)
+    except Refused as exc:
+        return str(exc)
+    return None
+
+
 def setup(dockerfile: str | None, healthcheck: object) -> list[str]:
     """The environment's setup commands for Harbor's container start (module doc)."""
     commands = []
@@ -90,4 +103,12 @@ def setup(dockerfile: str | None, healthcheck: object) -> list[str]:
     return commands
 
 
-__all__ = ["DEFAULTS", "Refused", "entrypoint", "setup", "start_command", "wait_command"]
+__all__ = [
+    "DEFAULTS",
+    "Refused",
+    "entrypoint",
+    "refusal",
+    "setup",
+    "start_command",
+    "wait_command",
+]

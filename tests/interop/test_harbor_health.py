@@ -14,6 +14,7 @@ import yaml
 from harness.importers import harbor_health
 from harness.importers.harbor import import_harbor
 from tests.conftest import run_cli
+from tests.interop.test_harbor_import import _import_and_run_one
 
 ENTRY = """#!/bin/bash
 (sleep 3 && python3 -m http.server 8080 --bind 127.0.0.1 --directory /app) &
@@ -107,3 +108,52 @@ def test_wait_command_refuses_what_it_cannot_read(field: str) -> None:
     table[field] = None
     with pytest.raises(harbor_health.Refused, match=f"environment.healthcheck.{field}"):
         harbor_health.wait_command(table)
+
+
+def _env_task(root: Path, env: str) -> Path:
+    task = root / "env-task"
+    for d in ("environment", "tests", "solution"):
+        (task / d).mkdir(parents=True, exist_ok=True)
+    (task / "environment" / "Dockerfile").write_text(
+        "FROM harness-base:bookworm-1\nWORKDIR /app\nCOPY entrypoint.sh /entrypoint.sh\n"
+        'RUN chmod 755 /entrypoint.sh\nENTRYPOINT ["/entrypoint.sh"]\n'
+    )
+    (task / "environment" / "entrypoint.sh").write_text(
+        '#!/bin/sh\nprintf %s "${GREETING-unset}" > /tmp/startup-env\nexec sleep infinity\n'
+    )
+    (task / "instruction.md").write_text("Write $GREETING to /app/seen.")
+    (task / "solution" / "solve.sh").write_text('printf %s "$GREETING" > /app/seen\n')
+    want = 'hello $HOME "x"'  # kept literal: no expansion, quotes kept
+    (task / "tests" / "test.sh").write_text(
+        f"want='{want}'\n"
+        '[ "$(cat /tmp/startup-env)" = "$want" ] && [ "$(cat /app/seen)" = "$want" ] '
+        "&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+    )
+    (task / "task.toml").write_text(
+        f'[environment]\nnetwork_mode = "no-network"\n[environment.env]\n{env}\n'
+    )
+    return task
+
+
+@pytest.mark.parametrize(
+    ("env", "why"),
+    [
+        ('KEY = "${HOST_SECRET}"', "a literal value (environment.env.KEY: a host variable"),
+        ("KEY = [1]", "a literal value (environment.env.KEY: not a string or number)"),
+    ],
+)
+def test_environment_variables_the_image_cannot_hold_are_refused(
+    tmp_path: Path, env: str, why: str
+) -> None:
+    done = import_harbor(_env_task(tmp_path, env), tmp_path / "out")
+    assert done.refused["env-task"].startswith(why), done.refused
+
+
+def test_environment_variables_reach_the_entrypoint_and_the_agent_on_docker(
+    tmp_path: Path, docker_ready
+) -> None:
+    """``[environment.env]``: the entrypoint's and the agent's commands' environment (Harbor:
+    the container's), its value kept literal."""
+    task = _env_task(tmp_path / "src", "GREETING = 'hello $HOME \"x\"'")
+    outcome = _import_and_run_one(tmp_path / "out", task)
+    assert {arm: got[0] for arm, got in outcome.items()} == {"oracle": "passed", "noop": "failed"}
