@@ -5,7 +5,7 @@ same setup asks nothing twice)."""
 from __future__ import annotations
 
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, or_, select
 
 from harness.store.tables import PairwiseJudgement
 
@@ -32,3 +32,15 @@ def has_judgements(engine: Engine, run_id: str) -> bool:
     with Session(engine) as s:
         q = select(PairwiseJudgement.id).where(PairwiseJudgement.run_id == run_id).limit(1)
         return s.exec(q).first() is not None
+
+
+def trial_judgements(engine: Engine, trial_id: int) -> list[PairwiseJudgement]:
+    """The pairwise judgements that compared this trial with another, oldest first."""
+    with Session(engine) as s:
+        q = select(PairwiseJudgement).where(
+            or_(
+                col(PairwiseJudgement.trial_a) == trial_id,
+                col(PairwiseJudgement.trial_b) == trial_id,
+            )
+        )
+        return list(s.exec(q.order_by(col(PairwiseJudgement.id))))

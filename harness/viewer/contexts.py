@@ -75,3 +75,17 @@ class EventView(TypedDict):
     blob: str | None
     blob_len: int
     blob_more: str
+
+
+class PairwiseView(TypedDict):
+    """One pairwise judgement of the trial against another arm's trial of the same task."""
+
+    other_arm: str
+    other_trial: int
+    shown_first: str
+    """'this' or 'other'."""
+    verdict: str
+    """'this', 'other', 'tie' or 'unresolved'."""
+    reason: str
+    setup: str
+    cost: str

@@ -19,7 +19,7 @@ from graders.base import VerdictJson
 from harness.release.run_config import StoredTask
 from harness.report.render.numbers import money, num, pretty_json
 from harness.report.render.templating import render_template
-from harness.viewer.contexts import DiffRow, EventView, GraderView, ShownValue
+from harness.viewer.contexts import DiffRow, EventView, GraderView, PairwiseView, ShownValue
 from harness.viewer.labelling import LabelForm
 
 BLOB_DISPLAY_LIMIT = 200_000
@@ -281,6 +281,29 @@ def tokens_fact(t) -> str:
     return f"{t.tokens_in:,} in ({t.tokens_cached or 0:,} cached) / {t.tokens_out:,} out"
 
 
+def pairwise_views(store, trial_id: int) -> list[PairwiseView]:
+    """The pairwise judgements of this trial (``harness pairwise``), from its side: which
+    response the judge saw first and which it named better."""
+    from harness.store.pairwise import trial_judgements
+
+    out: list[PairwiseView] = []
+    for j in trial_judgements(store.engine, trial_id):
+        mine = "A" if j.trial_a == trial_id else "B"
+        side = {mine: "this", ("B" if mine == "A" else "A"): "other"}
+        out.append(
+            {
+                "other_arm": j.arm_b if mine == "A" else j.arm_a,
+                "other_trial": j.trial_b if mine == "A" else j.trial_a,
+                "shown_first": side[j.shown_first],
+                "verdict": side.get(j.verdict, j.verdict),
+                "reason": j.reason,
+                "setup": j.setup,
+                "cost": money(j.cost_usd),
+            }
+        )
+    return out
+
+
 def render_trial(store, trial_id: int, form: LabelForm | None = None) -> str | None:
     """The trial page, or None if there is no such trial; ``form``: the label form to show
     (its token, and after a rejected POST its message and values)."""
@@ -318,6 +341,7 @@ def render_trial(store, trial_id: int, form: LabelForm | None = None) -> str | N
         attempts=_attempts(store, t),
         events=events,
         labels=labels_view(store.engine, trial_id),
+        pairwise=pairwise_views(store, trial_id),
         criteria=judge_criteria(graders),
         form=form,
         next_to_label=(

@@ -14,7 +14,7 @@ import yaml
 
 from harness.pairwise.setup import load_setup
 from harness.report.render.pairwise import pairwise_blocks, pairwise_head, pairwise_line
-from tests.conftest import run_cli, write_suite
+from tests.conftest import run_cli, trial_page, write_suite
 from tests.fakes.judge_server import PairwiseJudge, expected_position_bias
 from tests.fakes.openai_server import FakeOpenAI, server_error
 from tests.graders.test_judge import judge_model, rows
@@ -245,3 +245,26 @@ def test_pairwise_judgements_leave_the_store_and_come_back(run: dict[str, Any]) 
     first = json.loads(run_cli("report", run["id"], "--json", "--store", run["url"]).stdout)
     second = json.loads(run_cli("report", run["id"], "--json", "--store", copy).stdout)
     assert second["pairwise"] == first["pairwise"]
+
+
+def test_the_trial_page_shows_its_pairwise_judgements_from_its_side(run: dict[str, Any]) -> None:
+    first = PairwiseJudge(reply='{"winner": "A", "reason": "the first one reads better"}')
+    with FakeOpenAI(default=first) as server:
+        path = judge_file(run["tmp"], "viewer.yaml", server.base_url)
+        assert pairwise(run, path, "--arm", "best", "--arm", "weak").returncode == 0
+    setup = load_setup(path).setup_hash()
+    mine = [
+        g
+        for g in rows(run["db"], "pairwise_judgements")
+        if g["setup"] == setup and g["task_id"] == "t0" and g["trial_index"] == 0
+    ]
+    assert len(mine) == 2
+    best, weak = mine[0]["trial_a"], mine[0]["trial_b"]
+    page = trial_page(run["db"], best)
+    section = page[page.index('<section id="pairwise">') :]
+    assert f'href="/trial/{weak}">weak (trial {weak})' in section
+    # The judge always named the response shown first: this trial when it was shown first.
+    assert "<td>this</td><td>this</td><td>the first one reads better</td>" in section
+    assert "<td>other</td><td>other</td>" in section
+    assert setup in section
+    assert '<section id="pairwise">' in trial_page(run["db"], weak)
