@@ -55,6 +55,10 @@ def put_labels(engine: Engine, labels: list[LabelIn], at: Any) -> int:
 
 def _put(engine: Engine, labels: list[LabelIn], at: Any) -> None:
     with Session(engine) as s:
+        # Writers of one trial's labels wait for each other here on PostgreSQL (a row lock on
+        # the trial, taken in id order); SQLite has one writer at a time and no row locks.
+        for trial_id in sorted({label.trial_id for label in labels}):
+            s.exec(select(Trial.id).where(Trial.id == trial_id).with_for_update()).first()
         for label in labels:
             old = s.exec(
                 select(HumanLabel).where(
