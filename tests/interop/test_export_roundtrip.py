@@ -42,12 +42,56 @@ def exported(tmp_path_factory) -> tuple[Path, str, str]:
             "label", run_id, str(labels), "--labeller", "ann", "--store", f"sqlite:///{db}"
         )
         assert done.returncode == 0, done.stderr
+    _judge_one_pair(db, run_id)
     out = root / "run.jsonl"
     result = run_cli(
         "export", run_id, "--format", "jsonl", "-o", str(out), "--store", f"sqlite:///{db}"
     )
     assert result.returncode == 0, result.stderr
     return out, run_id, f"sqlite:///{db}"
+
+
+def _judge_one_pair(db: Path, run_id: str) -> None:
+    """Two pairwise judgements (both orders) of the first task's first trials of the two arms."""
+    from harness.store import now
+    from harness.store.pairwise import put_judgement
+    from harness.store.tables import PairwiseJudgement
+
+    store = Store(f"sqlite:///{db}")
+    try:
+        trials = store.trials(run_id)
+        a = next(t for t in trials if t.arm == "baseline")
+        b = next(
+            t
+            for t in trials
+            if t.arm != "baseline" and (t.task_id, t.trial_index) == (a.task_id, a.trial_index)
+        )
+        for first, verdict in (("A", "B"), ("B", "tie")):
+            put_judgement(
+                store.engine,
+                PairwiseJudgement(
+                    run_id=run_id,
+                    setup="sha256:0123456789abcdef",
+                    judge_model="judge-m",
+                    arm_a=a.arm,
+                    arm_b=b.arm,
+                    task_id=a.task_id,
+                    variant=a.variant,
+                    trial_index=a.trial_index,
+                    trial_a=a.id,
+                    trial_b=b.id,
+                    shown_first=first,
+                    verdict=verdict,
+                    reason="é: the other one adds up",
+                    tokens_in=500,
+                    tokens_out=30,
+                    cost_usd=0.00062,
+                    latency_s=0.25,
+                    judged_at=now(),
+                ),
+            )
+    finally:
+        store.close()
 
 
 def _again(url: str, run_id: str) -> str:
@@ -68,6 +112,12 @@ def test_file_shape(exported) -> None:
     trials = [x for x in lines if x["type"] == "trial"]
     assert lines[-1] == {"type": "end", "trials": len(trials)}
     assert any(x["type"] == "attempts" for x in lines)
+    (judged,) = [x for x in lines if x["type"] == "pairwise"]
+    assert [(j["shown_first"], j["verdict"]) for j in judged["judgements"]] == [
+        ("A", "B"),
+        ("B", "tie"),
+    ]
+    assert not {"id", "run_id", "trial_a", "trial_b"} & set(judged["judgements"][0])
     with_events = [t for t in trials if t["events"]]
     assert with_events and any(t["blobs"] for t in trials)
     assert all("reasons" in g for t in with_events for g in t["trial"]["evidence"]["graders"])
