@@ -68,6 +68,7 @@ def judge_agreement(
     from harness.report.render.judging import judge_markdown, judge_text
     from harness.store.refs import find_run, no_arm, open_for_reading
 
+    _check_level(confidence)
     db = open_for_reading(store)
     try:
         run = find_run(db, no_arm(run_ref, "judge-agreement", "it covers every arm"))
@@ -115,6 +116,7 @@ def pairwise(
     from harness.store import Store, resolve_url
     from harness.store.refs import find_run, no_arm
 
+    _check_level(confidence)
     if judge_file is None:
         raise ConfigError("command line", "--judge", "required: the pairwise judge file")
     setup = load_setup(judge_file)
@@ -145,6 +147,18 @@ def pairwise(
     }
     how = "json" if as_json else "markdown" if markdown else "text"
     _emit(summary, how, pairwise_text, pairwise_markdown)
+
+
+def _check_level(confidence: float) -> None:
+    """--confidence lies strictly between 0 and 1 (checked before any judge call)."""
+    from harness.errors import ConfigError
+
+    if not 0 < confidence < 1:
+        raise ConfigError(
+            "command line",
+            "--confidence",
+            f"must lie between 0 and 1 (e.g. 0.95), got {confidence}",
+        )
 
 
 def _emit(

@@ -176,6 +176,10 @@ def test_a_bad_judge_file_is_one_line_naming_file_and_field(run: dict[str, Any])
     ok = judge_file(run["tmp"], "ok.yaml", "http://127.0.0.1:1/v1")
     out = pairwise(run, ok, "--arm", "nobody")
     assert out.returncode == 2 and "no arm 'nobody'" in out.stderr
+    out = pairwise(run, ok, "--confidence", "1.5")
+    assert out.returncode == 2 and "'--confidence'" in out.stderr and "Traceback" not in out.stderr
+    out = run_cli("judge-agreement", run["id"], "--confidence", "95", "--store", run["url"])
+    assert out.returncode == 2 and "'--confidence'" in out.stderr
 
 
 def test_every_report_view_shows_the_pairwise_section_with_the_same_numbers(
