@@ -272,3 +272,16 @@ def test_the_trial_page_shows_its_pairwise_judgements_from_its_side(run: dict[st
     assert "<td>other</td><td>other</td>" in section
     assert setup in section
     assert '<section id="pairwise">' in trial_page(run["db"], weak)
+
+
+def test_the_responses_api_judges_too_without_a_seed(run: dict[str, Any]) -> None:
+    with FakeOpenAI(default=PairwiseJudge(accuracy=0.9, position_bias=0.1, seed=2)) as server:
+        path = judge_file(run["tmp"], "responses.yaml", server.base_url, api="responses")
+        out = pairwise(run, path, "--arm", "best", "--arm", "weak", "--json")
+        assert out.returncode == 0, out.stderr
+        posts = server.model_requests()
+    assert len(posts) == 2 * N_TASKS * TRIALS
+    assert all(p.path.endswith("/responses") and "seed" not in p.json for p in posts)
+    assert "Response A" in posts[0].json["input"]
+    (pair,) = json.loads(out.stdout)["pairs"]
+    assert pair["win_rate"]["lo"] > 0.5 and pair["unresolved"] == 0
