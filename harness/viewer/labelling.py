@@ -227,3 +227,18 @@ def next_to_label(engine: Any, run_id: str, trial_id: int, labeller: str) -> int
     )
     with engine.connect() as conn:
         return conn.execute(sql, {"r": run_id, "t": trial_id, "who": labeller}).scalar()
+
+
+def label_progress(engine: Any, run_id: str) -> dict[str, int]:
+    """How far people have labelled a run: its trials, those with a label of the trial as a
+    whole, and how many people gave them."""
+    from sqlalchemy import text
+
+    sql = text(
+        "SELECT COUNT(DISTINCT t.id), COUNT(DISTINCT h.trial_id), COUNT(DISTINCT h.labeller) "
+        "FROM trials t LEFT JOIN human_labels h ON h.trial_id = t.id AND h.criterion = '' "
+        "WHERE t.run_id = :r"
+    )
+    with engine.connect() as conn:
+        total, trials, people = conn.execute(sql, {"r": run_id}).one()
+    return {"total": int(total), "trials": int(trials), "people": int(people)}

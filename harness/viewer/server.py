@@ -245,10 +245,12 @@ def run_page(store_url: str, run) -> str:
     from harness.report.render import html as report_html
     from harness.report.render import html_sections as hs
     from harness.store import Store
+    from harness.viewer.labelling import label_progress
 
     store = Store(store_url)
     try:
         table = load_report_table(store, run, TASK_TABLE)
+        labelled = label_progress(store.engine, run.id)
     finally:
         store.close()
     data = report_of(run, table)
@@ -261,6 +263,7 @@ def run_page(store_url: str, run) -> str:
         header=report_html.header(data, tasks, colors),
         headline=report_html.headline(data, tasks, colors),
         tasks=hs.task_table(tasks, "", task_link=f"/run/{run.id}/trials?task="),
+        labelled=labelled,
     )
 
 

@@ -195,6 +195,14 @@ def _report_labelled(url: str) -> int:
     return int(found.group(1))
 
 
+def _progress(url: str) -> int:
+    """The run page's count of trials people labelled (of the run's 6)."""
+    status, html = _request(url)
+    found = re.search(r"Human labels: (\d+) of 6 trials labelled", html)
+    assert status == 200 and found is not None, html[-2000:]
+    return int(found.group(1))
+
+
 def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
     port = _free_port()
     cmd = [sys.executable, "-m", "harness.cli", "view", "--store", judged["url"]]
@@ -219,6 +227,7 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
         assert token is not None
         before = _labels(judged["db"])
         judged_n = _report_labelled(f"http://127.0.0.1:{port}/run/{judged['run']}/report")
+        progress = _progress(f"http://127.0.0.1:{port}/run/{judged['run']}")
         good = {"token": token.group(1), "labeller": "bo", "passed": "pass"}
         post = page + "/label"
 
@@ -252,6 +261,7 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
         assert _report_labelled(f"http://127.0.0.1:{port}/run/{judged['run']}/report") == (
             judged_n + 1
         )
+        assert _progress(f"http://127.0.0.1:{port}/run/{judged['run']}") == progress + 1
     finally:
         proc.terminate()
         proc.wait(timeout=10)
