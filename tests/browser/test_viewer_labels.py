@@ -344,3 +344,35 @@ def test_concurrent_posts_of_one_person_keep_one_label_in_force(one_store) -> No
     assert bad == []  # each answered by the redirect to the trial page
     assert _count(url, "human_labels", trial_id, who) == [("", True)]
     assert len(_count(url, "human_labels_replaced", trial_id, who)) == 11
+
+
+def test_the_labeller_cookie_keeps_any_name(judged) -> None:
+    """A name with spaces and non-ASCII letters comes back from the cookie as typed."""
+    import http.client
+
+    trial = judged["trials"][4]
+    served = _Served(judged["url"])
+    try:
+        host, port = served.server.server_address[:2]
+        page = f"/trial/{trial['id']}"
+        token = re.search(r'name="token" value="([^"]+)"', _request(served.url + page)[1])
+        assert token is not None
+        name = "Zoë Ng; <o'brien>"
+        form = {"token": token.group(1), "labeller": name, "passed": "fail"}
+        conn = http.client.HTTPConnection(str(host), int(port), timeout=30)
+        conn.request(
+            "POST",
+            page + "/label",
+            urllib.parse.urlencode(form),
+            {"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 303 and r.getheader("Location") == f"{page}#labels"
+        cookie = r.getheader("Set-Cookie") or ""
+        assert "SameSite=Strict" in cookie and "HttpOnly" in cookie
+        _, html = _request(served.url + page, Cookie=cookie.split(";")[0])
+        assert 'value="Zoë Ng; &lt;o&#39;brien&gt;"' in html  # prefilled, escaped
+        assert "<td>Zoë Ng; &lt;o&#39;brien&gt;</td>" in html  # the stored label
+    finally:
+        served.close()
