@@ -7,9 +7,10 @@ a 30% share of tasks that always pass beside Beta(2, 3) (the common misfit of a 
 logit scale). Each run draws ``tasks`` tasks with ``trials`` trials each and reads them with
 the report's predictor (``harness.stats.passk_predict.predict_pass_k``, 200 resamples) at
 k = 16; "before" is the plain beta-binomial fit the report used until now
-(``predict_pass_hat_k``, moments, same resamples).
+(``predict_pass_hat_k``, moments, same resamples). Every run also computes the model-free bound
+(``harness.stats.passk_bounds``) that the report's interval is widened to.
 
-Run: python -m benchmarks.prediction [--reps 100] [--tasks 50 200] [--json FILE]
+Run: python -m benchmarks.prediction [--reps 100] [--tasks 50 200] [--jobs 2] [--json FILE]
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
     rng = np.random.default_rng([seed, tasks, trials, list(TRUTHS).index(name)])
     t = truth(name)
     shown = covered = withheld = rejected = before_cov = 0
-    below = above = 0
+    below = above = robust = bound_cov = 0
+    widths: list[float] = []
     before_est: list[float] = []
     for _ in range(reps):
         c = rng.binomial(trials, draw(rng, name, tasks))
@@ -70,6 +72,10 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
         rejected += bool(e.model and (e.always_pass or 0) > 0) or bool(
             e.withheld and "beta-binomial does not fit" in e.withheld
         )
+        assert e.bound_lo is not None and e.bound_hi is not None
+        b_lo, b_hi = float(e.bound_lo[0]), float(e.bound_hi[0])
+        bound_cov += bool(b_lo <= t <= b_hi)
+        widths.append(b_hi - b_lo)
         if e.estimate is None or e.lo is None or e.hi is None:
             withheld += 1
         else:
@@ -77,6 +83,7 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
             covered += bool(e.lo[0] <= t <= e.hi[0])
             below += bool(e.hi[0] < t)
             above += bool(e.lo[0] > t)
+            robust += bool(min(e.lo[0], b_lo) <= t <= max(e.hi[0], b_hi))
         try:
             old = predict_pass_hat_k(c, n, [K], n_boot=boot, rng=rng, method="moments")
         except ValueError:
@@ -95,6 +102,9 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
         "covered when shown": covered / shown if shown else None,
         "interval below truth": below / shown if shown else None,
         "interval above truth": above / shown if shown else None,
+        "widened covered when shown": robust / shown if shown else None,
+        "bound covered": bound_cov / reps,
+        "bound mean width": float(np.mean(widths)),
         "before: coverage": before_cov / max(1, len(before_est)),
         "before: mean prediction": float(np.mean(before_est)) if before_est else None,
     }
@@ -106,11 +116,15 @@ def markdown(data: dict) -> str:
         f"`{s['command']}`: pass^{K} predicted from {s['trials']} trials per task, "
         f"{s['reps']} runs per row (coverage ± about {math.sqrt(0.95 * 0.05 / s['reps']):.1%}"
         " where every run is shown); *beta rejected*: the plain beta-binomial was replaced by "
-        "the always-pass mixture or withheld by the G² check",
+        "the always-pass mixture or withheld by the G² check; *model interval*: the chosen "
+        "model's bootstrap interval; *shown interval*: the report's, the model interval "
+        "widened to the model-free bound; *model-free bound*: computed in every run, shown or "
+        "withheld",
         "",
-        f"| planted task rates | tasks | true pass^{K} | beta rejected | withheld | coverage when "
-        "shown (below / above truth) | before (plain beta-binomial): mean prediction, coverage |",
-        "|---|---|---|---|---|---|---|",
+        f"| planted task rates | tasks | true pass^{K} | beta rejected | withheld | model interval:"
+        " coverage when shown (below / above truth) | shown interval: coverage | model-free "
+        "bound: coverage, mean width | before (plain beta-binomial): mean prediction, coverage |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
         cov = r["covered when shown"]
@@ -121,9 +135,11 @@ def markdown(data: dict) -> str:
             f"; {r['shown']} shown)"
         )
         before = r["before: mean prediction"]
+        wide = r["widened covered when shown"]
         out.append(
             f"| {r['truth name']} | {r['tasks']} | {r['truth']:.3f} | {r['beta rejected']:.0%} | "
-            f"{r['withheld']:.0%} | {cell} | "
+            f"{r['withheld']:.0%} | {cell} | {'—' if wide is None else f'{wide:.1%}'} | "
+            f"{r['bound covered']:.1%}, {r['bound mean width']:.3f} | "
             f"{'—' if before is None else f'{before:.3f}'}, {r['before: coverage']:.1%} |"
         )
     return "\n".join(out)
@@ -136,13 +152,21 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--tasks", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--jobs", type=int, default=1, help="processes (cells run in parallel)")
     args = parser.parse_args()
     t0 = time.perf_counter()
-    rows = []
-    for tasks in args.tasks:
-        for name in TRUTHS:
-            rows.append(run_cell(name, tasks, args.trials, args.reps, args.seed))
-            print(json.dumps(rows[-1]), flush=True)
+    cells = [
+        (name, tasks, args.trials, args.reps, args.seed) for tasks in args.tasks for name in TRUTHS
+    ]
+    if args.jobs > 1:
+        from multiprocessing import Pool
+
+        with Pool(args.jobs) as pool:
+            rows = pool.starmap(run_cell, cells)
+    else:
+        rows = [run_cell(*cell) for cell in cells]
+    for row in rows:
+        print(json.dumps(row), flush=True)
     command = f"python -m benchmarks.prediction --reps {args.reps} --trials {args.trials} "
     command += "--tasks " + " ".join(map(str, args.tasks))
     settings = {"reps": args.reps, "seed": args.seed, "k": K, "trials": args.trials}

@@ -90,6 +90,20 @@ def test_prediction_sample():
     row = run_cell("always-pass mix", 200, 4, reps=5, seed=99, boot=100)
     assert row["beta rejected"] >= 0.6 and row["shown"] >= 3
     assert row["covered when shown"] >= 0.6 and row["before: coverage"] <= 0.4
+    assert row["bound covered"] >= 0.8
+
+
+def test_prediction_sample_of_truths_no_model_describes():
+    """Always- and never-pass tasks beside a Beta, and logit-normal rates: no check on 4
+    trials tells them from a Beta, so the report's interval is widened to the model-free
+    bound, which holds the truth (a few seeded runs)."""
+    from benchmarks.prediction import run_cell
+
+    for name in ("always- and never-pass mix", "logit-normal"):
+        row = run_cell(name, 200, 4, reps=4, seed=99, boot=50)
+        assert row["bound covered"] >= 0.75 and row["bound mean width"] < 0.5, row
+        wide = row["widened covered when shown"]
+        assert wide is None or wide >= 0.75, row
 
 
 @pytest.mark.parametrize(
