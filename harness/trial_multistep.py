@@ -147,6 +147,7 @@ async def run_steps(run: StepRun) -> Steps:
         record.first_event = opened.step
         ctx = _step_context(run, step)
         try:
+            await _prepare_step(run, i)
             out.result = await agent_turn(run.make_agent(), ctx, run.sandbox)
         except errors.EpisodeEnded as ended:
             out.result = AgentResult(info={"ended_by": ended.tool})
@@ -168,6 +169,30 @@ async def run_steps(run: StepRun) -> Steps:
         if step.min_reward is not None and combined.score < step.min_reward:
             break
     return out
+
+
+async def _prepare_step(run: StepRun, index: int) -> None:
+    """Before the step's turn: its files into the workdir, then its setup commands (as the
+    agent's user). A failing command before the first step is the task's fault
+    (``TaskSetupError``); after one, the sandbox is what the agent left: its failure
+    (``broke_environment``, the step scores 0)."""
+    step = run.loaded.task.steps[index]
+    files = run.loaded.step_files_dir(index)
+    if files is not None and index == 0:
+        await run.sandbox.copy_in(files, ".")
+    elif files is not None:  # into what the agent left
+        await run.after_agent(run.sandbox, run.sandbox.copy_in(files, "."), "the step's files")
+    for command in step.setup:
+        result = await run.sandbox.exec(command, timeout=300)
+        if result.ok:
+            continue
+        why = (
+            f"setup command {command!r} of step '{step.name}' of task '{run.loaded.task.id}' "
+            f"failed (exit {result.exit_code}): {result.stderr.strip()[-300:]}"
+        )
+        if index == 0:
+            raise trial_steps.TaskSetupError(why)
+        raise errors.AgentFailure("broke_environment", why)
 
 
 def _step_context(run: StepRun, step: TaskStep) -> AgentContext:

@@ -139,6 +139,11 @@ class LoadedTask:
     def hidden_dir(self) -> Path | None:
         return (self.file.parent / self.task.hidden) if self.task.hidden else None
 
+    def step_files_dir(self, index: int) -> Path | None:
+        """A multi-step task's step's files, copied into the workdir before its turn."""
+        rel = self.task.steps[index].files
+        return (self.file.parent / rel) if rel else None
+
     def step_hidden_dir(self, index: int) -> Path | None:
         """A multi-step task's step's hidden material (default: the task's)."""
         rel = self.task.steps[index].hidden
@@ -352,7 +357,9 @@ def load_task_file(file: Path, root: Path | None = None) -> list[LoadedTask]:
     for prefix, item in items:
         task: Task = validate(Task, item, file, lines, prefix)
         dirs = [((*prefix, "hidden"), task.hidden)]
-        dirs += [((*prefix, "steps", i, "hidden"), st.hidden) for i, st in enumerate(task.steps)]
+        for i, st in enumerate(task.steps):
+            dirs += [((*prefix, "steps", i, "hidden"), st.hidden)]
+            dirs += [((*prefix, "steps", i, "files"), st.files)]
         for hidden_loc, rel in dirs:
             if rel:
                 where = (str(file), field_path(hidden_loc), nearest_line(lines, hidden_loc))

@@ -76,6 +76,14 @@ class TaskStep(Strict):
     """the step's time budget (default: the task's)"""
     min_reward: float | None = Field(None, ge=0, le=1)
     """below it, the later steps are not run (they score 0)"""
+    files: str | None = Field(
+        None,
+        description="dir (relative to the task file) copied into the workdir before this "
+        "step's agent turn (Harbor's steps/NAME/workdir)",
+    )
+    setup: list[str] = Field(default_factory=list)
+    """shell commands run in the sandbox after the step's files, before its agent turn (a
+    failing one: the task is broken)"""
     grading: Grading | None = Field(
         None,
         description="this step's own grading sandbox (environment, network, files) instead "

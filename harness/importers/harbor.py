@@ -49,7 +49,8 @@ from harness.importers.harbor_network import ALLOWLIST, PUBLIC
 REWARD_DIR = "/logs/verifier"
 TEST_COMMAND = (
     f"rm -rf {REWARD_DIR} /tests && mkdir -p -m 700 {REWARD_DIR} /tests && "
-    'cp -R "$HIDDEN_DIR"/. /tests/ && bash /tests/test.sh'
+    'cp -R "$HIDDEN_DIR"/. /tests/ && { [ ! -f /tests/.harbor-env ] || . /tests/.harbor-env; } '
+    "&& bash /tests/test.sh"
 )
 """Run by the grader (root) in the grading sandbox: the tests and the reward directory are
 its own (mode 700), so code under test run as the agent's user can neither read the tests

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 CONTEXT = ".harness-harbor-logs"
@@ -30,14 +31,15 @@ CONTEXT = ".harness-harbor-logs"
 DIRS = ("agent", "verifier", "artifacts")
 
 
-def env_refusal(env: object, prebuilt: bool) -> str | None:
-    """Why ``[environment.env]`` cannot become the image's environment, or None."""
+def env_refusal(env: object, prebuilt: bool, table: str = "environment.env") -> str | None:
+    """Why ``[environment.env]`` (or the env table ``table``) cannot be given as literal
+    variables, or None."""
     if not isinstance(env, dict) or not env:
         return None
     if prebuilt:
         return "environment variables of a prebuilt image ([environment.env] with docker_image)"
     for key, value in env.items():
-        where = f"environment.env.{key}"
+        where = f"{table}.{key}"
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
             return f"a variable name ({where}: not a name)"
         if isinstance(value, dict | list) or value is None:
@@ -52,8 +54,7 @@ def add_env(env_dir: Path, env: dict) -> None:
     ``Dockerfile``; ``$`` kept literal."""
 
     def literal(value: object) -> str:
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        return json.dumps(text).replace("$", "\\$")
+        return json.dumps(_text(value)).replace("$", "\\$")
 
     lines = "".join(f"ENV {key}={literal(value)}\n" for key, value in env.items())
     dockerfile = env_dir / "Dockerfile"
@@ -62,6 +63,21 @@ def add_env(env_dir: Path, env: dict) -> None:
         + "\n\n# Added by `harness import harbor`: [environment.env].\n"
         + lines
     )
+
+
+ENV_FILE = ".harbor-env"
+"""In a step's hidden material: its ``[steps.verifier.env]``, read before its tests run."""
+
+
+def write_env_file(hidden: Path, env: dict) -> None:
+    """The verifier's variables as ``export`` lines in ``hidden/ENV_FILE`` (literal values,
+    checked by ``env_refusal``)."""
+    lines = "".join(f"export {key}={shlex.quote(_text(value))}\n" for key, value in env.items())
+    (hidden / ENV_FILE).write_text(lines)
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def add_log_dirs(env_dir: Path) -> None:
@@ -84,4 +100,11 @@ def add_log_dirs(env_dir: Path) -> None:
         ignore.write_text(ignore.read_text().rstrip("\n") + f"\n!{CONTEXT}\n!{CONTEXT}/**\n")
 
 
-__all__ = ["CONTEXT", "add_env", "add_log_dirs", "env_refusal"]
+__all__ = [
+    "CONTEXT",
+    "ENV_FILE",
+    "add_env",
+    "add_log_dirs",
+    "env_refusal",
+    "write_env_file",
+]

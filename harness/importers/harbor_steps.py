@@ -12,8 +12,10 @@ the task's: ``harbor_verifier``) in a fresh grading sandbox of that verifier's i
 the task's and the step's ``artifacts``, while the agent's sandbox waits for the next step.
 Refused, naming the step and setting: an agent network unlike the task's, a shared
 verifier's network unlike the agent's, a separate verifier without a ``tests/Dockerfile``,
-healthchecks, verifier variables and work dir uploads (``steps/NAME/workdir``); a step
-without an instruction or a ``test.sh``.
+unreadable healthchecks, verifier variables that are not literal; a step without an
+instruction or a ``test.sh``. A step's ``workdir/`` upload becomes its ``files`` (its
+``setup.sh`` run from the work dir), its healthcheck a setup command polled before its turn,
+its ``[steps.verifier.env]`` a file its tests' command reads (``harbor_image.ENV_FILE``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.importers import harbor_network, harbor_verifier
+from harness.importers import harbor_health, harbor_image, harbor_network, harbor_verifier
 from harness.importers.harbor_network import PUBLIC, Phase
 
 if TYPE_CHECKING:
@@ -118,11 +120,12 @@ def refusal(task_dir: Path, raw: object, separate_verifier: bool, nets: Networks
         if any(not isinstance(a, str) for a in (step.model_extra or {}).get("artifacts", [])):
             return f"artifacts from service containers ({where}.artifacts)"
         if step.healthcheck:
-            return f"per-step healthchecks ({where}.healthcheck)"
-        if verifier.get("env"):
-            return f"per-step verifier environment variables ({where}.verifier.env)"
-        if (sdir / "workdir").is_dir():
-            return f"per-step work dir uploads (steps/{step.name}/workdir)"
+            try:
+                harbor_health.wait_command(step.healthcheck)
+            except harbor_health.Refused as exc:
+                return str(exc).replace("environment.healthcheck", f"{where}.healthcheck")
+        if why := harbor_image.env_refusal(verifier.get("env"), False, f"{where}.verifier.env"):
+            return why
         if not (sdir / "instruction.md").is_file():
             return f"an instruction.md for each step (steps/{step.name}/instruction.md missing)"
         if not any((d / "test.sh").is_file() for d in (sdir / "tests", task_dir / "tests")):
@@ -209,6 +212,9 @@ def write_steps(
             "instruction": (sdir / "instruction.md").read_text(),
             "hidden": f"{hidden_rel}/{step.name}",
         }
+        if isinstance(env := step.verifier.get("env"), dict) and env:
+            harbor_image.write_env_file(hidden, env)
+        entry.update(_before_turn(step, sdir, hidden_root, hidden_rel))
         solve = sdir / "solution" / "solve.sh"
         if solve.is_file():
             entry["solution"] = {"commands": [solve.read_text()]}
@@ -219,6 +225,28 @@ def write_steps(
         entry.update(grading_keys(step, how))
         out.append(entry)
     return out
+
+
+def _before_turn(step: HarborStep, sdir: Path, hidden_root: Path, hidden_rel: str) -> dict:
+    """The step's ``files`` (``steps/NAME/workdir``, written beside its hidden material as
+    ``files/<task>/<step>``) and ``setup``: the upload's ``setup.sh`` run from the work dir,
+    then the step's healthcheck polled (``harbor_health``)."""
+    keys: dict[str, Any] = {}
+    setup = []
+    upload = sdir / "workdir"
+    if upload.is_dir():
+        root = hidden_root.parent.parent / "files" / hidden_root.name / step.name
+        shutil.copytree(upload, root, dirs_exist_ok=True)
+        for path in (root, *root.rglob("*")):  # the agent's to change, as a checkout's are
+            path.chmod(path.stat().st_mode | 0o200)
+        keys["files"] = f"files/{hidden_rel.rsplit('/', 1)[-1]}/{step.name}"
+        if (upload / "setup.sh").is_file():
+            setup.append("bash ./setup.sh")
+    if isinstance(step.healthcheck, dict) and step.healthcheck:
+        setup.append(harbor_health.wait_command(step.healthcheck))
+    if setup:
+        keys["setup"] = setup
+    return keys
 
 
 def verifier_timeout(raw: object, default: float) -> float:

@@ -64,7 +64,10 @@ def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None
     # Multi-step tasks import (their steps graded in place), but for what steps cannot have.
     assert "hello-multi-step-simple" in imported
     assert "verifier-mode-matrix/multistep-all-shared" in imported
-    assert "per-step healthchecks (steps.implement.healthcheck)" in why["hello-multi-step-advanced"]
+    assert "hello-multi-step-advanced" in imported  # uploads, healthcheck, verifier variables
+    implement = resolved.task("harbor/hello-multi-step-advanced").task.steps[1]
+    assert implement.files and implement.setup[0] == "bash ./setup.sh"
+    assert "test -x /app/greet.sh" in implement.setup[1]
     steps = resolved.task("harbor/hello-multi-step-simple").task.steps
     assert [s.name for s in steps] == ["create-file", "append-content"]
     # A separate verifier, the task's or a step's, grades its steps in a sandbox of its own.

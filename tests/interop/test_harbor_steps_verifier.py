@@ -21,6 +21,7 @@ from harness.config.loader import load_suite
 from harness.importers.harbor import import_harbor
 from tests.conftest import REPO, run_cli
 from tests.interop.tau_support import THIRD_PARTY
+from tests.interop.test_harbor_import import _import_and_run_one
 
 TASK = REPO / "tasks" / "harbor-examples" / "steps-separate-verifier"
 VERIFIER = "harbor-steps-separate-verifier-verifier"
@@ -189,3 +190,58 @@ def test_harbors_own_examples_pass_their_own_tests_on_docker(tmp_path: Path, doc
     assert not mixed[1].startswith("graded in place")
     separate = got[("oracle", "harbor/verifier-mode-matrix-multistep-all-separate")]
     assert separate[2]["graded_in_place"] is None
+
+
+def _upload_task(root: Path) -> Path:
+    """Two steps: ``make`` writes greet.sh; ``configure`` gets ``workdir/`` (name.txt and a
+    setup.sh that trims it and removes itself), a healthcheck that greet.sh is there, and
+    ``[steps.verifier.env]`` with the expected greeting."""
+    task = root / "uploads"
+    for d in ("environment", "steps/make/tests", "steps/make/solution", "steps/configure/tests",
+              "steps/configure/solution", "steps/configure/workdir"):  # fmt: skip
+        (task / d).mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text("FROM harness-base:bookworm-1\nWORKDIR /app\n")
+    make, conf = task / "steps" / "make", task / "steps" / "configure"
+    (make / "instruction.md").write_text("Create /app/greet.sh.")
+    (make / "solution" / "solve.sh").write_text(
+        "printf '#!/bin/bash\\necho hi\\n' > /app/greet.sh; chmod +x /app/greet.sh\n"
+    )
+    (make / "tests" / "test.sh").write_text(
+        "[ -x /app/greet.sh ] && echo 1 > /logs/verifier/reward.txt || echo 0 > "
+        "/logs/verifier/reward.txt\n"
+    )
+    (conf / "instruction.md").write_text("Make greet.sh greet the name in /app/name.txt.")
+    (conf / "workdir" / "name.txt").write_text("Ada  \n\n")
+    (conf / "workdir" / "setup.sh").write_text(
+        'printf "%s\\n" "$(tr -d "[:space:]" < name.txt)" > name.txt; rm -- "$0"\n'
+    )
+    (conf / "solution" / "solve.sh").write_text(
+        "printf '#!/bin/bash\\necho \"hello, $(cat /app/name.txt)\"\\n' > /app/greet.sh\n"
+    )
+    (conf / "tests" / "test.sh").write_text(
+        '[ ! -e /app/setup.sh ] && [ "$("$HARNESS_AS_AGENT" /app/greet.sh)" = "$WANT" ] '
+        "&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+    )
+    (task / "task.toml").write_text(
+        '[environment]\nnetwork_mode = "no-network"\n'
+        '[[steps]]\nname = "make"\n'
+        '[[steps]]\nname = "configure"\n'
+        '[steps.healthcheck]\ncommand = "test -x /app/greet.sh"\ninterval_sec = 1\nretries = 1\n'
+        '[steps.verifier.env]\nWANT = "hello, Ada"\n'
+    )
+    return task
+
+
+def test_step_uploads_healthchecks_and_verifier_variables_on_docker(
+    tmp_path: Path, docker_ready
+) -> None:
+    """The oracle passes both steps (the upload trimmed by its setup.sh, the healthcheck
+    passing, the tests reading WANT); noop fails the first, and the second's healthcheck
+    (no greet.sh: what the agent left) fails it as the agent's broken environment."""
+    outcome = _import_and_run_one(tmp_path, _upload_task(tmp_path / "src"))
+    rewards = {arm: [s["reward"] for s in got[2]["steps"]] for arm, got in outcome.items()}
+    assert rewards == {"oracle": [1.0, 1.0], "noop": [0.0, 0.0]}, outcome
+    assert outcome["oracle"][0] == "passed"
+    noop = outcome["noop"][2]
+    assert "healthcheck 'test -x /app/greet.sh' failed 1 times" in noop["steps"][1]["reasons"][0]
+    assert outcome["noop"][0] == "failed" and "setup command" in noop["failure"]
