@@ -101,6 +101,8 @@ def labels_from_form(trial_id: int, form: Mapping[str, str], criteria: list[str]
             raise LabelRejected(
                 f"no criterion '{name}' in this trial's judge (its criteria: {known})"
             )
+        if kind == "note" and value.strip() and not form.get(f"criterion:{name}"):
+            raise LabelRejected(f"criterion '{name}' has a note but no pass or fail")
         if kind == "criterion" and value:
             if value not in VERDICTS:
                 raise LabelRejected(f"criterion '{name}': choose pass, fail or not labelled")

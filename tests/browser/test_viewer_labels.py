@@ -242,6 +242,8 @@ def test_bad_label_posts_are_refused_and_store_nothing(judged) -> None:
         status, body = _request(post, {**good, "criterion:polite": "pass"})
         assert status == 400 and "no criterion &#39;polite&#39;" in body
         assert "its criteria: correct, terse" in body
+        status, body = _request(post, {**good, "criterion:terse": "", "note:terse": "hm"})
+        assert status == 400 and "criterion &#39;terse&#39; has a note but no pass or fail" in body
         status, body = _request(post, {**good, "passed": "maybe"})
         assert status == 400 and "choose pass or fail for the trial" in body
         assert _labels(judged["db"]) == before
