@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -287,7 +288,9 @@ def _check_reward_files(
 
 
 def _writable(path: str, workdir: str) -> bool:
-    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in (workdir, "/tmp"))
+    """Is ``path`` (relative to the work dir, or absolute) in the work dir or ``/tmp``?"""
+    full = posixpath.normpath(posixpath.join(workdir, path))
+    return any(full == d or full.startswith(d.rstrip("/") + "/") for d in (workdir, "/tmp"))
 
 
 def _check_material(loaded: LoadedTask, loc: Path_, grader: Grader) -> None:
