@@ -64,15 +64,20 @@ def grading_policy(env: Environment | None, task: Task) -> Policy:
 
 def recorded(environments: Mapping[str, Environment], task: Task) -> dict[str, str]:
     """What a trial row keeps (``evidence.network``): each sandbox's policy, described; a
-    task graded in place is graded in its agent's sandbox, on the agent's network."""
+    task graded in place is graded in its agent's sandbox, on the agent's network; a step
+    graded otherwise than its task has its own entry (``grading: step NAME``)."""
     env = environments.get(task.environment or "")
     if env is None:
         return {}
     agent = agent_policy(env, task).describe()
-    if task.grade_in_place is not None:
-        return {"agent": agent, "grading": agent}
-    genv = environments.get(task.grading.environment or "", env)
-    return {"agent": agent, "grading": grading_policy(genv, task).describe()}
+    out = {"agent": agent}
+    for at, view in graded_views(task):
+        key = f"grading: step {task.steps[int(at[1])].name}" if at else "grading"
+        genv = environments.get(view.grading.environment or "", env)
+        out[key] = (
+            agent if view.grade_in_place is not None else grading_policy(genv, view).describe()
+        )
+    return out
 
 
 def open_egress_tasks(tasks: list[Task]) -> list[str]:

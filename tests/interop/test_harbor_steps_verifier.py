@@ -19,6 +19,7 @@ import yaml
 
 from harness.config.loader import load_suite
 from harness.importers.harbor import import_harbor
+from harness.network import recorded
 from tests.conftest import REPO, run_cli
 from tests.interop.tau_support import THIRD_PARTY
 from tests.interop.test_harbor_import import _import_and_run_one
@@ -93,6 +94,12 @@ def test_a_step_may_grade_otherwise_than_its_task(tmp_path: Path) -> None:
     assert yaml.safe_load((env / "environment.yaml").read_text())["workdir"] == "/workspace"
     resolved = load_suite(tmp_path / "b" / "tasks" / "harbor" / "suite.yaml")
     assert "harbor-mixed-two-verifier" in resolved.environments
+    # Each sandbox's network, as the trial row records it: the step's own is named.
+    assert recorded(resolved.environments, resolved.task("harbor/mixed").task) == {
+        "agent": "none",
+        "grading": "none",
+        "grading: step two": "allowlist: 10.9.0.1",
+    }
 
 
 def test_a_shared_steps_network_must_be_the_agents(tmp_path: Path) -> None:
