@@ -57,6 +57,7 @@ NOT_HERE = {
     "import": "needs the third-party trees: tests/interop runs it",
     "import-log": "run below after export, it needs the file export writes",
     "label": "needs a labels file naming the run's trials: tests/graders/test_judge_agreement",
+    "pairwise": "needs a judge endpoint: tests/graders/test_pairwise reads its table at 80 columns",
 }
 
 

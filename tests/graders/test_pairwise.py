@@ -76,7 +76,16 @@ def test_the_better_arm_wins_the_bias_is_found_and_a_rerun_costs_nothing(
         again = pairwise(run, path, "--json")
         assert again.returncode == 0, again.stderr
         assert len(server.model_requests()) == first_calls  # the rerun asked nothing
+        narrow = run_cli(
+            *["pairwise", run["id"], "--judge", str(path), "--store", run["url"]],
+            env={"COLUMNS": "80"},
+            timeout=180,
+        )
         posts = server.model_requests()
+    # The terminal table at 80 columns: nothing cut, nothing wider (tests/cli/test_narrow_tables).
+    assert narrow.returncode == 0, narrow.stderr
+    lines = (narrow.stdout + narrow.stderr).splitlines()
+    assert "…" not in narrow.stdout and not [x for x in lines if len(x) > 80], narrow.stdout
     s, s2 = json.loads(out.stdout), json.loads(again.stdout)
     cells = N_TASKS * TRIALS
     assert first_calls == 3 * cells * 2 == s["new_calls"] == s["judge"]["calls"]

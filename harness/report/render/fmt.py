@@ -3,6 +3,9 @@ module (``harness.report.render.numbers``)."""
 
 from __future__ import annotations
 
+import shutil
+import textwrap
+
 from harness.release.records import NoiseFloor
 from harness.report.prediction_records import PredictionCheck
 from harness.report.records import (
@@ -190,3 +193,21 @@ def latency_text(lat: Latency) -> str:
 
     p50 = one("p50", lat["p50_s"], lat.get("p50_interval"))
     return f"{p50}, {one('p95', lat['p95_s'], lat.get('p95_interval'))}"
+
+
+def fit_lines(lines: list[str], width: int | None = None) -> list[str]:
+    """Plain lines wrapped at spaces to ``width`` (default: the terminal's, 80 when piped),
+    each continuation indented two past its line's own indent, so a section of sentences
+    reads at any width without rich cropping or overrunning it."""
+    width = width or shutil.get_terminal_size((80, 24)).columns
+    out: list[str] = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        out += textwrap.wrap(
+            line,
+            width=max(width, len(indent) + 20),
+            subsequent_indent=indent + "  ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        ) or [line]
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.report.render.fmt import fit_lines
 from harness.report.render.numbers import ci, count, delta_text, money, num, pct, rate_text
 
 METRICS = ("accuracy", "sensitivity", "specificity", "precision", "f1")
@@ -140,7 +141,7 @@ def judge_blocks(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
 def judge_text(summary: dict[str, Any]) -> str:
     """The terminal view."""
     blocks = [[judge_head(summary)], *(lines for _, lines in judge_blocks(summary))]
-    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
+    return "\n\n".join("\n".join(fit_lines(b)) for b in blocks) + "\n"
 
 
 def judge_markdown(summary: dict[str, Any], level: int = 2) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.report.render.fmt import fit_lines
 from harness.report.render.numbers import ci, count, money, pct
 
 
@@ -131,7 +132,7 @@ def pairwise_text(summary: dict[str, Any]) -> str:
     """The terminal view."""
     blocks = pairwise_blocks(summary)
     blocks[0] = (blocks[0][0], [pairwise_head(summary), *blocks[0][1]])
-    return "\n\n".join("\n".join(lines) for _, lines in blocks) + "\n"
+    return "\n\n".join("\n".join(fit_lines(lines)) for _, lines in blocks) + "\n"
 
 
 def pairwise_markdown(summary: dict[str, Any], level: int = 2) -> str:

@@ -26,6 +26,7 @@ from harness.report.render.fmt import (
     comparison_notes,
     denominator_text,
     fit_check_text,
+    fit_lines,
     fit_text,
     interval_text,
     latency_text,
@@ -134,10 +135,11 @@ def _line_blocks(
 ) -> None:
     """A section of plain lines: its rule, its head line, then each block after a blank."""
     console.rule(f"[bold]{title}")
-    console.print(head, markup=False, highlight=False)
+    for line in fit_lines([head], console.width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     for _, lines in blocks:
         console.print()
-        for line in lines:
+        for line in fit_lines(lines, console.width):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
