@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal, NotRequired, TypedDict
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from harness.errors import ConfigError
 from harness.importers import (
@@ -45,6 +45,11 @@ from harness.importers import (
     harbor_verifier,
 )
 from harness.importers.harbor_network import ALLOWLIST, PUBLIC
+from harness.importers.harbor_toml import (
+    HarborEnvironment,
+    HarborToml,
+    nonempty,
+)
 
 REWARD_DIR = "/logs/verifier"
 TEST_COMMAND = (
@@ -55,86 +60,6 @@ TEST_COMMAND = (
 """Run by the grader (root) in the grading sandbox: the tests and the reward directory are
 its own (mode 700), so code under test run as the agent's user can neither read the tests
 nor plant or rewrite the reward."""
-
-
-class _Table(BaseModel):
-    """A table of ``task.toml``: the keys the import reads are declared (with Harbor's
-    defaults); Harbor's other keys are allowed and left unread. Keys only tested for
-    presence or truth, or printed, stay ``object`` so any value Harbor accepts is read."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class HarborEnvironment(_Table):
-    gpus: object = 0
-    os: object = "linux"
-    mcp_servers: object = None
-    healthcheck: object = None
-    environment_mode: object = None
-    skills_dir: object = None
-    docker_image: object = None
-    network_mode: object = None
-    """None: Harbor's default, public (or ``allow_internet``'s word); see ``harbor_network``."""
-    allow_internet: bool | None = None
-    allowed_hosts: list[object] = Field(default_factory=list)
-    env: object = None
-    workdir: str | None = None
-    memory_mb: int | None = None
-    memory: str | int = ""
-    """A size such as ``2G`` or ``512M`` (``memory_mb`` wins when both are given)."""
-    cpus: float | None = None
-
-
-class HarborAgent(_Table):
-    transport: object = None
-    url: object = None
-    user: str | int | None = None
-    timeout_sec: float | None = None
-    network_mode: object = None
-    allowed_hosts: list[object] = Field(default_factory=list)
-
-
-class HarborVerifier(_Table):
-    environment: object = None
-    environment_mode: object = None
-    env: object = None
-    timeout_sec: float = 300.0
-    network_mode: object = None
-    allowed_hosts: list[object] = Field(default_factory=list)
-
-
-class HarborSolution(_Table):
-    env: object = None
-
-
-class HarborTask(_Table):
-    name: str | None = None
-    version: str | int | float = "1"
-
-
-class HarborMetadata(_Table):
-    category: object = "harbor"
-
-
-class HarborToml(_Table):
-    """The parts of a Harbor ``task.toml`` the import reads."""
-
-    environment: HarborEnvironment = Field(default_factory=HarborEnvironment)
-    agent: HarborAgent = Field(default_factory=HarborAgent)
-    verifier: HarborVerifier = Field(default_factory=HarborVerifier)
-    solution: HarborSolution = Field(default_factory=HarborSolution)
-    task: HarborTask = Field(default_factory=HarborTask)
-    metadata: HarborMetadata = Field(default_factory=HarborMetadata)
-    steps: object = None
-    """Present in multi-step tasks (refused)."""
-    artifacts: list[object] = Field(default_factory=list)
-    """Paths a separate verifier gets from the agent's environment (besides /logs/artifacts)."""
-
-    @property
-    def separate_verifier(self) -> bool:
-        """The verifier runs in an environment of its own, built from ``tests/``."""
-        mode = self.verifier.environment_mode
-        return mode == "separate" or (mode != "shared" and _nonempty(self.verifier.environment))
 
 
 class _Image(TypedDict, total=False):
@@ -215,10 +140,6 @@ def find_tasks(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("task.toml"))
 
 
-def _nonempty(table: object) -> bool:
-    return isinstance(table, dict) and bool(table)
-
-
 def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     """Why this task cannot be run by the harness, or None. One feature per line."""
     env, agent, verifier = toml.environment, toml.agent, toml.verifier
@@ -269,14 +190,14 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         )
     if why := harbor_image.env_refusal(env.env, bool(env.docker_image)):
         return why
-    if _nonempty(verifier.env) and multi:
+    if nonempty(verifier.env) and multi:
         return "verifier environment variables in a multi-step task ([verifier.env])"
-    if _nonempty(verifier.env) and (task_dir / "tests" / "test.sh").is_file():
+    if nonempty(verifier.env) and (task_dir / "tests" / "test.sh").is_file():
         try:  # a model judge's key and model: the harness's judge grader
             _judge(task_dir, toml)
         except harbor_judge.Refused as exc:
             return str(exc)
-    if _nonempty(toml.solution.env):
+    if nonempty(toml.solution.env):
         return "solution environment variables ([solution.env])"
     if multi:
         return None

@@ -31,7 +31,7 @@ from harness.importers import harbor_health, harbor_image, harbor_network, harbo
 from harness.importers.harbor_network import PUBLIC, Phase
 
 if TYPE_CHECKING:
-    from harness.importers.harbor import HarborToml
+    from harness.importers.harbor_toml import HarborToml
 
 
 class HarborStep(BaseModel):
