@@ -64,6 +64,10 @@ class JudgedRun:
     agent_cost: list[float | None] = field(default_factory=list)
     labels: dict[int, dict[str, bool]] = field(default_factory=dict)
     """trial id → labeller → passed (the trial as a whole)."""
+    criteria: list[dict[str, bool]] = field(default_factory=list)
+    """Per trial: judge criterion id → the judge's verdict on it."""
+    criterion_labels: dict[tuple[int, str], dict[str, bool]] = field(default_factory=dict)
+    """(trial id, criterion id) → labeller → passed."""
     unresolved: int = 0
 
 
@@ -82,6 +86,7 @@ def judged_run(trials: list[Any], labels: list[Any]) -> JudgedRun:
         out.cluster.append(t.cluster)
         out.passed.append(bool(t.passed))
         out.judged.append(bool(judges))
+        out.criteria.append({c["id"]: bool(c["passed"]) for j in judges for c in j["criteria"]})
         out.setups.append("+".join(sorted({j["setup"] for j in judges})) if judges else None)
         crit = [c for j in judges if j.get("samples", 1) > 1 for c in j["criteria"]]
         out.sampled.append(len(crit))
@@ -95,6 +100,9 @@ def judged_run(trials: list[Any], labels: list[Any]) -> JudgedRun:
     for label in labels:
         if not label.criterion:
             out.labels.setdefault(int(label.trial_id), {})[label.labeller] = bool(label.passed)
+        else:
+            key = (int(label.trial_id), label.criterion)
+            out.criterion_labels.setdefault(key, {})[label.labeller] = bool(label.passed)
     return out
 
 
@@ -153,13 +161,54 @@ def agreement(run: JudgedRun, confidence: float) -> dict[str, Any]:
     out["missing"] = metrics.missing
     kappa = cohen_kappa(info["judged"], info["human"], confidence)
     out["cohen_kappa"] = {"estimate": kappa.estimate, "lo": kappa.lo, "hi": kappa.hi, "n": kappa.n}
-    out["confusion"] = {
+    out["confusion"] = _confusion(cal)
+    out["krippendorff_alpha"] = _people_alpha(run, confidence)
+    return out
+
+
+def _confusion(cal: Calibration) -> dict[str, int]:
+    return {
         "judge_pass_human_pass": cal.true_pos,
         "judge_fail_human_pass": cal.false_neg,
         "judge_pass_human_fail": cal.false_pos,
         "judge_fail_human_fail": cal.true_neg,
     }
-    out["krippendorff_alpha"] = _people_alpha(run, confidence)
+
+
+def criteria_agreement(run: JudgedRun, confidence: float) -> dict[str, Any]:
+    """Per judge criterion people labelled: the judge's verdict on it against theirs
+    (majority of labellers, a tie left out): n, accuracy, sensitivity, specificity with
+    clustered intervals, and the confusion matrix."""
+    pairs: dict[str, list[tuple[bool, bool, str]]] = defaultdict(list)
+    ties: Counter[str] = Counter()
+    for i, tid in enumerate(run.trial_id):
+        for cid, judge_passed in run.criteria[i].items():
+            votes = run.criterion_labels.get((tid, cid))
+            if not votes:
+                continue
+            truth = _majority(votes)
+            if truth is None:
+                ties[cid] += 1
+            else:
+                pairs[cid].append((judge_passed, truth, run.cluster[i]))
+    out: dict[str, Any] = {}
+    for cid in sorted(set(pairs) | set(ties)):
+        got = pairs.get(cid, [])
+        rec: dict[str, Any] = {"n": len(got), "tied_labels": ties[cid]}
+        if got:
+            judged, human, clusters = (list(x) for x in zip(*got, strict=True))
+            metrics = classification_metrics(
+                np.asarray(human, dtype=float),
+                np.asarray(judged, dtype=float),
+                clusters,
+                confidence=confidence,
+            )
+            for name in ("accuracy", "recall", "specificity"):
+                key = "sensitivity" if name == "recall" else name
+                rec[key] = _estimate_record(metrics.metric(name))
+            rec["missing"] = metrics.missing
+            rec["confusion"] = _confusion(Calibration.of(judged, human))
+        out[cid] = rec
     return out
 
 
@@ -194,10 +243,7 @@ def corrected(run: JudgedRun, roles: Roles | None, confidence: float) -> dict[st
     setups = {s for s in run.setups if s}
     out: dict[str, Any] = {"n_calibration": info["labelled"], "arms": {}, "delta": None}
     if cal is None:
-        out["note"] = (
-            "no calibration set: label some judged trials to correct the rates "
-            "(on their pages in harness view, or harness label RUN FILE)"
-        )
+        out["note"] = "no calibration set: label judged trials (harness view, harness label)"
         return out
     if len(setups) > 1:
         out["note"] = f"the run's trials were judged by {len(setups)} judge setups: not corrected"
@@ -296,6 +342,7 @@ def judge_summary(run: JudgedRun, roles: Roles | None, confidence: float = 0.95)
                 "resolved_trials": len(run.trial_id),
                 "unresolved_trials": run.unresolved,
                 "agreement": agreement(run, confidence),
+                "criteria": criteria_agreement(run, confidence),
                 "corrected": corrected(run, roles, confidence),
                 "judge": judge_noise(run, confidence),
                 "confidence": confidence,

@@ -100,7 +100,7 @@ def test_two_trials_labelled_in_the_browser_count_in_judge_agreement(browser, ju
     out = run_cli("judge-agreement", judged["run"], "--json", "--store", judged["url"])
     assert out.returncode == 0, out.stderr
     # Nothing labelled yet: the corrected rates say where to label.
-    assert "on their pages in harness view" in json.loads(out.stdout)["corrected"]["note"]
+    assert "(harness view, harness label)" in json.loads(out.stdout)["corrected"]["note"]
     served = _Served(judged["url"])
     try:
         load, tab = browser.open(f"{served.url}/trial/{first['id']}")
@@ -164,6 +164,19 @@ def test_two_trials_labelled_in_the_browser_count_in_judge_agreement(browser, ju
     confusion = agreement["confusion"]
     assert confusion["judge_pass_human_pass"] == n_pass
     assert confusion["judge_fail_human_fail"] == 2 - n_pass
+    # ann's label of criterion 'correct' (pass) against the judge's verdict on it.
+    evidence = json.loads(first["evidence"])
+    verdicts = [g["details"]["judge"]["criteria"] for g in evidence["graders"]]
+    judge_said = next(c["passed"] for cs in verdicts for c in cs if c["id"] == "correct")
+    per = json.loads(out.stdout)["criteria"]
+    assert list(per) == ["correct"] and per["correct"]["n"] == 1
+    cell = "judge_pass_human_pass" if judge_said else "judge_fail_human_pass"
+    assert per["correct"]["confusion"][cell] == 1
+    assert sum(per["correct"]["confusion"].values()) == 1
+    terminal = run_cli("judge-agreement", judged["run"], "--store", judged["url"]).stdout
+    assert "per criterion they labelled" in terminal
+    assert all(len(line) <= 80 for line in terminal.splitlines()), terminal
+    assert "  correct: 1 trials labelled" in terminal
 
 
 def _free_port() -> int:

@@ -6,6 +6,7 @@ formatting module (``numbers``).
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from harness.report.render.fmt import fit_lines
@@ -19,11 +20,9 @@ def _agreement_lines(a: dict[str, Any]) -> list[str]:
     if a.get("tied_labels"):
         lines.append(f"  ({a['tied_labels']} trials left out: their labellers were split evenly)")
     if a.get("note"):
-        return [*lines, f"  {a['note']}"]
+        return [*lines, *_wrapped(a["note"])]
     for name in METRICS:
-        r = a.get(name)
-        text = rate_text(r, "trial") if r else f"undefined ({a['missing'].get(name, '')})"
-        lines.append(f"  {name:<12} {text}")
+        lines += _metric_lines("  ", name, a.get(name), a["missing"])
     k = a["cohen_kappa"]
     lines.append(
         f"  {'Cohen kappa':<12} {num(k['estimate'])} [{num(k['lo'])}, {num(k['hi'])}] "
@@ -44,10 +43,43 @@ def _agreement_lines(a: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _wrapped(note: str) -> list[str]:
+    """A note, indented, in lines of at most 80 columns."""
+    return textwrap.wrap(note, 80, initial_indent="  ", subsequent_indent="    ")
+
+
+def _metric_lines(indent: str, name: str, r: Any, missing: dict[str, str]) -> list[str]:
+    """One metric with n and interval, or 'undefined' and why (on its own line: 80 columns)."""
+    if r:
+        return [f"{indent}{name:<12} {rate_text(r, 'trial')}"]
+    why = missing.get(name, "")
+    return [f"{indent}{name:<12} undefined", *([f"{indent}  ({why})"] if why else [])]
+
+
+def _criteria_lines(criteria: dict[str, Any]) -> list[str]:
+    lines = ["Judge against people, per criterion they labelled"]
+    for cid, r in criteria.items():
+        lines.append(f"  {cid}: {count(r['n'])} trials labelled")
+        if r.get("tied_labels"):
+            lines.append(f"    ({r['tied_labels']} left out: their labellers were split evenly)")
+        for name in ("accuracy", "sensitivity", "specificity"):
+            if r["n"]:
+                lines += _metric_lines("    ", name, r.get(name), r["missing"])
+        if r["n"]:
+            c = r["confusion"]
+            lines += [
+                f"    judge pass: {c['judge_pass_human_pass']} human pass, "
+                f"{c['judge_pass_human_fail']} human fail",
+                f"    judge fail: {c['judge_fail_human_pass']} human pass, "
+                f"{c['judge_fail_human_fail']} human fail",
+            ]
+    return lines
+
+
 def _corrected_lines(c: dict[str, Any]) -> list[str]:
     lines = [f"Pass rates corrected for judge error (calibration n={c['n_calibration']})"]
     if c.get("note"):
-        return [*lines, f"  {c['note']}"]
+        return [*lines, *_wrapped(c["note"])]
     lines.append(
         f"  judge sensitivity {pct(c['sensitivity'])}, specificity {pct(c['specificity'])} "
         "on the calibration set"
@@ -131,8 +163,11 @@ def judge_line(summary: dict[str, Any]) -> str:
 def judge_blocks(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(title, lines) of each block: against people, corrected rates, the judge itself;
     the lines every view prints (terminal, Markdown, HTML)."""
+    blocks = [("Against people", _agreement_lines(summary["agreement"]))]
+    if summary.get("criteria"):
+        blocks.append(("Per criterion", _criteria_lines(summary["criteria"])))
     return [
-        ("Against people", _agreement_lines(summary["agreement"])),
+        *blocks,
         ("Corrected rates", _corrected_lines(summary["corrected"])),
         ("The judge itself", _judge_lines(summary["judge"])),
     ]
