@@ -37,6 +37,8 @@ from harness.report.render.contexts import (
     ReportSections,
 )
 from harness.report.render.measures import measures_lines
+from harness.report.render.numbers import signed_points
+from harness.report.render.release import balance_bound
 from harness.report.render.templating import render_template
 from harness.viewer import DEFAULT_VIEWER_URL
 
@@ -184,8 +186,12 @@ def gate_context(gate: GateResult) -> GateSection:
         )
     bal = gate.get("balance")
     if isinstance(bal, dict) and bal.get("status") not in (None, "not applicable"):
-        gaps = ", ".join(f"{g['what']} gap {hs.pct(g['gap'])}" for g in bal.get("gaps") or [])
-        checks.append(("retry balance", bal["status"], f"{gaps}; bound {hs.pct(bal['bound'])}"))
+        gaps = ", ".join(
+            f"{g['what']} gap {signed_points(g['gap'])}" for g in bal.get("gaps") or []
+        )
+        checks.append(
+            ("retry balance", bal["status"], f"{gaps}; bound {balance_bound(bal['bound'])}")
+        )
     primary = gate.get("primary") or {}
     cannot = gate.get("cannot_establish") or []
     return {

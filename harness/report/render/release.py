@@ -20,7 +20,14 @@ from harness.release.records import (
 )
 from harness.report.render.fmt import floor_text
 from harness.report.render.narrow import dropped_note, fit
-from harness.report.render.numbers import MISSING, p_value, pct, rate_text, signed_points
+from harness.report.render.numbers import (
+    MISSING,
+    POINTS,
+    p_value,
+    pct,
+    rate_text,
+    signed_points,
+)
 from harness.report.render.numbers import points as pts
 from harness.stats.records import Interval
 
@@ -250,8 +257,13 @@ def balance_text(g: GateResult) -> str | None:
             f"{arm} {s['count']}/{s['trials']} ({pct(s['share'])})"
             for arm, s in gap["arms"].items()
         )
-        parts.append(f"{gap['what']} {arms}, gap {gap['gap']:+.1%}")
-    return "; ".join(parts) + f"; bound {pct(bal['bound'])}"
+        parts.append(f"{gap['what']} {arms}, gap {signed_points(gap['gap'])}")
+    return "; ".join(parts) + f"; bound {balance_bound(bal['bound'])}"
+
+
+def balance_bound(bound: float) -> str:
+    """The retry balance's bound on the gap between arms' shares, in points: '5.0 pts'."""
+    return f"{pts(bound, signed=False)} {POINTS}"
 
 
 def decision_lines(g: GateResult) -> tuple[str, list[str]]:
