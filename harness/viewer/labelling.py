@@ -14,7 +14,7 @@ the viewer's pages are same-origin only, and foreign Host headers are refused).
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -142,15 +142,21 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def post_label(server: Any, trial_id: int, content_type: str, body: bytes) -> Reply:
+def post_label(
+    server: Any,
+    trial_id: int,
+    content_type: str,
+    body: bytes,
+    render_trial: Callable[[Any, int, LabelForm], str | None],
+) -> Reply:
     """Check and store one posted label form for ``trial_id``: 303 back to the trial page
     when stored; 403 without the server's token; 400 with the message on the page (and
-    nothing stored) for bad input; 404 for no such trial."""
+    nothing stored) for bad input; 404 for no such trial. ``render_trial`` draws that page
+    (``trial_page.render_trial``, which shows this module's form: passed in, not imported)."""
     from urllib.parse import quote
 
     from harness.store import now
     from harness.store.labels import put_labels
-    from harness.viewer.trial_page import render_trial
 
     ctype = content_type.split(";")[0].strip().lower()
     if ctype != "application/x-www-form-urlencoded":

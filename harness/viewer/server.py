@@ -126,9 +126,10 @@ class Handler(BaseHTTPRequestHandler):
         data = self.rfile.read(int(length))
 
         def reply() -> None:
-            r = labelling.post_label(
-                self.server, int(path[1]), self.headers.get("Content-Type", ""), data
-            )
+            from harness.viewer.trial_page import render_trial
+
+            content_type = self.headers.get("Content-Type", "")
+            r = labelling.post_label(self.server, int(path[1]), content_type, data, render_trial)
             self._send(HTTPStatus(r.status), "text/html; charset=utf-8", utf8(r.body), r.headers)
 
         self._guarded(reply)
