@@ -74,7 +74,9 @@ def _pair_summary(
     if rows:
         est = win_rate(scores, [r[2] for r in rows], [r[4] for r in rows], confidence)
         record["win_rate"] = est.as_dict()
-        bias = position_bias([r[0] for r in rows], [r[1] for r in rows], confidence)
+        bias = position_bias(
+            [r[0] for r in rows], [r[1] for r in rows], confidence, [r[4] for r in rows]
+        )
         record["position_bias"] = _bias_record(bias)
     return record, rows
 
@@ -111,7 +113,9 @@ def pairwise_summary(
         "ratings": None,
     }
     if every:
-        bias = position_bias([r[2] for r in every], [r[3] for r in every], confidence)
+        bias = position_bias(
+            [r[2] for r in every], [r[3] for r in every], confidence, [r[6] for r in every]
+        )
         summary["position_bias"] = _bias_record(bias)
     if len(arms) >= 3:
         if not every:

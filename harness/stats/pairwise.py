@@ -57,19 +57,27 @@ class PositionBias:
     """Pairs where the judge picked the same position both times."""
 
 
-def position_bias(first: object, second: object, confidence: float = 0.95) -> PositionBias:
+def position_bias(
+    first: object, second: object, confidence: float = 0.95, clusters: object | None = None
+) -> PositionBias:
     """Share of pairs whose two verdicts picked the same position (A first then B first: A
-    then B, or B then A), with the Wilson interval over pairs.
+    then B, or B then A), with its interval: over clusters (``clusters``: each pair's; the
+    pairs of one cluster show the judge related prompts, so they are not independent) as every
+    rate gets it (``mean_estimate``: CR2 on the logit scale), or Wilson over pairs without.
 
     Estimand: the probability that swapping the order flips the judge's verdict (Zheng et
-    al. 2023). Assumes pairs are independent (use it as a diagnostic, not a decision).
+    al. 2023).
     """
     a, b = np.asarray(first), np.asarray(second)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError("first and second must be 1-D arrays of one length")
     flipped = ((a == "A") & (b == "B")) | ((a == "B") & (b == "A"))
     n, k = int(a.size), int(flipped.sum())
-    lo, hi = wilson_interval(k, n, confidence) if n else (0.0, 1.0)
+    if n and clusters is not None:
+        est = mean_estimate(flipped.astype(float), clusters, confidence=confidence)
+        lo, hi = est.lo, est.hi
+    else:
+        lo, hi = wilson_interval(k, n, confidence) if n else (0.0, 1.0)
     return PositionBias(rate=k / n if n else float("nan"), lo=lo, hi=hi, n=n, biased=k)
 
 

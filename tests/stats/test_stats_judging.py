@@ -112,6 +112,25 @@ def test_position_bias_counts_pairs_that_flipped_with_the_order() -> None:
     assert bias.lo < 0.5 < bias.hi
 
 
+def test_position_bias_interval_is_clustered_when_pairs_share_a_cluster() -> None:
+    """Pairs of one cluster flip together here (a judge biased on some prompts only): the
+    interval over clusters is the shared rate interval of the 0/1 flips, wider than Wilson's,
+    which counts the 48 pairs as independent."""
+    from harness.stats import mean_estimate
+
+    flips_by_cluster = [1, 1, 0, 0, 0, 1, 0, 0]
+    first = [("A" if f else "B") for f in flips_by_cluster for _ in range(6)]
+    second = ["B"] * 48  # A then B: the verdict followed the position
+    clusters = [c for c in range(8) for _ in range(6)]
+    plain = position_bias(first, second)
+    clustered = position_bias(first, second, clusters=clusters)
+    assert clustered.rate == plain.rate == 18 / 48 and clustered.n == 48
+    flips = [1.0 if a == "A" else 0.0 for a in first]
+    shared = mean_estimate(flips, clusters)
+    assert (clustered.lo, clustered.hi) == pytest.approx((shared.lo, shared.hi))
+    assert clustered.hi - clustered.lo > 1.5 * (plain.hi - plain.lo)
+
+
 def test_win_rate_is_wins_plus_half_ties_over_comparisons_with_a_clustered_interval() -> None:
     scores = [1, 1, 0.5, 0, 1, 0.5, 1, 1] * 5
     tasks = [f"t{k // 2}" for k in range(40)]
