@@ -154,7 +154,8 @@ async def run_jailed(
                 return done
         finally:
             marker.close()
-        await anyio.sleep(RELAUNCH_DELAY_S * (launch + 1))
+        if launch < LAUNCHES - 1:
+            await anyio.sleep(RELAUNCH_DELAY_S * (launch + 1))
     why = (done.get("stderr") or "").strip()[:300]
     raise SandboxError(f"the host program's jail did not start ({LAUNCHES} launches): {why}")
 
