@@ -215,6 +215,15 @@ class Sandbox(abc.ABC):
         the grader's binds) is closed again. Default: nothing was opened."""
         return None
 
+    async def switch_network(self, hosts: list[str], internet: bool = False) -> None:
+        """Give this running sandbox the next phase's network: ``hosts`` (none: no network)
+        or open egress (``harness.network``), for a task graded in place whose grading has
+        another network than its agent, or a step whose agent has one of its own. Called
+        only between phases, when none of the agent's processes runs; ``end_grading`` goes
+        back to the agent's. Default: this backend cannot (``SandboxError``; a task that
+        needs it is refused when the suite loads)."""
+        raise SandboxError(f"sandbox {self.id}: this backend cannot change a sandbox's network")
+
     async def restore_files(self, files: Path) -> None:
         """Put the environment's own files (the harness's copy) back into the workdir over
         whatever is there. Default: this backend cannot (``SandboxError``)."""

@@ -14,7 +14,8 @@ Hardening of every container (defaults, see ``DockerProvider``):
   (``docker_network``: iptables rules in ``DOCKER-USER``; the run refuses to start when
   they cannot be installed); a task with ``internet: true`` (allowed by the suite) gets the
   run's open-egress bridge, where containers cannot reach each other. A grading sandbox
-  gets no network unless the task's ``grading`` block gives it hosts or open egress.
+  gets no network unless the task's ``grading`` block gives it hosts or open egress; an
+  agent's container may change policy between phases (``docker_phase_network``).
 * all capabilities dropped, ``no-new-privileges``, Docker's default seccomp profile (a
   grading sandbox with ``grading.root`` keeps Docker's default capabilities for its grader);
 * memory (swap included), PID and CPU limits from the suite's ``limits``;
@@ -37,6 +38,7 @@ Docker API failures raise ``SandboxError`` (infrastructure: retried); broken rec
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -63,6 +65,7 @@ from harness.sandbox.docker_client import NO_DAEMON_HINT, docker_available, make
 from harness.sandbox.docker_container import DockerSandbox, docker_errors
 from harness.sandbox.docker_images import PinnedImage
 from harness.sandbox.docker_mounts import host_mounts
+from harness.sandbox.docker_phase_network import PhaseNetwork
 from harness.sandbox.docker_preflight import check_base_images
 from harness.sandbox.docker_quota import Quotas, TrialDisk
 from harness.sandbox.docker_services import Fleet, service_environments
@@ -357,6 +360,8 @@ class DockerProvider(SandboxProvider):
         )
         if not request.grading:
             box.only_user = agent_user(env.spec.user, pinned)
+            nets = functools.partial(self._network_for, env)
+            box.net = PhaseNetwork(cid, self._client.api, self.calls, nets, network, beside is None)
         return box
 
     async def _remove(self, container: str) -> None:

@@ -119,6 +119,22 @@ async def _in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
     return value
 
 
+def docker_errors():
+    """What the Docker SDK raises when the daemon or the container fails: infrastructure."""
+    import docker.errors
+    import requests.exceptions
+    import urllib3.exceptions
+
+    # urllib3's own errors escape unwrapped from streamed responses (exec output, archives)
+    # when the daemon goes away mid-stream.
+    return (
+        docker.errors.DockerException,
+        requests.exceptions.RequestException,
+        urllib3.exceptions.HTTPError,
+        OSError,
+    )
+
+
 @dataclass(frozen=True)
 class ContainerDaemon:
     """What a container (``docker_container.DockerSandbox``) needs of its provider, and
@@ -134,4 +150,12 @@ class ContainerDaemon:
     """The provider's forced removal of a container (it keeps the run's bookkeeping)."""
 
 
-__all__ = ["LIMITS", "NETWORK", "REMOVE", "ContainerDaemon", "DaemonCalls", "DaemonTimeout"]
+__all__ = [
+    "LIMITS",
+    "NETWORK",
+    "REMOVE",
+    "ContainerDaemon",
+    "DaemonCalls",
+    "DaemonTimeout",
+    "docker_errors",
+]

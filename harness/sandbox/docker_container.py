@@ -29,36 +29,24 @@ from harness.sandbox import (
     grading_material,
 )
 from harness.sandbox.base import ExecResult, Sandbox
-from harness.sandbox.docker_calls import ContainerDaemon, DaemonTimeout
+from harness.sandbox.docker_calls import ContainerDaemon, DaemonTimeout, docker_errors
 from harness.sandbox.docker_images import PinnedImage, tar_directory
 from harness.sandbox.output import OUTPUT_LIMIT, FileTooLarge
 from harness.sandbox.workproduct import AGENT_UID, WorkProduct, absolute, new_archive, reowned
 
 if TYPE_CHECKING:
+    from harness.sandbox.docker_phase_network import PhaseNetwork
     from harness.sandbox.grading_material import GradingPlace
 
 _HOST_GUARD_S = 15.0  # extra seconds the host waits beyond the in-container timeout
 _TAR_SLACK = 64 * 1024  # bytes of tar headers and padding around one file's content
 
 
-def docker_errors():
-    """What the Docker SDK raises when the daemon or the container fails: infrastructure."""
-    import docker.errors
-    import requests.exceptions
-    import urllib3.exceptions
-
-    # urllib3's own errors escape unwrapped from streamed responses (exec output, archives)
-    # when the daemon goes away mid-stream.
-    return (
-        docker.errors.DockerException,
-        requests.exceptions.RequestException,
-        urllib3.exceptions.HTTPError,
-        OSError,
-    )
-
-
 class DockerSandbox(Sandbox):
     """One running container. Commands run with ``docker exec`` (``bash -c``)."""
+
+    net: PhaseNetwork | None = None
+    """An agent's container: its network phase by phase (``docker_phase_network``)."""
 
     def __init__(
         self,
@@ -398,10 +386,19 @@ class DockerSandbox(Sandbox):
         return GradingPlace(hidden_dir, "0:0", grader_env(self.workdir, hidden_dir))
 
     async def end_grading(self) -> None:
-        """The agent's next step: its commands run as its own user only again (else it
-        could run them as the grader's root, which may drop to any user)."""
+        """The agent's next step: its network again, then its commands run as its own user
+        only (else it could run them as the grader's root, which may drop to any user)."""
+        if self.net is not None:  # the grader's network is closed before the agent's turn
+            await self.net.back()
         if self._agent_user is not None:
             self.only_user = self._agent_user
+
+    async def switch_network(self, hosts: list[str], internet: bool = False) -> None:
+        """The next phase's network (``docker_phase_network``); while the commands are the
+        agent's, it is the agent's own, which ``end_grading`` goes back to."""
+        if self.net is None:
+            raise SandboxError(f"sandbox {self.id[:12]}: a grading sandbox keeps its network")
+        await self.net.switch(hosts, internet, agents=self.only_user is not None)
 
     async def restore_files(self, files: Path) -> None:
         """The environment's files (the harness's copy) over the workdir, owned by uid 1000."""

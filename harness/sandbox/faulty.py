@@ -91,6 +91,9 @@ class FaultySandbox(Sandbox):
     async def end_grading(self) -> None:
         await self.inner.end_grading()
 
+    async def switch_network(self, hosts: list[str], internet: bool = False) -> None:
+        await self.inner.switch_network(hosts, internet)
+
     async def death_cause(self) -> str | None:
         return await self.inner.death_cause()
 

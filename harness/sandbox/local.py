@@ -179,6 +179,10 @@ class LocalSandbox(Sandbox):
     async def death_cause(self) -> str | None:
         return None
 
+    async def switch_network(self, hosts: list[str], internet: bool = False) -> None:
+        """Nothing to switch: commands have this machine's network in every phase."""
+        return None
+
     async def destroy(self, interrupted: bool = False) -> None:
         for pgid in self._groups:  # background processes the trial left behind
             kill_group(pgid)

@@ -85,21 +85,13 @@ async def test_open_egress_reaches_outside_and_never_another_sandbox(
 async def test_grading_sandbox_gets_only_the_hosts_its_request_names(
     docker_client, request_for, test_label
 ):
-    from docker_helpers import BASE_IMAGE, FIXTURES, make_env
+    from docker_helpers import BASE_IMAGE, FIXTURES, http_server, make_env
 
     from harness.sandbox.docker import DockerProvider
 
-    server = docker_client.containers.run(
-        BASE_IMAGE,
-        ["python3", "-m", "http.server", "8000"],
-        detach=True,
-        labels=test_label,
-        network_mode="bridge",
-        entrypoint=[],
-    )
+    server = http_server(docker_client, test_label)
     provider = DockerProvider()
     try:
-        server.reload()
         url = f"http://{server.attrs['NetworkSettings']['IPAddress']}:8000/"
         ip = url.split("/")[2].split(":")[0]
         env = make_env(

@@ -86,27 +86,14 @@ async def test_declared_network_hosts_are_the_only_reachable_ones(
     rules go with the provider."""
     import subprocess
 
-    from docker_helpers import BASE_IMAGE, FIXTURES, make_env
+    from docker_helpers import BASE_IMAGE, FIXTURES, http_server, make_env
 
     from harness.sandbox.docker import DockerProvider
 
-    servers = [
-        docker_client.containers.run(
-            BASE_IMAGE,
-            ["python3", "-m", "http.server", "8000"],
-            detach=True,
-            labels=test_label,
-            network_mode="bridge",
-            entrypoint=[],
-        )
-        for _ in range(2)
-    ]
+    servers = [http_server(docker_client, test_label) for _ in range(2)]
     provider = DockerProvider()
     try:
-        ips = []
-        for c in servers:
-            c.reload()
-            ips.append(c.attrs["NetworkSettings"]["IPAddress"])
+        ips = [c.attrs["NetworkSettings"]["IPAddress"] for c in servers]
         env = make_env(
             "test-allow", FIXTURES / "rootenv", image={"ref": BASE_IMAGE}, network=[ips[0]]
         )
