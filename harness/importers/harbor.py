@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from harness.errors import ConfigError
 from harness.importers import (
     harbor_compose,
+    harbor_dockerfile,
     harbor_health,
     harbor_image,
     harbor_judge,
@@ -170,6 +171,11 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         return "agent skills (environment.skills_dir)"
     if not env.docker_image and not (edir / "Dockerfile").is_file():
         return "a cloud or computer-use environment (there is no environment/Dockerfile)"
+    try:  # what is built must build on the classic builder
+        for context, dockerfile in _dockerfiles(task_dir, bool(env.docker_image)):
+            harbor_dockerfile.check(context, dockerfile)
+    except harbor_dockerfile.Refused as exc:
+        return str(exc)
     agent_net, verifier_net = harbor_network.phases(toml.environment, toml.agent, toml.verifier)
     for phase in (agent_net, verifier_net):
         if (why := harbor_network.refusal(phase)) is not None:
@@ -208,6 +214,19 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     if "/logs/agent" in (task_dir / "tests" / "test.sh").read_text(errors="replace"):
         return "tests that read Harbor's own agent logs (/logs/agent)"
     return None
+
+
+def _dockerfiles(task_dir: Path, prebuilt: bool) -> list[tuple[Path, Path]]:
+    """(build context, Dockerfile) of every image the import has built from the task: the
+    agent's (unless prebuilt), each sidecar's and each verifier's ``tests/Dockerfile``."""
+    edir = task_dir / "environment"
+    out = [] if prebuilt else [(edir, edir / "Dockerfile")]
+    for sidecar in harbor_compose.services(edir)[0].values():
+        if "context" in sidecar:
+            context = edir / sidecar["context"]
+            out.append((context, context / sidecar["image"]["dockerfile"]))
+    tests = [task_dir / "tests", *sorted((task_dir / "steps").glob("*/tests"))]
+    return [*out, *((d, d / "Dockerfile") for d in tests if (d / "Dockerfile").is_file())]
 
 
 def _judge(task_dir: Path, toml: HarborToml) -> dict | None:
@@ -323,6 +342,10 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         services, volumes = harbor_compose.services(task_dir / "environment")
         if services or volumes:
             spec["services"], spec["volumes"] = services, volumes
+        for context, built in _dockerfiles(task_dir, bool(env_toml.docker_image)):
+            if context.is_relative_to(task_dir / "environment"):  # verifiers: their own
+                mine = env_dir / context.relative_to(task_dir / "environment")
+                harbor_dockerfile.rewrite(mine, mine / built.relative_to(context))
         (env_dir / "environment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
         steps: list[dict] = []
         judge = _judge(task_dir, toml)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.importers import harbor_dockerfile
+
 IN_PLACE = "a multi-step task's shared verifier: the step is graded in the sandbox the next step goes on in"
 """The ``grade_in_place`` reason of a step graded by Harbor's shared verifier."""
 
@@ -63,6 +65,7 @@ def write_environment(verifier: Verifier, name: str, version: str, out: Path) ->
     if env_dir.exists():
         shutil.rmtree(env_dir)
     shutil.copytree(verifier.tests, env_dir)
+    harbor_dockerfile.rewrite(env_dir, env_dir / "Dockerfile")  # checked at import
     spec = {
         "name": name,
         "description": f"Harbor's separate verifier ({name.removeprefix('harbor-')})",

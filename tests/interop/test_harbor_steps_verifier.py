@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -151,15 +150,12 @@ need the public network for a verifier)."""
 
 def _rebuilt_on_the_local_base(tmp: Path) -> Path:
     """The examples with their images rebuilt on the offline base image (``ubuntu:24.04``
-    is not here) and ``COPY --chmod`` (BuildKit only) as COPY + RUN chmod."""
+    is not here); their ``COPY --chmod`` (BuildKit only) is the import's to rewrite."""
     src = tmp / "src"
     for name in OFFLINE:
         shutil.copytree(HARBOR / name, src / name)
     for dockerfile in src.rglob("Dockerfile"):
         text = dockerfile.read_text().replace("FROM ubuntu:24.04", "FROM harness-base:bookworm-1")
-        text = re.sub(
-            r"^COPY --chmod=(\d+) (\S+) (\S+)$", r"COPY \2 \3\nRUN chmod \1 \3", text, flags=re.M
-        )
         dockerfile.write_text(text)
     return src
 
