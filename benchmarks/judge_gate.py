@@ -7,11 +7,12 @@ sensitivity Se and specificity Sp grades every trial; the store holds its verdic
 label ``n`` of the run's own trials, drawn at random (what ``harness label`` gives a gate:
 the calibration set and the judged rate share trials, which the corrected interval's Monte
 Carlo treats as independent). Each replication applies the real gate,
-``harness.release.gate.evaluate_gate``, with ``rule: threshold``, ``bar`` 0.7, one-sided at
-95%: once as graded (``quantity: raw``) and once on the corrected rates
-(``harness.analysis.judging.corrected``, what ``quantity: corrected`` reads). A ship is the
-verdict "meets the bar". At π = bar a ship is a false one (the rule allows 5%); at
-π = bar + 0.15 the share of ships is the power.
+``harness.release.gate.evaluate_gate``, with ``rule: threshold``, ``bar`` 0.7 (and 0.9,
+near the top of the scale), one-sided at 95%: once as graded (``quantity: raw``) and once on
+the corrected rates with their decision bounds (``harness.analysis.judging.corrected`` with
+``cautious=True``, what ``quantity: corrected`` reads). A ship is the verdict "meets the
+bar". At π = bar a ship is a false one (the rule allows 5%); above it (π = bar + 0.15, or
+0.97 for the bar 0.9) the share of ships is the power.
 
 Run: python -m benchmarks.judge_gate [--reps 400] [--quick]
 Writes benchmarks/results/judge_gate.json.
@@ -38,6 +39,7 @@ from benchmarks.judge_coverage import (
 )
 
 BAR = 0.7
+TOP_BAR = 0.9
 RESULT = Path(__file__).resolve().parent / "results" / "judge_gate.json"
 
 
@@ -86,7 +88,14 @@ def _tables(clusters: int, truth: np.ndarray, judged: np.ndarray, labelled: np.n
 
 
 def gate_cell(
-    clusters: int, se: float, sp: float, n_cal: int, pi: float, reps: int, seed: int = 0
+    clusters: int,
+    se: float,
+    sp: float,
+    n_cal: int,
+    pi: float,
+    bar: float,
+    reps: int,
+    seed: int = 0,
 ) -> dict:
     """Ship rates of the raw and the corrected gate in one cell."""
     from harness.analysis.judging import corrected
@@ -97,7 +106,7 @@ def gate_cell(
         [seed, clusters, int(se * 100), int(sp * 100), n_cal, int(pi * 100)]
     )
     mu = _mu_for(pi)
-    policy = GatePolicy(rule="threshold", bar=BAR)
+    policy = GatePolicy(rule="threshold", bar=bar)
     raw_ships = fixed_ships = refused = 0
     for _ in range(reps):
         truth, judged = _run(gen, clusters, mu, se, sp)
@@ -105,7 +114,7 @@ def gate_cell(
         trials, run = _tables(clusters, truth, judged, labelled)
         common = {"arms": ["cand"], "trials_per_task": TRIALS}
         raw_ships += evaluate_gate(trials, policy, **common)["verdict"] == "improvement"
-        reading = corrected(run, None, interval_level(policy))
+        reading = corrected(run, None, interval_level(policy), cautious=True)
         if "note" in reading:  # no human fail among the labels, or a judge near chance
             refused += 1
             continue
@@ -113,6 +122,7 @@ def gate_cell(
         fixed_ships += g["verdict"] == "improvement"
     return {
         "clusters": clusters,
+        "bar": bar,
         "sensitivity": se,
         "specificity": sp,
         "calibration": n_cal,
@@ -124,14 +134,18 @@ def gate_cell(
     }
 
 
-def grid(quick: bool = False) -> list[tuple[int, float, float, int, float]]:
+def grid(quick: bool = False) -> list[tuple[int, float, float, int, float, float]]:
+    """(clusters, Se, Sp, labels, true rate, bar): the bar at 0.7, and near the top of the
+    scale (bar 0.9, true rate on it and 7 points above), where a rate's bounds are skewed."""
     if quick:
-        return [(12, 0.95, 0.7, 140, BAR), (12, 0.7, 0.95, 140, BAR + 0.15)]
+        return [(12, 0.95, 0.7, 140, BAR, BAR), (12, 0.7, 0.95, 140, BAR + 0.15, BAR)]
     accuracy = [(0.95, 0.7), (0.85, 0.85), (0.7, 0.95)]
-    return [
-        (g, se, sp, n, pi)
+    cells = [
+        (g, se, sp, n, pi, BAR)
         for g, (se, sp), n, pi in product((12, 30), accuracy, (50, 140), (BAR, BAR + 0.15))
     ]
+    top = [(g, 0.95, 0.85, 140, pi, TOP_BAR) for g in (12, 30) for pi in (TOP_BAR, 0.97)]
+    return cells + top
 
 
 def main() -> None:
@@ -141,7 +155,7 @@ def main() -> None:
     for cell in grid(args.quick):
         rows.append(gate_cell(*cell, args.reps, seed=args.seed))
         print(json.dumps(rows[-1]), flush=True)
-    settings = {"bar": BAR, "rule": "threshold, one-sided at 95%"}
+    settings = {"bar": f"{BAR}, and {TOP_BAR} near the top", "rule": "threshold, one-sided at 95%"}
     save(RESULT, "judge_gate", args, start, settings, rows=rows)
 
 

@@ -228,17 +228,24 @@ def _people_alpha(run: JudgedRun, confidence: float) -> dict[str, Any] | None:
     }
 
 
-def _arm_rates(run: JudgedRun, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _arm_rates(run: JudgedRun, arm: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(task ids, per-task judged rates, trials per task, clusters) of one arm."""
     idx = [i for i, a in enumerate(run.arm) if a == arm]
     tasks = [run.task[i] for i in idx]
     rates, counts = per_task_rates(tasks, [float(run.passed[i]) for i in idx])
     ids, clusters = task_clusters(tasks, [run.cluster[i] for i in idx])
-    return ids, rates, clusters
+    return ids, rates, counts, clusters
 
 
-def corrected(run: JudgedRun, roles: Roles | None, confidence: float) -> dict[str, Any]:
+def corrected(
+    run: JudgedRun, roles: Roles | None, confidence: float, *, cautious: bool = False
+) -> dict[str, Any]:
     """Per arm the judged pass rate and its Rogan–Gladen correction; the paired delta of the
-    primary comparison, corrected, when both arms were judged by the one setup."""
+    primary comparison, corrected, when both arms were judged by the one setup.
+
+    ``cautious``: each arm's rates as the threshold gate decides on them, the judged rate's
+    decision bounds (``mean_estimate(cautious=True)``) and the corrected rate's
+    (``corrected_rate(bounds=...)``); the delta keeps its interval, as the raw gate's does."""
     cal, info = calibration_of(run)
     setups = {s for s in run.setups if s}
     out: dict[str, Any] = {"n_calibration": info["labelled"], "arms": {}, "delta": None}
@@ -251,10 +258,17 @@ def corrected(run: JudgedRun, roles: Roles | None, confidence: float) -> dict[st
     out["sensitivity"], out["specificity"] = cal.sensitivity, cal.specificity
     try:
         for arm in sorted(set(run.arm)):
-            _, rates, clusters = _arm_rates(run, arm)
-            raw = mean_estimate(rates, clusters, confidence=confidence)
+            _, rates, counts, clusters = _arm_rates(run, arm)
+            raw = mean_estimate(
+                rates, clusters, confidence=confidence, cautious=cautious, trials=counts
+            )
             fixed = corrected_rate(
-                raw.estimate, raw.se or 0.0, cal, df=raw.df, confidence=confidence
+                raw.estimate,
+                raw.se or 0.0,
+                cal,
+                df=raw.df,
+                confidence=confidence,
+                bounds=(raw.lo, raw.hi) if cautious else None,
             )
             out["arms"][arm] = {"raw": raw.as_dict(), "corrected": fixed.as_dict()}
         if roles is not None and roles.baseline and roles.candidate:
@@ -268,8 +282,8 @@ def corrected(run: JudgedRun, roles: Roles | None, confidence: float) -> dict[st
 def _corrected_delta(
     run: JudgedRun, baseline: str, candidate: str, cal: Calibration, confidence: float
 ) -> dict[str, Any] | None:
-    ta, ra, ca = _arm_rates(run, baseline)
-    tb, rb, _ = _arm_rates(run, candidate)
+    ta, ra, _, ca = _arm_rates(run, baseline)
+    tb, rb, _, _ = _arm_rates(run, candidate)
     shared = sorted(set(ta.tolist()) & set(tb.tolist()))
     if not shared:
         return None

@@ -4,7 +4,9 @@ With ``quantity: corrected`` a judged suite's gate reads its rates corrected wit
 human labels: ``harness.analysis.judging.corrected`` (Rogan–Gladen; the interval carries the
 clustered sampling error and the calibration error of sensitivity and specificity), the
 numbers ``harness judge-agreement`` prints, at the gate's interval level. The threshold rule
-reads the candidate's corrected rate; the comparative rules read the corrected paired delta,
+reads the candidate's corrected rate with decision bounds as careful as the raw rule's (the
+more cautious of that interval and the same Monte Carlo over the judged rate's cautious,
+skew-aware bounds); the comparative rules read the corrected paired delta,
 and the improvement rule keeps its exact test on the judged verdicts (one judge grades both
 arms, so when people would see no difference the judged rates are equal too).
 """
@@ -54,7 +56,7 @@ def corrected_reading(
             f"(harness label {run.id} FILE, or on the trials' pages in harness view); it has none",
         )
     roles = gate_roles(policy, suite, list(run.arms))
-    out = corrected(judged, roles, interval_level(policy))
+    out = corrected(judged, roles, interval_level(policy), cautious=policy.rule == "threshold")
     if "note" in out:
         raise ConfigError(source, field, f"'corrected' cannot be read: {out['note']}")
     return out

@@ -16,7 +16,7 @@ labels at most. Formulas and the coverage measured by simulation: docs/statistic
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TypedDict, cast
 
 import numpy as np
@@ -173,6 +173,7 @@ def corrected_rate(
     *,
     df: float | None = None,
     confidence: float = 0.95,
+    bounds: tuple[float, float] | None = None,
 ) -> Corrected:
     """Rogan–Gladen corrected pass rate with an interval carrying both errors.
 
@@ -186,22 +187,69 @@ def corrected_rate(
     bounded to [0, 1]; the interval is the percentiles of π*. Seeded, so it is the same on
     every view. Assumes the calibration trials are a random sample of the judged trials
     (their judge setup the same) and the labels are the truth.
+
+    ``bounds``: the judged rate's own decision bounds at ``confidence`` (the gate's cautious
+    bounds, ``mean_estimate(cautious=True)``, skewed near the ends of the scale). The
+    result is then a decision bound as careful as the raw gate's: on each side the more
+    cautious of the interval above and the same Monte Carlo with p* drawn on a split scale,
+    p* = p̂ + T·(p̂ − L)/q below and p̂ + T·(U − p̂)/q above (q the two-sided quantile of T at
+    ``confidence``), so that with Se and Sp known it returns the judged bounds [L, U]
+    corrected.
     """
     check_probability(judged, "judged")
     _check(calibration)
     gen = as_rng(_SEED)
     se, sp = _accuracy_draws(calibration, gen)
-    p = judged + judged_se * _noise(gen, df)
+    noise = _noise(gen, df)
     youden = se + sp - 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        draws = np.where(youden > 0, (p + sp - 1.0) / youden, np.where(p + sp - 1 > 0, 1.0, 0.0))
-    draws = np.clip(draws, 0.0, 1.0)
+    draws = _corrected_draws(judged + judged_se * noise, se, sp)
     estimate = rogan_gladen(judged, calibration.sensitivity, calibration.specificity)
     method = (
         f"Rogan–Gladen, corrected with {calibration.n} human labels; interval over the "
         "clustered sampling error and the judge's calibration error"
     )
-    return _finish(draws, estimate, judged, calibration, youden, confidence, method)
+    out = _finish(draws, estimate, judged, calibration, youden, confidence, method)
+    if bounds is None:
+        return out
+    split = judged + _split_scale(noise, judged, bounds, df, confidence)
+    skewed = _finish(
+        _corrected_draws(split, se, sp), estimate, judged, calibration, youden, confidence, ""
+    )
+    method += (
+        f"; decision bounds: the more cautious, on each side, of that and the same over the "
+        f"judged rate's decision bounds [{bounds[0]:.3f}, {bounds[1]:.3f}]"
+    )
+    return replace(out, lo=min(out.lo, skewed.lo), hi=max(out.hi, skewed.hi), method=method)
+
+
+def _corrected_draws(p: np.ndarray, se: np.ndarray, sp: np.ndarray) -> np.ndarray:
+    """π* = (p* + Sp* − 1)/(Se* + Sp* − 1) bounded to [0, 1] (a judge drawn no better than
+    chance gives the end its numerator points to)."""
+    youden = se + sp - 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = np.where(youden > 0, (p + sp - 1.0) / youden, np.where(p + sp - 1 > 0, 1.0, 0.0))
+    return np.clip(draws, 0.0, 1.0)
+
+
+def _split_scale(
+    noise: np.ndarray,
+    judged: float,
+    bounds: tuple[float, float],
+    df: float | None,
+    confidence: float,
+) -> np.ndarray:
+    """The judged rate's error drawn to reproduce its own (skewed) bounds at ``confidence``:
+    T scaled by (p̂ − L)/q below the estimate and (U − p̂)/q above it."""
+    from harness.stats._util import z_two_sided
+    from harness.stats.mean_intervals import t_quantile
+
+    if df is None or not np.isfinite(df):
+        q = z_two_sided(confidence)
+    else:
+        q = float(t_quantile(np.array([max(df, 1.0)]), confidence)[0])
+    lo, hi = bounds
+    below, above = max(judged - lo, 0.0) / q, max(hi - judged, 0.0) / q
+    return np.asarray(np.where(noise < 0, below, above) * noise, dtype=float)
 
 
 def _finish(

@@ -23,12 +23,12 @@ def strict_judge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """40 tasks (each its own cluster), 5 trials; the oracle (right every time: true rate 1)
     against a simulated arm (p 0.5), judged by a strict judge that passes only half of the
     right answers (sensitivity 0.5) and fails 95% of the wrong ones. The candidate's judged
-    rate is then about 0.5, under a bar of 0.75 it truly clears."""
+    rate is then about 0.5, under a bar of 0.7 it truly clears."""
     tmp = tmp_path_factory.mktemp("judge-gate")
     with FakeOpenAI(default=ScriptedJudge(sensitivity=0.5, specificity=0.95, seed=1)) as server:
         grader = judge_grader(server.base_url)
         tasks = [{**task(i, grader), "cluster": f"c{i}"} for i in range(40)]
-        gate = {"rule": "threshold", "bar": 0.75, "quantity": "corrected", "primary": PAIR}
+        gate = {"rule": "threshold", "bar": 0.7, "quantity": "corrected", "primary": PAIR}
         suite = write_suite(tmp, task_list=tasks, trials=5, gate=gate)
         db = tmp / "store.db"
         out = run_cli("run", str(suite), "--store", f"sqlite:///{db}", "-q", timeout=600)
@@ -73,14 +73,21 @@ def test_the_corrected_gate_is_right_where_the_raw_one_is_wrong(strict_judge: di
     g = json.loads(corrected.stdout)
     q = g["quantity"]
     assert g["verdict_label"] == "meets the bar" and q["used"] == "corrected"
-    assert q["corrected"]["lo"] > 0.75 and q["corrected"]["n_calibration"] == 400
+    assert q["corrected"]["lo"] > 0.7 and q["corrected"]["n_calibration"] == 400
     assert q["raw_verdict"] == "below the bar"
+    # The threshold rule reads decision bounds as careful as the raw rule's: never inside
+    # the corrected interval judge-agreement prints at the gate's level (90%).
+    agreement = cli(ctx, "judge-agreement", ctx["run"], "--json", "--confidence", "0.9")
+    shown = json.loads(agreement.stdout)["corrected"]
+    interval = shown["arms"]["cand"]["corrected"]
+    assert "decision bounds" in q["corrected"]["method"]
+    assert q["corrected"]["lo"] <= interval["lo"] and q["corrected"]["hi"] >= interval["hi"]
     # The raw reading of the same run (the same rule, quantity raw) is the wrong call.
-    raw_policy = policy_file(ctx["tmp"], "raw.json", rule="threshold", bar=0.75)
+    raw_policy = policy_file(ctx["tmp"], "raw.json", rule="threshold", bar=0.7)
     raw = cli(ctx, "gate", ctx["run"], "--policy", raw_policy, "--json")
     assert raw.returncode == 12, raw.stderr  # below the bar
     r = json.loads(raw.stdout)
-    assert r["quantity"]["used"] == "raw" and r["threshold"]["hi"] < 0.75
+    assert r["quantity"]["used"] == "raw" and r["threshold"]["hi"] < 0.7
     assert q["corrected"]["raw"] == pytest.approx(r["threshold"]["estimate"])
     # The output says which quantity the rule read, in the terminal and in Markdown.
     terminal = cli(ctx, "gate", ctx["run"]).stdout.replace("\n", " ")
@@ -92,8 +99,7 @@ def test_the_corrected_gate_is_right_where_the_raw_one_is_wrong(strict_judge: di
     # at the gate's interval level (one-sided 95%: the 90% interval).
     better = policy_file(ctx["tmp"], "improve.json", rule="improvement", quantity="corrected")
     d = json.loads(cli(ctx, "gate", ctx["run"], "--policy", better, "--json").stdout)
-    agreement = cli(ctx, "judge-agreement", ctx["run"], "--json", "--confidence", "0.9")
-    delta = json.loads(agreement.stdout)["corrected"]["delta"]["corrected"]
+    delta = shown["delta"]["corrected"]
     used = d["quantity"]["corrected"]
     assert d["verdict"] == "improvement" and used["confidence"] == pytest.approx(0.9)
     assert {**used, "confidence": 0.9} == delta

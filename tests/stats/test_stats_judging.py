@@ -210,6 +210,27 @@ def test_corrected_interval_is_wider_than_the_sampling_interval_alone() -> None:
     assert c == corrected_rate(0.62, 0.03, cal, df=20.0)  # seeded: every view agrees
 
 
+def test_corrected_decision_bounds_carry_the_judged_rates_skew() -> None:
+    # Near the top of the scale the judged rate's decision bounds are skewed: 0.88 with its
+    # lower bound 0.80 (farther than a symmetric se 0.03 reaches) and its upper 0.92.
+    cal = Calibration(true_pos=9000, false_neg=500, true_neg=850, false_pos=150)
+    plain = corrected_rate(0.88, 0.03, cal, df=11.0, confidence=0.9)
+    careful = corrected_rate(0.88, 0.03, cal, df=11.0, confidence=0.9, bounds=(0.80, 0.92))
+    assert careful.estimate == plain.estimate
+    assert careful.lo < plain.lo and careful.hi == plain.hi  # the cautious end, each side
+    # With Se and Sp all but known, the lower bound is the judged lower bound corrected.
+    assert careful.lo == pytest.approx(
+        rogan_gladen(0.80, cal.sensitivity, cal.specificity), abs=0.01
+    )
+    assert "decision bounds" in careful.method and "[0.800, 0.920]" in careful.method
+    # Symmetric bounds at the plain interval's own reach change nothing.
+    reach = 0.03 * 1.7959  # t quantile on 11 df at 90%
+    same = corrected_rate(
+        0.88, 0.03, cal, df=11.0, confidence=0.9, bounds=(0.88 - reach, 0.88 + reach)
+    )
+    assert (same.lo, same.hi) == pytest.approx((plain.lo, plain.hi), abs=1e-3)
+
+
 def test_corrected_rate_refuses_a_calibration_set_without_both_kinds() -> None:
     with pytest.raises(JudgeNotInformative, match="passed and trials people failed"):
         corrected_rate(0.5, 0.05, Calibration(10, 0, 0, 0))
