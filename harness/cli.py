@@ -22,9 +22,12 @@ for _sig in (signal.SIGINT, signal.SIGTERM):
 
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Annotated, Optional, cast  # noqa: E402
+from typing import TYPE_CHECKING, Annotated, Optional, cast  # noqa: E402
 
 import typer  # noqa: E402
+
+if TYPE_CHECKING:
+    from harness.runner import RunResult
 
 from harness import exitcodes  # noqa: E402
 from harness.commands.options import (  # noqa: E402
@@ -201,6 +204,8 @@ def run(
     )
     for cause, n in o.harness_errors.most_common(5):
         typer.echo(f"harness error ({n} trial(s)): {cause}", err=True)
+    if result.pairwise is not None:
+        typer.echo(_pairwise_line(result), err=True)
     if o.interrupted:
         typer.echo(f"interrupted: resume with `{result.resume_command}`", err=True)
     elif o.stopped is not None:
@@ -209,6 +214,20 @@ def run(
             err=True,
         )
     raise typer.Exit(result.exit_code)
+
+
+def _pairwise_line(result: RunResult) -> str:
+    """What the suite's pairwise judge did at the end of the run, in one line."""
+    from harness.store.refs import store_flag
+
+    p = result.pairwise
+    assert p is not None
+    again = f"harness pairwise {result.run_id}{store_flag(result.store_url)}"
+    if p.error:
+        return f"pairwise judge failed: {p.error}; continue with `{again}`"
+    if p.skipped:
+        return f"pairwise judge skipped: {p.skipped}"
+    return f"pairwise judge: {p.new_calls} new judgement(s), {p.reused} reused (`{again}`)"
 
 
 @app.command()

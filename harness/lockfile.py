@@ -1,4 +1,5 @@
-"""Lock files: the image ids (and base image digests) a suite's environments resolved to.
+"""Lock files: the image ids (and base image digests) a suite's environments resolved to,
+and the setups of its judges (each task's judge graders, the suite's pairwise judge).
 
 `harness lock suite.yaml` writes ``suite.lock.json`` beside the suite; `harness run --locked`
 refuses to start when any environment now resolves to something else, naming each one. The
@@ -87,6 +88,8 @@ async def write_lock(resolved: Resolved, provider: SandboxProvider | None, sandb
     judges = judge_pins(resolved)
     if judges:
         doc["judges"] = judges
+    if resolved.pairwise is not None:
+        doc["pairwise_judge"] = resolved.pairwise.setup_hash()
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -164,6 +167,11 @@ def _cli_mismatches(doc: dict[str, Any], resolved: Resolved) -> list[str]:
             problems.append(
                 f"task '{task}': judge setup {'/'.join(hashes)}, locked {'/'.join(was or []) or 'none'}"
             )
+    pairwise = resolved.pairwise.setup_hash() if resolved.pairwise is not None else None
+    if pairwise != doc.get("pairwise_judge"):
+        problems.append(
+            f"pairwise judge setup {pairwise or 'none'}, locked {doc.get('pairwise_judge') or 'none'}"
+        )
     return problems
 
 

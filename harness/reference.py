@@ -76,7 +76,9 @@ def sections() -> list[Section]:
         UserScript,
         Variant,
     )
+    from harness.config.pairwise import SuitePairwise
     from harness.config.release import GatePolicy, PrimaryComparison, Repeats, ReportSettings
+    from harness.pairwise.setup import PairwiseJudgeSetup
     from harness.sandbox import BACKENDS, backend_class
 
     graders = [grader_class(name) for name in GRADERS]
@@ -90,6 +92,7 @@ def sections() -> list[Section]:
             [
                 Group(None, "", [Suite, Arm, ModelSettings, Price, Budgets, Retries, Limits]),
                 Group(None, "", [ReportSettings, PrimaryComparison, GatePolicy, Repeats]),
+                Group(None, "", [SuitePairwise, PairwiseJudgeSetup]),
                 Group(
                     "Interpolation: `${VAR}` and `${VAR:-default}`",
                     _prose(interpolation.__doc__),

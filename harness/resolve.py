@@ -36,6 +36,7 @@ from harness.config.loader import (
 from harness.config.models import Arm, Options
 from harness.config.step_grading import graded_views
 from harness.errors import ConfigError
+from harness.pairwise.setup import PairwiseJudgeSetup, suite_judge
 from harness.registry import RegistryError
 from harness.sandbox import SandboxProvider, backend_class, open_backend
 from harness.sandbox.base import AgentBuild
@@ -88,6 +89,8 @@ class Resolved(ResolvedSuite):
     graders: dict[str, list[Grader]] = field(default_factory=dict)
     """Task id -> its graders, built once."""
     sandbox: SandboxBinding | None = None
+    pairwise: PairwiseJudgeSetup | None = None
+    """The suite's pairwise judge (``pairwise:``, checked at load), run when the run ends."""
 
 
 def choose_sandbox(requested: str, file: str = "suite", line: int | None = None) -> str:
@@ -148,6 +151,7 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
         agents=agents,
         graders=graders,
         sandbox=chosen,
+        pairwise=suite_judge(suite.pairwise, config.path, config.lines) if suite.pairwise else None,
     )
 
 

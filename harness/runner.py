@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -32,6 +33,9 @@ from harness.run_context import RunContext, run_context
 from harness.sandbox.base import Environment, SandboxProvider
 from harness.store import Run, Store, now, resolve_url
 
+if TYPE_CHECKING:
+    from harness.pairwise.at_end import EndJudging
+
 log = logging.getLogger(__name__)
 
 
@@ -41,6 +45,8 @@ class RunResult:
     outcome: RunOutcome
     store_url: str
     sandbox: str
+    pairwise: EndJudging | None = None
+    """The suite's pairwise judge at the end (``pairwise:``), when it has one."""
 
     @property
     def resume_command(self) -> str:
@@ -54,7 +60,7 @@ class RunResult:
             return exitcodes.INTERRUPTED
         if self.outcome.stopped is not None:
             return exitcodes.ENVIRONMENT if self.outcome.stopped.config else exitcodes.UNRESOLVED
-        if self.outcome.unresolved:
+        if self.outcome.unresolved or (self.pairwise and self.pairwise.error):
             return exitcodes.UNRESOLVED
         return exitcodes.OK
 
@@ -159,7 +165,7 @@ def _start_resolved(
     assert resolved.sandbox is not None
     sandbox_name = resolved.sandbox.name
     provider = resolved.sandbox.open() if resolved.environments else None
-    return anyio.run(
+    result: RunResult = anyio.run(
         _run,
         resolved,
         store,
@@ -171,6 +177,13 @@ def _start_resolved(
         progress_enabled,
         locked,
     )
+    o = result.outcome
+    if resolved.pairwise is not None and not (o.interrupted or o.stopped):
+        from harness.pairwise.at_end import judge_at_end
+
+        arms = resolved.suite.pairwise.arms if resolved.suite.pairwise else None
+        result.pairwise = judge_at_end(store, run_id, resolved.pairwise, arms)
+    return result
 
 
 async def _run(
@@ -289,7 +302,7 @@ def _task_networks(resolved: ResolvedSuite) -> list[tuple[Environment, list[str]
 
 
 def _start_run_row(
-    resolved: ResolvedSuite,
+    resolved: Resolved,
     store: Store,
     run_id: str,
     all_jobs: list,
@@ -326,6 +339,7 @@ def _start_run_row(
                     for n, e in resolved.environments.items()
                 },
                 **({"subset": resolved.subset} if resolved.subset else {}),
+                **_pairwise_entry(resolved),
             },
             overrides=overrides,
             seed=resolved.suite.seed,
@@ -340,6 +354,15 @@ def _start_run_row(
         )
     )
     return all_jobs
+
+
+def _pairwise_entry(resolved: Resolved) -> dict[str, object]:
+    """The run config's ``pairwise`` entry (the judge's setup hash), when the suite has one."""
+    if resolved.pairwise is None or resolved.suite.pairwise is None:
+        return {}
+    from harness.pairwise.at_end import run_config_entry
+
+    return {"pairwise": run_config_entry(resolved.pairwise, resolved.suite.pairwise.arms)}
 
 
 async def _repeat_phase(

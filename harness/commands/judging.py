@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from harness.commands.options import RUN_FORMS, LatestRunArg, StoreOpt
+
+if TYPE_CHECKING:
+    from harness.pairwise.judging import Outcome
+    from harness.pairwise.setup import PairwiseJudgeSetup
+    from harness.store import Store
 
 
 def register(app: typer.Typer) -> None:
@@ -80,20 +85,30 @@ def judge_agreement(
 
 
 def pairwise(
-    run_ref: LatestRunArg = None,
+    refs: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Argument(
+            metavar="RUN | RUN:ARM...",
+            help=f"One run (its arms; RUN is {RUN_FORMS}), or two sides or more as RUN:ARM "
+            "(of one run or several; a run with one arm needs no :ARM). Default: latest.",
+            show_default=False,
+        ),
+    ] = None,
     judge_file: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
             "--judge",
             metavar="FILE",
             help="The pairwise judge (YAML): model (as a judge grader's), api, question, "
-            "rubric, reads.",
+            "rubric, reads (default for RUN: the judge its suite's pairwise: declares).",
             show_default=False,
         ),
     ] = None,
     arms: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--arm", metavar="ARM", help="An arm to compare (repeat; default: all)."),
+        typer.Option(
+            "--arm", metavar="ARM", help="An arm of RUN to compare (repeat; default: all)."
+        ),
     ] = None,
     concurrency: Annotated[
         int, typer.Option(metavar="N", min=1, max=64, help="Judge calls at once.")
@@ -104,49 +119,110 @@ def pairwise(
     seed: Annotated[int, typer.Option(metavar="SEED", help="Seed of the bootstrap.")] = 0,
     store: StoreOpt = None,
 ) -> None:
-    """Compare arms' outputs with a judge model: every pair of arms on every task and trial
-    index both ran, judged twice with the order swapped. Prints win rates with intervals,
-    the judge's position bias and, with three or more arms, Bradley-Terry ratings. Stored
-    judgements of the same judge setup are reused, never paid for twice."""
+    """Compare arms' outputs with a judge model: every pair of arms (or of RUN:ARM sides
+    across runs) on every task and trial index both ran, judged twice with the order
+    swapped. Prints win rates with intervals, the judge's position bias and, with three or
+    more sides, Bradley-Terry ratings. Runs whose shared tasks differ (definition, budget,
+    environment, image), or sides sharing no task, are refused (exit 2). Stored judgements
+    of the same judge setup are reused, never paid for twice."""
     from harness.errors import ConfigError
-    from harness.pairwise.judging import judge_run
     from harness.pairwise.setup import load_setup
-    from harness.pairwise.summary import pairwise_summary
-    from harness.report.render.pairwise import pairwise_markdown, pairwise_text
     from harness.store import Store, resolve_url
-    from harness.store.refs import find_run, no_arm
+    from harness.store.refs import RunRef
 
     _check_level(confidence)
-    if judge_file is None:
+    refs = refs or []
+    across = len(refs) > 1 or any(RunRef.parse(r).arm is not None for r in refs)
+    if across and judge_file is None:
         raise ConfigError("command line", "--judge", "required: the pairwise judge file")
-    setup = load_setup(judge_file)
+    if across and arms:
+        raise ConfigError("command line", "--arm", "with RUN:ARM sides, name every arm there")
+    setup = load_setup(judge_file) if judge_file is not None else None
     db = Store(resolve_url(store), create=False)
     try:
-        run = find_run(db, no_arm(run_ref, "pairwise", "choose arms with --arm"))
-        chosen = list(run.arms) if not arms else list(dict.fromkeys(arms))
-        unknown = [a for a in chosen if a not in run.arms]
-        if unknown:
-            raise ConfigError(
-                "command line",
-                "--arm",
-                f"run {run.id} has no arm '{unknown[0]}' (arms: {', '.join(run.arms)})",
-            )
-        if len(chosen) < 2:
-            raise ConfigError("command line", "--arm", "pairwise judging needs two arms or more")
-        outcome = judge_run(db, run, setup, chosen, concurrency)
-        clusters = {t.task_id: t.cluster for t in db.trials(run.id)}
+        if setup is not None and across:
+            summary = _across_summary(db, refs, setup, concurrency, confidence, seed)
+        else:
+            summary = _run_summary(db, refs, arms, setup, concurrency, confidence, seed)
     finally:
         db.close()
-    summary = {
-        "run_id": run.id,
-        **pairwise_summary(outcome.judgements, chosen, clusters, confidence, seed),
+    how = "json" if as_json else "markdown" if markdown else "text"
+    from harness.report.render.pairwise import pairwise_markdown, pairwise_text
+
+    _emit(summary, how, pairwise_text, pairwise_markdown)
+
+
+def _run_summary(
+    db: Store,
+    refs: list[str],
+    arms: list[str] | None,
+    setup: PairwiseJudgeSetup | None,
+    concurrency: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, Any]:
+    """``harness pairwise RUN``: every pair of the run's chosen arms (``setup`` None: with
+    the judge the run's suite declares)."""
+    from harness.errors import ConfigError
+    from harness.pairwise.judging import judge_run
+    from harness.pairwise.setup import declared_judge
+    from harness.pairwise.summary import clusters_of, pairwise_summary
+    from harness.store.refs import find_run
+
+    run = find_run(db, refs[0] if refs else None)
+    if setup is None:
+        declared = declared_judge(run)
+        if declared is None:
+            raise ConfigError(
+                "command line",
+                "--judge",
+                f"required: the pairwise judge file (run {run.id}'s suite declares no "
+                "pairwise judge)",
+            )
+        setup, arms = declared[0], arms or declared[1]
+    chosen = list(run.arms) if not arms else list(dict.fromkeys(arms))
+    unknown = [a for a in chosen if a not in run.arms]
+    if unknown:
+        raise ConfigError(
+            "command line",
+            "--arm",
+            f"run {run.id} has no arm '{unknown[0]}' (arms: {', '.join(run.arms)})",
+        )
+    if len(chosen) < 2:
+        raise ConfigError("command line", "--arm", "pairwise judging needs two arms or more")
+    outcome = judge_run(db, run, setup, chosen, concurrency)
+    clusters = clusters_of(run, db.trials(run.id))
+    summary = pairwise_summary(outcome.judgements, chosen, clusters, confidence, seed)
+    return {"run_id": run.id, **summary, **_calls(outcome)}
+
+
+def _across_summary(
+    db: Store,
+    refs: list[str],
+    setup: PairwiseJudgeSetup,
+    concurrency: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, Any]:
+    """``harness pairwise RUN_A:ARM RUN_B:ARM ...``: every pair of the sides."""
+    from harness.pairwise.across import judge_across
+    from harness.pairwise.summary import pairwise_summary
+
+    got = judge_across(db, refs, setup, concurrency)
+    summary = pairwise_summary(
+        got.outcome.judgements, got.sides, got.clusters, confidence, seed, across=True
+    )
+    return {"run_id": None, "runs": got.runs, **summary, **_calls(got.outcome)}
+
+
+def _calls(outcome: Outcome) -> dict[str, Any]:
+    """What this invocation asked the judge and what it reused."""
+    return {
         "new_calls": outcome.new_calls,
         "reused": outcome.reused,
         "new_spend": outcome.spend,
         "skipped": outcome.skipped,
     }
-    how = "json" if as_json else "markdown" if markdown else "text"
-    _emit(summary, how, pairwise_text, pairwise_markdown)
 
 
 def _check_level(confidence: float) -> None:

@@ -29,6 +29,7 @@ from harness.config.environment import ImageRecipe as ImageRecipe
 from harness.config.environment import StateSpec as StateSpec
 from harness.config.environment import ToolServerSpec as ToolServerSpec
 from harness.config.environment import ToolSpec as ToolSpec
+from harness.config.pairwise import SuitePairwise
 from harness.config.release import GatePolicy, Repeats, ReportSettings
 from harness.config.roles import decide_roles
 from harness.config.subset import Subset
@@ -271,6 +272,12 @@ class Suite(Strict):
         "(`harness run --allow-internet` sets it for one run)",
     )
 
+    pairwise: SuitePairwise | None = Field(
+        None,
+        description="a pairwise judge that compares the run's arms when `harness run` ends: "
+        "judge (a file or inline) and optionally arms",
+    )
+
     def primary_arms(self) -> tuple[str, str | None]:
         """(baseline, candidate) of the primary comparison, by the one rule every view uses
         (``harness.config.roles``: gate.primary, report.primary, else the arms' order)."""
@@ -313,6 +320,7 @@ class Suite(Strict):
                 arm = next(a for a in self.arms if a.name == base)
                 self.arms.append(arm.model_copy(update={"name": f"{base}-aa"}))
                 names.append(f"{base}-aa")
+        self._check_pairwise(names)
         if self.repeats.mode == "adaptive":
             if len(names) < 2:
                 raise FieldError(
@@ -323,6 +331,18 @@ class Suite(Strict):
             if self.repeats.max_k <= self.trials:
                 raise FieldError(("repeats", "max_k"), "must exceed trials (the first-phase count)")
         return self
+
+    def _check_pairwise(self, names: list[str]) -> None:
+        """The pairwise block's arms are the suite's, and there are two to compare."""
+        if self.pairwise is None:
+            return
+        for i, arm in enumerate(self.pairwise.arms or []):
+            if arm not in names:
+                raise FieldError(
+                    ("pairwise", "arms", i), f"names unknown arm '{arm}' (arms: {', '.join(names)})"
+                )
+        if self.pairwise.arms is None and len(names) < 2:
+            raise FieldError(("pairwise",), "a pairwise judge compares arms: the suite has one")
 
 
 # ------------------------------------------------------------------------------ tasks

@@ -22,9 +22,11 @@ Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
 3. ``{"type": "attempts", "attempts": [ATTEMPT...]}``: attempts of trials that have no
    final row (interrupted), if any.
 4. ``{"type": "pairwise", "judgements": [JUDGEMENT...]}``: the run's pairwise judgements
-   (``harness pairwise``), if any: every column of ``pairwise_judgements`` but ``id``,
-   ``run_id``, ``trial_a`` and ``trial_b`` (the two trials are the run's trials of
-   ``arm_a`` and ``arm_b`` at ``task_id``, ``variant``, ``trial_index``), oldest first.
+   between its own arms (``harness pairwise RUN``), if any: every column of
+   ``pairwise_judgements`` but ``id``, ``run_id``, ``run_b``, ``trial_a`` and ``trial_b``
+   (the two trials are the run's trials of ``arm_a`` and ``arm_b`` at ``task_id``,
+   ``variant``, ``trial_index``), oldest first. Judgements across runs are not written (a
+   file holds one run).
 5. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
 
 Timestamps are ISO 8601 strings as stored (UTC, naive); bytes are base64. A reader must
@@ -127,8 +129,9 @@ class EndLine(TypedDict):
 _BODY: TypeAdapter[TrialLine | AttemptsLine | PairwiseLine | EndLine] = TypeAdapter(
     Annotated[TrialLine | AttemptsLine | PairwiseLine | EndLine, Field(discriminator="type")]
 )
-_PAIRWISE_OWN = ("id", "run_id", "trial_a", "trial_b")
-"""Columns of a pairwise judgement the importing store assigns or derives."""
+_PAIRWISE_OWN = ("id", "run_id", "run_b", "trial_a", "trial_b")
+"""Columns of a pairwise judgement the importing store assigns or derives (a file holds
+only judgements within its run: ``run_b`` is NULL)."""
 _HEADER = TypeAdapter(HeaderLine)
 
 
@@ -228,7 +231,9 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
         judged = [
             {k: v for k, v in _out(j).items() if k not in _PAIRWISE_OWN}
             for j in conn.execute(
-                select(pw_t).where(pw_t.c.run_id == run_id).order_by(pw_t.c.id)
+                select(pw_t)
+                .where(pw_t.c.run_id == run_id, pw_t.c.run_b.is_(None))
+                .order_by(pw_t.c.id)
             ).mappings()
         ]
         if judged:

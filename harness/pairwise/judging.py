@@ -1,13 +1,15 @@
-"""Ask the pairwise judge about a stored run: every pair of the chosen arms, on every task
-and trial index both arms ran, in both orders.
+"""Ask the pairwise judge about stored trials: every pair of the chosen sides (arms of one
+run, or ``RUN:ARM`` sides of several runs), on every task and trial index both sides ran,
+in both orders.
 
 A pair is two trials that share a task, a variant and a trial index (so the same seed, a
 matched block); a side with no output of its agent (an ``infra_error`` trial) or no trial at
 all is skipped and counted. Judgements already stored for the same setup are reused (no call
-is made twice); each new one is stored as soon as the judge answers. A reply that names no
-winner is stored as ``unresolved`` (it was paid for) and never counts as a win. A judge that
-cannot be reached, or refuses the request, stops the command with one line (``GraderError``):
-what was stored meanwhile is kept and a rerun continues from it.
+is made twice; one stored with the two sides the other way round is read mirrored); each new
+one is stored as soon as the judge answers. A reply that names no winner is stored as
+``unresolved`` (it was paid for) and never counts as a win. A judge that cannot be reached,
+or refuses the request, stops the command with one line (``GraderError``): what was stored
+meanwhile is kept and a rerun continues from it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from harness.errors import GraderError
 from harness.pairwise.prompt import SYSTEM, PairwiseReplyError, parse, render, response_text
 from harness.pairwise.setup import PairwiseJudgeSetup
 from harness.store import Store, Trial, now
-from harness.store.pairwise import put_judgement, run_judgements
+from harness.store.pairwise import mirrored, put_judgement, setup_judgements
 from harness.store.tables import PairwiseJudgement, Run
 
 WITH_OUTPUT = ("passed", "failed", "grader_error")
@@ -33,7 +35,8 @@ WITH_OUTPUT = ("passed", "failed", "grader_error")
 
 @dataclass(frozen=True)
 class Job:
-    """One judge call: the pair (arm_a's trial ``a``, arm_b's ``b``) shown in one order."""
+    """One judge call: the pair (side arm_a's trial ``a``, side arm_b's ``b``) shown in one
+    order. The sides are arms within a run, ``RUN:ARM`` across runs."""
 
     arm_a: str
     arm_b: str
@@ -60,17 +63,30 @@ class Outcome:
     )
 
 
-def plan(trials: Sequence[Trial], arms: Sequence[str]) -> tuple[list[Job], dict[str, int]]:
-    """The judge calls for every pair of ``arms`` (in their order) and the pairs skipped."""
-    by_key = {(t.arm, t.task_id, t.variant, t.trial_index): t for t in trials}
-    cells = sorted({(t.task_id, t.variant, t.trial_index) for t in trials})
+Cell = tuple[str, str, int]
+"""A task, variant and trial index: where two sides' trials pair."""
+
+
+def by_arm(trials: Sequence[Trial], arms: Sequence[str]) -> dict[str, list[Trial]]:
+    """One run's trials as sides, one per arm (in ``arms``' order)."""
+    return {arm: [t for t in trials if t.arm == arm] for arm in arms}
+
+
+def plan(sides: Mapping[str, Sequence[Trial]]) -> tuple[list[Job], dict[str, int]]:
+    """The judge calls for every pair of ``sides`` (label -> trials, in their order) and the
+    pairs skipped."""
+    cells_of: dict[str, dict[Cell, Trial]] = {
+        side: {(t.task_id, t.variant, t.trial_index): t for t in trials}
+        for side, trials in sides.items()
+    }
+    cells = sorted({c for own in cells_of.values() for c in own})
     jobs: list[Job] = []
     skipped: dict[str, int] = {}
-    for arm_a, arm_b in combinations(arms, 2):
+    for arm_a, arm_b in combinations(sides, 2):
         for cell in cells:
-            a, b = by_key.get((arm_a, *cell)), by_key.get((arm_b, *cell))
+            a, b = cells_of[arm_a].get(cell), cells_of[arm_b].get(cell)
             if a is None or b is None:
-                why = "one arm has no trial of that task and index"
+                why = "one side has no trial of that task and index"
             elif a.status not in WITH_OUTPUT or b.status not in WITH_OUTPUT:
                 why = "one side's agent left no output (infra_error)"
             else:
@@ -92,8 +108,14 @@ def instruction_of(config: Mapping[str, Any], task_id: str, variant: str) -> str
 class _Asker:
     """Renders one job's prompt, asks, and stores the judgement."""
 
-    def __init__(self, db: Store, run: Run, setup: PairwiseJudgeSetup, outcome: Outcome):
-        self.db, self.run, self.setup, self.outcome = db, run, setup, outcome
+    def __init__(
+        self,
+        db: Store,
+        configs: Mapping[str, Mapping[str, Any]],
+        setup: PairwiseJudgeSetup,
+        outcome: Outcome,
+    ):
+        self.db, self.configs, self.setup, self.outcome = db, configs, setup, outcome
         self.hash = setup.setup_hash()
         self.caller = JudgeCaller(setup.model, setup.api)
         self._shown: dict[int, str] = {}
@@ -108,7 +130,7 @@ class _Asker:
     async def ask(self, job: Job) -> None:
         first, second = (job.a, job.b) if job.shown_first == "A" else (job.b, job.a)
         prompt = render(
-            instruction_of(self.run.config or {}, job.a.task_id, job.a.variant),
+            instruction_of(self.configs[job.a.run_id], job.a.task_id, job.a.variant),
             self.setup.question,
             self.setup.rubric,
             self._response(first),
@@ -124,11 +146,12 @@ class _Asker:
             verdict, reason = "unresolved", f"judge answered garbage: {exc}"
         assert job.a.id is not None and job.b.id is not None
         row = PairwiseJudgement(
-            run_id=self.run.id,
+            run_id=job.a.run_id,
+            run_b=job.b.run_id if job.b.run_id != job.a.run_id else None,
             setup=self.hash,
             judge_model=self.setup.model.name,
-            arm_a=job.arm_a,
-            arm_b=job.arm_b,
+            arm_a=job.a.arm,
+            arm_b=job.b.arm,
             task_id=job.a.task_id,
             variant=job.a.variant,
             trial_index=job.a.trial_index,
@@ -163,16 +186,37 @@ def judge_run(
     every judgement of that setup on those pairs, reused and new.
 
     Raises ``GraderError`` (one line) when the judge cannot be reached or refuses."""
-    jobs, skipped = plan(db.trials(run.id), arms)
-    stored = {
-        (j.trial_a, j.trial_b, j.shown_first): j
-        for j in run_judgements(db.engine, run.id, setup.setup_hash())
-    }
-    wanted = {job.key for job in jobs}
-    outcome = Outcome([j for k, j in stored.items() if k in wanted], skipped)
+    return judge_sides(db, by_arm(db.trials(run.id), arms), {run.id: run}, setup, concurrency)
+
+
+def judge_sides(
+    db: Store,
+    sides: Mapping[str, Sequence[Trial]],
+    runs: Mapping[str, Run],
+    setup: PairwiseJudgeSetup,
+    concurrency: int = 4,
+) -> Outcome:
+    """Judge every pair of ``sides`` (label -> trials of ``runs``) not yet judged by
+    ``setup``; the outcome holds every judgement of that setup on those pairs, reused (read
+    in the sides' order) and new.
+
+    Raises ``GraderError`` (one line) when the judge cannot be reached or refuses."""
+    jobs, skipped = plan(sides)
+    stored: dict[tuple[int | None, int | None, str], PairwiseJudgement] = {}
+    for j in setup_judgements(db.engine, setup.setup_hash(), list(runs)):
+        stored[(j.trial_a, j.trial_b, j.shown_first)] = j
+        stored.setdefault((j.trial_b, j.trial_a, "B" if j.shown_first == "A" else "A"), j)
+    outcome = Outcome([], skipped)
+    todo = []
+    for job in jobs:
+        got = stored.get(job.key)
+        if got is None:
+            todo.append(job)
+        else:
+            outcome.judgements.append(got if got.trial_a == job.a.id else mirrored(got))
     outcome.reused = len(outcome.judgements)
-    todo = [job for job in jobs if job.key not in stored]
-    asker = _Asker(db, run, setup, outcome)
+    configs = {rid: r.config or {} for rid, r in runs.items()}
+    asker = _Asker(db, configs, setup, outcome)
     limit = anyio.CapacityLimiter(concurrency)
     failed: list[GraderError] = []
 

@@ -12,29 +12,50 @@ left out of every rate and counted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from harness.store.pairwise import mirrored
 from harness.store.tables import PairwiseJudgement
 
 if TYPE_CHECKING:
     from harness.store import Store
-    from harness.store.tables import Run
+    from harness.store.tables import Run, Trial
 
 BOOTSTRAP_RESAMPLES = 2000
 
 
+def clusters_of(run: Run, trials: Iterable[Trial]) -> dict[str, str]:
+    """Each task's cluster, the independent unit of every interval: its trials' ``cluster``
+    (the task itself when it has none), or each task alone under the suite's
+    ``report.cluster_key: task``."""
+    suite = (run.config or {}).get("suite")
+    report = (suite.get("report") if isinstance(suite, dict) else None) or {}
+    alone = report.get("cluster_key") == "task"
+    return {t.task_id: t.task_id if alone or not t.cluster else t.cluster for t in trials}
+
+
+def side_labels(j: PairwiseJudgement, across: bool) -> tuple[str, str]:
+    """The judgement's two sides: its arms within a run, ``RUN:ARM`` across runs."""
+    if not across:
+        return j.arm_a, j.arm_b
+    return f"{j.run_id}:{j.arm_a}", f"{j.run_b or j.run_id}:{j.arm_b}"
+
+
 def _pairs(
-    judgements: Sequence[PairwiseJudgement],
+    judgements: Sequence[PairwiseJudgement], across: bool
 ) -> dict[tuple[str, str], dict[tuple[str, str, int], dict[str, PairwiseJudgement]]]:
-    """(arm_a, arm_b) -> (task, variant, trial index) -> shown_first -> judgement."""
+    """(side a, side b) -> (task, variant, trial index) -> shown_first -> judgement, each
+    judgement under both orders of its sides (read mirrored the other way round), so a pair
+    is found whichever way round it was judged."""
     out: dict[tuple[str, str], dict[tuple[str, str, int], dict[str, PairwiseJudgement]]] = {}
     for j in judgements:
-        cell = out.setdefault((j.arm_a, j.arm_b), {}).setdefault(
-            (j.task_id, j.variant, j.trial_index), {}
-        )
-        cell[j.shown_first] = j
+        for row in (j, mirrored(j)):
+            cell = out.setdefault(side_labels(row, across), {}).setdefault(
+                (row.task_id, row.variant, row.trial_index), {}
+            )
+            cell.setdefault(row.shown_first, row)
     return out
 
 
@@ -91,13 +112,15 @@ def pairwise_summary(
     clusters: Mapping[str, str],
     confidence: float = 0.95,
     seed: int = 0,
+    across: bool = False,
 ) -> dict[str, Any]:
     """The summary of one setup's judgements over ``arms`` (every pair, in their order).
 
-    ``clusters``: each task's cluster (the independent unit of every interval)."""
+    ``clusters``: each task's cluster (the independent unit of every interval); ``across``:
+    the arms are ``RUN:ARM`` sides of several runs."""
     from harness.stats.pairwise import bradley_terry_ratings, position_bias
 
-    grouped = _pairs(judgements)
+    grouped = _pairs(judgements, across)
     pairs, every = [], []
     for arm_a, arm_b in combinations(arms, 2):
         record, rows = _pair_summary(
@@ -181,7 +204,7 @@ def run_pairwise_summary(store: Store, run: Run, confidence: float = 0.95) -> di
     judged = [j for j in every if j.setup == setup]
     seen = {a for j in judged for a in (j.arm_a, j.arm_b)}
     arms = [a for a in run.arms if a in seen]
-    clusters = {t.task_id: t.cluster for t in store.trials(run.id)}
+    clusters = clusters_of(run, store.trials(run.id))
     summary = {"run_id": run.id, **pairwise_summary(judged, arms, clusters, confidence)}
     summary["other_setups"] = len({j.setup for j in every}) - 1
     return summary

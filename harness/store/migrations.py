@@ -134,6 +134,18 @@ def _v12(conn: Connection) -> None:
     table_of(ReplacedLabel).create(conn, checkfirst=True)
 
 
+def _v13(conn: Connection) -> None:
+    """pairwise_judgements.run_b: trial_b's run for judgements across runs (NULL within a
+    run: every row stored before; a store made by v1 of today's tables already has it)."""
+    if "run_b" not in {c["name"] for c in inspect(conn).get_columns("pairwise_judgements")}:
+        conn.execute(
+            text("ALTER TABLE pairwise_judgements ADD COLUMN run_b VARCHAR REFERENCES runs (id)")
+        )
+        conn.execute(
+            text("CREATE INDEX ix_pairwise_judgements_run_b ON pairwise_judgements (run_b)")
+        )
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1),
     (2, _v2),
@@ -147,5 +159,6 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (10, _v10),
     (11, _v11),
     (12, _v12),
+    (13, _v13),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -202,7 +202,9 @@ class HumanLabel(SQLModel, table=True):
 
 class PairwiseJudgement(SQLModel, table=True):
     """One pairwise judge call: two arms' trials of one task and trial index, shown in one
-    order (``harness pairwise``). ``verdict`` names the arm, not the position."""
+    order (``harness pairwise``). ``verdict`` names the arm, not the position. Within a run
+    both trials are ``run_id``'s; across runs (``harness pairwise RUN_A:ARM RUN_B:ARM``)
+    ``trial_b`` is ``run_b``'s. The trial ids identify a judgement either way."""
 
     __tablename__ = "pairwise_judgements"
     __table_args__ = (
@@ -221,6 +223,8 @@ class PairwiseJudgement(SQLModel, table=True):
     trial_a: int = Field(foreign_key="trials.id")
     """arm_a's trial."""
     trial_b: int = Field(foreign_key="trials.id")
+    run_b: str | None = Field(default=None, index=True, foreign_key="runs.id")
+    """trial_b's run when it is not ``run_id`` (a judgement across runs); None within a run."""
     shown_first: str
     """'A' (arm_a's response shown first) or 'B'."""
     verdict: str

@@ -290,9 +290,12 @@ def pairwise_views(store, trial_id: int) -> list[PairwiseView]:
     for j in trial_judgements(store.engine, trial_id):
         mine = "A" if j.trial_a == trial_id else "B"
         side = {mine: "this", ("B" if mine == "A" else "A"): "other"}
+        other_arm = j.arm_b if mine == "A" else j.arm_a
+        if j.run_b is not None:  # across runs: the other side is named by its run too
+            other_arm = f"{j.run_b if mine == 'A' else j.run_id}:{other_arm}"
         out.append(
             {
-                "other_arm": j.arm_b if mine == "A" else j.arm_a,
+                "other_arm": other_arm,
                 "other_trial": j.trial_b if mine == "A" else j.trial_a,
                 "shown_first": side[j.shown_first],
                 "verdict": side.get(j.verdict, j.verdict),

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.pairwise.judging import _arm_of, instruction_of, plan
+from harness.pairwise.judging import _arm_of, by_arm, instruction_of, plan
 from harness.pairwise.prompt import PairwiseReplyError, parse, render
 from harness.pairwise.setup import DEFAULT_QUESTION, load_setup
-from harness.store.tables import Trial
+from harness.pairwise.summary import clusters_of
+from harness.store.tables import Run, Trial
 
 
 @pytest.mark.parametrize(
@@ -70,7 +71,7 @@ def test_every_pair_of_arms_is_planned_in_both_orders_and_gaps_are_counted() -> 
         _trial(4, "x", "t1", 0),
         _trial(5, "y", "t1", 0, status="grader_error"),  # the agent left an output
     ]
-    jobs, skipped = plan(trials, ["x", "y", "z"])
+    jobs, skipped = plan(by_arm(trials, ["x", "y", "z"]))
     got = sorted((j.arm_a, j.arm_b, j.a.task_id, j.shown_first) for j in jobs)
     assert got == [
         ("x", "y", "t0", "A"),
@@ -80,7 +81,7 @@ def test_every_pair_of_arms_is_planned_in_both_orders_and_gaps_are_counted() -> 
     ]
     assert skipped == {
         "one side's agent left no output (infra_error)": 2,  # x-z and y-z on t0
-        "one arm has no trial of that task and index": 2,  # x-z and y-z on t1
+        "one side has no trial of that task and index": 2,  # x-z and y-z on t1
     }
 
 
@@ -126,3 +127,13 @@ def test_the_judge_file_is_checked(tmp_path: Path) -> None:
     path.write_text("api: chat\n")
     with pytest.raises(ConfigError, match="'model'"):
         load_setup(path)
+
+
+def test_the_interval_unit_follows_the_suites_cluster_key() -> None:
+    trials = [_trial(1, "x", "t0", 0), _trial(2, "x", "t1", 0), _trial(3, "x", "t2", 0)]
+    trials[2].cluster = ""  # no cluster: the task is its own
+    by_cluster = Run.model_construct(config={"suite": {"report": {"cluster_key": "cluster"}}})
+    by_task = Run.model_construct(config={"suite": {"report": {"cluster_key": "task"}}})
+    assert clusters_of(by_cluster, trials) == {"t0": "c", "t1": "c", "t2": "t2"}
+    assert clusters_of(by_task, trials) == {"t0": "t0", "t1": "t1", "t2": "t2"}
+    assert clusters_of(Run.model_construct(config=None), trials)["t0"] == "c"

@@ -88,7 +88,11 @@ def _judge_lines(summary: dict[str, Any]) -> list[str]:
 
 def pairwise_head(summary: dict[str, Any]) -> str:
     """The section's first line."""
-    head = f"Pairwise judging of run {summary['run_id']} (each pair judged in both orders)"
+    if summary.get("run_id") is None and summary.get("runs"):
+        runs = ", ".join(summary["runs"])
+        head = f"Pairwise judging across runs {runs} (each pair judged in both orders)"
+    else:
+        head = f"Pairwise judging of run {summary['run_id']} (each pair judged in both orders)"
     if summary.get("other_setups"):
         head += f"; {summary['other_setups']} other judge setup(s) stored, not shown"
     return head
