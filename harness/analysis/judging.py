@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -159,11 +160,16 @@ def agreement(run: JudgedRun, confidence: float) -> dict[str, Any]:
         key = "sensitivity" if name == "recall" else name
         out[key] = _estimate_record(metrics.metric(name))
     out["missing"] = metrics.missing
-    kappa = cohen_kappa(info["judged"], info["human"], confidence)
-    out["cohen_kappa"] = {"estimate": kappa.estimate, "lo": kappa.lo, "hi": kappa.hi, "n": kappa.n}
+    out["cohen_kappa"] = _kappa(info["judged"], info["human"], confidence)
     out["confusion"] = _confusion(cal)
-    out["krippendorff_alpha"] = _people_alpha(run, confidence)
+    out["krippendorff_alpha"] = _people_alpha(run.labels.values(), confidence)
     return out
+
+
+def _kappa(judged: list[bool], human: list[bool], confidence: float) -> dict[str, Any]:
+    """Cohen's κ of the judge against the people's (majority) labels."""
+    kappa = cohen_kappa(judged, human, confidence)
+    return {"estimate": kappa.estimate, "lo": kappa.lo, "hi": kappa.hi, "n": kappa.n}
 
 
 def _confusion(cal: Calibration) -> dict[str, int]:
@@ -178,7 +184,9 @@ def _confusion(cal: Calibration) -> dict[str, int]:
 def criteria_agreement(run: JudgedRun, confidence: float) -> dict[str, Any]:
     """Per judge criterion people labelled: the judge's verdict on it against theirs
     (majority of labellers, a tie left out): n, accuracy, sensitivity, specificity with
-    clustered intervals, and the confusion matrix."""
+    clustered intervals, Cohen's κ, Krippendorff's α among people when several labelled
+    the criterion on the same trials, and the confusion matrix (the trial-level measures of
+    ``agreement``, criterion by criterion)."""
     pairs: dict[str, list[tuple[bool, bool, str]]] = defaultdict(list)
     ties: Counter[str] = Counter()
     for i, tid in enumerate(run.trial_id):
@@ -207,17 +215,23 @@ def criteria_agreement(run: JudgedRun, confidence: float) -> dict[str, Any]:
                 key = "sensitivity" if name == "recall" else name
                 rec[key] = _estimate_record(metrics.metric(name))
             rec["missing"] = metrics.missing
+            rec["cohen_kappa"] = _kappa(judged, human, confidence)
             rec["confusion"] = _confusion(Calibration.of(judged, human))
+        units = [v for (_, c), v in run.criterion_labels.items() if c == cid]
+        rec["krippendorff_alpha"] = _people_alpha(units, confidence)
         out[cid] = rec
     return out
 
 
-def _people_alpha(run: JudgedRun, confidence: float) -> dict[str, Any] | None:
-    people = sorted({p for votes in run.labels.values() for p in votes})
-    shared = [votes for votes in run.labels.values() if len(votes) >= 2]
+def _people_alpha(labelled: Iterable[dict[str, bool]], confidence: float) -> dict[str, Any] | None:
+    """Krippendorff's α among the people who labelled these units (labeller → passed per
+    unit); None unless two people labelled one unit."""
+    units = list(labelled)
+    people = sorted({p for votes in units for p in votes})
+    shared = [votes for votes in units if len(votes) >= 2]
     if len(people) < 2 or not shared:
         return None
-    table = [[votes.get(p) for p in people] for votes in run.labels.values()]
+    table = [[votes.get(p) for p in people] for votes in units]
     alpha = krippendorff_alpha(np.array(table, dtype=object), confidence)
     return {
         "estimate": alpha.estimate,

@@ -52,6 +52,16 @@ def test_every_report_view_shows_the_judge_section_with_the_same_numbers(tmp_pat
     assert (
         run_cli("label", run_id, str(labels), "--labeller", "ann", "--store", url).returncode == 0
     )
+    # Two people label the judge's criterion: bob disagrees with ann on every third trial.
+    per_criterion = tmp_path / "criteria.jsonl"
+    per_criterion.write_text(
+        "".join(
+            json.dumps({"trial": t, "criterion": "correct", "passed": q, "labeller": who}) + "\n"
+            for i, (t, p) in enumerate(truth.items())
+            for who, q in (("ann", p), ("bob", p if i % 3 else not p))
+        )
+    )
+    assert run_cli("label", run_id, str(per_criterion), "--store", url).returncode == 0
 
     report = json.loads(run_cli("report", run_id, "--json", "--store", url).stdout)
     agreement = json.loads(run_cli("judge-agreement", run_id, "--json", "--store", url).stdout)
@@ -64,6 +74,13 @@ def test_every_report_view_shows_the_judge_section_with_the_same_numbers(tmp_pat
     lines = [judge_head(judge)] + [x for _, block in judge_blocks(judge) for x in block]
     corrected = [x for x in lines if x.strip().startswith("corrected")]
     assert corrected  # the corrected rates are among the lines every view must show
+    # Per criterion: Cohen's κ against the people and Krippendorff's α among them.
+    per = judge["criteria"]["correct"]
+    assert per["cohen_kappa"]["n"] == per["n"] and per["krippendorff_alpha"]["labellers"] == 2
+    block = dict(judge_blocks(judge))["Per criterion"]
+    assert sum(x.startswith("    Cohen kappa") for x in block) == 1
+    assert sum(x.startswith("    Krippendorff alpha") for x in block) == 1
+    assert all(len(x) <= 80 for x in block), block
     terminal, markdown, text = every_view(run_id, url, "judge", lines, tmp_path / "report.html")
     assert judge_line(judge) in terminal  # the first screen's one line
     assert "### Judge" in markdown and 'href="#judge"' in text and 'id="judge"' in text

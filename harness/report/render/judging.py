@@ -23,23 +23,30 @@ def _agreement_lines(a: dict[str, Any]) -> list[str]:
         return [*lines, *_wrapped(a["note"])]
     for name in METRICS:
         lines += _metric_lines("  ", name, a.get(name), a["missing"])
-    k = a["cohen_kappa"]
-    lines.append(
-        f"  {'Cohen kappa':<12} {num(k['estimate'])} [{num(k['lo'])}, {num(k['hi'])}] "
-        f"(n={k['n']} trials)"
-    )
-    alpha = a.get("krippendorff_alpha")
-    if alpha:
-        lines.append(
-            f"  {'Krippendorff alpha':<12} {num(alpha['estimate'])} [{num(alpha['lo'])}, "
-            f"{num(alpha['hi'])}] among {alpha['labellers']} people (n={alpha['n']} trials)"
-        )
+    lines += _chance_lines("  ", a["cohen_kappa"], a.get("krippendorff_alpha"))
     c = a["confusion"]
     lines += [
         "  confusion      human pass  human fail",
         f"    judge pass   {c['judge_pass_human_pass']:>10}  {c['judge_pass_human_fail']:>10}",
         f"    judge fail   {c['judge_fail_human_pass']:>10}  {c['judge_fail_human_fail']:>10}",
     ]
+    return lines
+
+
+def _chance_lines(indent: str, k: dict[str, Any] | None, alpha: dict[str, Any] | None) -> list[str]:
+    """Cohen's κ of the judge against people, and Krippendorff's α among people when
+    several labelled the same trials (its own line each: 80 columns)."""
+    lines = []
+    if k:
+        lines.append(
+            f"{indent}{'Cohen kappa':<12} {num(k['estimate'])} [{num(k['lo'])}, "
+            f"{num(k['hi'])}] (n={k['n']} trials)"
+        )
+    if alpha:
+        lines.append(
+            f"{indent}{'Krippendorff alpha':<12} {num(alpha['estimate'])} [{num(alpha['lo'])}, "
+            f"{num(alpha['hi'])}] among {alpha['labellers']} people (n={alpha['n']} trials)"
+        )
     return lines
 
 
@@ -65,6 +72,7 @@ def _criteria_lines(criteria: dict[str, Any]) -> list[str]:
         for name in ("accuracy", "sensitivity", "specificity"):
             if r["n"]:
                 lines += _metric_lines("    ", name, r.get(name), r["missing"])
+        lines += _chance_lines("    ", r.get("cohen_kappa"), r.get("krippendorff_alpha"))
         if r["n"]:
             c = r["confusion"]
             lines += [
