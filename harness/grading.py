@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from harness import errors
 from harness.config.models import Environment, Task
+from harness.network import Policy
 from harness.sandbox import product_links
 from harness.sandbox.base import ExecResult, Sandbox, SandboxProvider, SandboxRequest
 from harness.sandbox.grading_material import (
@@ -325,13 +326,19 @@ async def open_grading(
     return GraderSandbox(box, place, in_place=False)
 
 
-async def install_in_place(sandbox: Sandbox, hidden: Path | None) -> GraderSandbox:
+async def install_in_place(
+    sandbox: Sandbox, hidden: Path | None, network: Policy | None = None
+) -> GraderSandbox:
     """Grading material in the agent's own (swept) sandbox: a task graded in place, without
-    the agent's links into the grader's places (``product_links``)."""
+    the agent's links into the grader's places (``product_links``); with ``network``, the
+    grading's own network (``harness.network.in_place_policy``), opened only now that the
+    agent's processes are gone and its links removed (``end_grading`` closes it)."""
     box = GraderSandbox(sandbox, await sandbox.install_grading(hidden), in_place=True)
     # As the agent's user: the links are its, in its directories (root holds no capability
     # to remove them there); the agent's processes are gone.
     await box.exec(product_links.UNLINK_IN_PLACE, timeout=120, user=str(AGENT_UID))
+    if network is not None:
+        await sandbox.switch_network(network.network or [], network.internet)
     return box
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from graders import Grader, build_grader
+from harness import network_checks
 from harness.agent_process import runs_in_child
 from harness.agents import AGENTS, Agent
 from harness.config.loader import (
@@ -34,7 +35,6 @@ from harness.config.loader import (
     nearest_line,
 )
 from harness.config.models import Arm, Options
-from harness.config.step_grading import graded_views
 from harness.errors import ConfigError
 from harness.pairwise.setup import PairwiseJudgeSetup, suite_judge
 from harness.registry import RegistryError
@@ -142,7 +142,7 @@ def resolve(config: ResolvedSuite, sandbox: str | None = None) -> Resolved:
     agents = {arm.name: _agent(config, i, arm, chosen) for i, arm in enumerate(suite.arms)}
     _check_agent_programs(config, agents, chosen)
     _check_host_programs(config, agents, chosen)
-    _check_networks(config, chosen)
+    network_checks.check(config, chosen.name, chosen.cls.honours(chosen.options))
     graders = {lt.task.id: _graders(lt) for lt in config.tasks}
     _check_reward_files(config, graders, chosen)
     _check_observed_rules(config, agents, graders)
@@ -407,59 +407,6 @@ def _check_agent_programs(
                 f"metering proxy, which sandbox '{sandbox.name}' cannot host (no socket "
                 "mount); use `--sandbox docker` or `--sandbox bwrap`",
             )
-
-
-def _check_networks(config: ResolvedSuite, sandbox: SandboxBinding) -> None:
-    """Refuse a task whose agent or grading sandbox needs a network policy the backend
-    cannot honour (``harness.network``), or services beside it, naming the task and the
-    setting, before anything is built: never a run whose sandboxes silently get another
-    network."""
-    from harness.network import Policy, agent_policy, grading_policy
-
-    modes = sandbox.cls.honours(sandbox.options)
-    for loaded in config.tasks:
-        task = loaded.task
-        env = config.environments.get(task.environment or "")
-        if env is None:
-            continue
-        if (env.spec.services or env.spec.volumes) and "services" not in modes:
-            loc = (*loaded.prefix, "environment")
-            raise ConfigError(
-                str(loaded.file),
-                field_path(loc),
-                f"task '{task.id}': environment '{env.name}' has services beside the "
-                f"agent's sandbox, which sandbox '{sandbox.name}' cannot start; use "
-                "`--sandbox docker`",
-                nearest_line(loaded.lines, loc) or loaded.line,
-            )
-        phases: list[tuple[str, Policy, tuple[str | int, ...]]] = [
-            ("agent", agent_policy(env, task), ("internet" if task.internet else "network",))
-        ]
-        for at, view in graded_views(task):
-            if view.grading.root and "grader-root" not in modes:
-                loc = (*loaded.prefix, *at, "grading", "root")
-                raise ConfigError(
-                    str(loaded.file),
-                    field_path(loc),
-                    f"task '{task.id}': its grader needs root capabilities, which sandbox "
-                    f"'{sandbox.name}' cannot give; use `--sandbox docker`",
-                    nearest_line(loaded.lines, loc) or loaded.line,
-                )
-            genv = config.environments.get(view.grading.environment or "", env)
-            key = "internet" if view.grading.internet else "network"
-            phases.append(("grading", grading_policy(genv, view), (*at, "grading", key)))
-        for phase, policy, where in phases:
-            if policy.mode not in modes:
-                what = "open egress" if policy.mode == "open" else "an egress allowlist"
-                loc = (*loaded.prefix, *where)
-                raise ConfigError(
-                    str(loaded.file),
-                    field_path(loc),
-                    f"task '{task.id}': its {phase} sandbox needs {what} "
-                    f"({policy.describe()}), which sandbox '{sandbox.name}' cannot honour; "
-                    "use `--sandbox docker`",
-                    nearest_line(loaded.lines, loc) or loaded.line,
-                )
 
 
 def _check_observed_rules(

@@ -18,12 +18,11 @@ import anyio
 from harness import __version__, exitcodes
 from harness.config.loader import ResolvedSuite
 from harness.config.overrides import Overrides, given
-from harness.config.step_grading import graded_views
 from harness.errors import ConfigError, Interrupted, RunBusy
 from harness.executors import Executor, bind
 from harness.lockfile import agent_builds, check_lock_for
 from harness.models.probe import probe_endpoints
-from harness.network import agent_policy, announcement, grading_policy
+from harness.network import announcement, phases
 from harness.orchestrator import RunOutcome, execute
 from harness.ownership import check_resumable
 from harness.plan import build_plan
@@ -281,23 +280,14 @@ async def _prepare(
 
 
 def _task_networks(resolved: ResolvedSuite) -> list[tuple[Environment, list[str]]]:
-    """(environment, hosts) for every allowlist a task adds: its agent's sandbox with hosts
-    of its own, its grading sandbox with any (``harness.network``)."""
+    """(environment, hosts) for every allowlist a task adds beyond its environment's own:
+    any phase's (``harness.network.phases``: the agent's, each step's, each grading)."""
     wanted: dict[tuple[str, tuple[str, ...]], tuple[Environment, list[str]]] = {}
     for loaded in resolved.tasks:
-        task = loaded.task
-        env = resolved.environments.get(task.environment or "")
-        if env is None:
-            continue
-        policies = []
-        for _, view in graded_views(task):
-            genv = resolved.environments.get(view.grading.environment or "", env)
-            policies.append((genv, grading_policy(genv, view)))
-        if task.network:
-            policies.append((env, agent_policy(env, task)))
-        for where, policy in policies:
-            if policy.mode == "allowlist":
-                wanted[(where.name, policy.hosts)] = (where, list(policy.hosts))
+        for phase in phases(resolved.environments, loaded.task):
+            if phase.policy.mode == "allowlist":
+                hosts = phase.policy.hosts
+                wanted[(phase.environment.name, hosts)] = (phase.environment, list(hosts))
     return list(wanted.values())
 
 

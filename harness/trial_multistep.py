@@ -7,7 +7,9 @@ reward (the graders' score) and verdict. Where they run is the step's grading
 (``harness.config.step_grading``): in place, in the agent's sandbox, or in a fresh grading
 sandbox (the step's or the task's ``grading``: its own environment, network, and the files
 it names copied from the agent's sandbox), destroyed before the next step, while the
-agent's sandbox, never graded in, goes on to the next step. A reward below the step's ``min_reward``
+agent's sandbox, never graded in, goes on to the next step. A step with a network of its
+own has it for its turn, and a step graded in place whose grading gives a network has that
+while graded (``harness.network``): the agent's sandbox switches between them. A reward below the step's ``min_reward``
 ends the trial there: the later steps are not run and score 0. The steps share the trial's
 trajectory and budgets; a note event opens each step, so the trajectory reads step by step
 and each step's record names the range of events it holds.
@@ -30,6 +32,7 @@ from harness.agents import AgentResult
 from harness.agents.base import AgentContext, Usage
 from harness.config import step_grading
 from harness.config.models import Arm, BudgetOverride, Environment, Task, TaskStep
+from harness.network import Policy, agent_policy, in_place_policy, step_agent_policy
 from harness.plan import Job
 from harness.sandbox.base import Sandbox
 from harness.sandbox.workproduct import WorkProduct
@@ -130,11 +133,14 @@ class StepRun:
     """the trial's sandbox labels (a step's grading sandbox carries them)"""
     served_state: bool = False
     """the tool server serves the state (``grading.plan``)"""
+    network: Policy | None = None
+    """the agent's sandbox's network in the current step (set by ``run_steps``)"""
 
 
 async def run_steps(run: StepRun) -> Steps:
     """Every step in order until one ends the trial (module doc)."""
     task = run.loaded.task
+    run.network = agent_policy(run.env, task)  # the sandbox's as made
     out = Steps(
         [
             StepRecord(step.name, in_place=step_grading.step_task(task, i).grade_in_place)
@@ -172,11 +178,15 @@ async def run_steps(run: StepRun) -> Steps:
 
 
 async def _prepare_step(run: StepRun, index: int) -> None:
-    """Before the step's turn: its files into the workdir, then its setup commands (as the
-    agent's user). A failing command before the first step is the task's fault
-    (``TaskSetupError``); after one, the sandbox is what the agent left: its failure
-    (``broke_environment``, the step scores 0)."""
+    """Before the step's turn: its network (``harness.network.step_agent_policy``), its
+    files into the workdir, then its setup commands (as the agent's user). A failing
+    command before the first step is the task's fault (``TaskSetupError``); after one, the
+    sandbox is what the agent left: its failure (``broke_environment``, the step scores 0)."""
     step = run.loaded.task.steps[index]
+    wanted = step_agent_policy(run.env, run.loaded.task, index)
+    if wanted != run.network:  # nothing of the agent runs: the last step's were swept
+        await run.sandbox.switch_network(wanted.network or [], wanted.internet)
+        run.network = wanted
     files = run.loaded.step_files_dir(index)
     if files is not None and index == 0:
         await run.sandbox.copy_in(files, ".")
@@ -268,8 +278,11 @@ async def _grader_box(
     next step. Returns (the grader's sandbox, the command-kind final state, the files taken
     out)."""
     how = grading.plan(run.env, graded, run.rc.graders(graded), run.served_state)
-    if how.in_place:
-        return await grading.install_in_place(run.sandbox, hidden), None, None
+    if how.in_place:  # on the step's grading network when it gives one (back after it)
+        agent = run.network or agent_policy(run.env, run.loaded.task)
+        net = in_place_policy(graded, agent)
+        place = await grading.install_in_place(run.sandbox, hidden, net if net != agent else None)
+        return place, None, None
     product = None
     if how.exports:
         product = await run.after_agent(

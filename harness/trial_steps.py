@@ -17,7 +17,7 @@ import anyio
 from harness import errors, grading
 from harness.config.models import Environment, Task
 from harness.config.step_grading import graded_in_place
-from harness.network import agent_policy, grading_policy
+from harness.network import agent_policy, grading_policy, in_place_policy
 from harness.sandbox.base import ExecResult, Sandbox, SandboxRequest
 from harness.sandbox.workproduct import BadWorkProduct, WorkProduct
 from harness.tools.client import ToolServer
@@ -117,8 +117,10 @@ async def grading_sandbox(
     in place, the agent's own); and the command-kind final state, dumped there. Returns
     (the grader's sandbox, final state)."""
     assert env is not None and rc.provider is not None
-    if how.in_place:
-        box = await grading.install_in_place(agent_sandbox, hidden)
+    if how.in_place:  # on the grading's own network when it gives one
+        agent = agent_policy(env, task)
+        net = in_place_policy(task, agent)
+        box = await grading.install_in_place(agent_sandbox, hidden, net if net != agent else None)
     else:
         genv = grading_environment(rc, env, task)
         policy = grading_policy(genv, task)

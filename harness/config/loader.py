@@ -275,15 +275,15 @@ def _check_disk(
 def _check_internet(
     suite: Suite, tasks: list[LoadedTask], path: Path, lines: dict[Path_, int]
 ) -> None:
-    """Open egress is the user's to allow: a task that asks for it (for its agent or its
-    grading) in a suite without ``allow_internet`` is refused, naming the task."""
+    """Open egress is the user's to allow: a task that asks for it (for its agent, in any
+    step, or its grading) in a suite without ``allow_internet`` is refused, naming the task."""
     if suite.allow_internet:
         return
     for lt in tasks:
-        wanted: list[tuple[Path_, bool]] = [(("internet",), lt.task.internet)]
-        wanted += [
-            ((*at, "grading", "internet"), v.grading.internet) for at, v in graded_views(lt.task)
-        ]
+        t = lt.task
+        wanted: list[tuple[Path_, bool]] = [(("internet",), t.internet)]
+        wanted += [(("steps", i, "internet"), bool(s.internet)) for i, s in enumerate(t.steps)]
+        wanted += [((*at, "grading", "internet"), v.grading.internet) for at, v in graded_views(t)]
         for loc, wants in wanted:
             if wants:
                 raise ConfigError(

@@ -33,6 +33,7 @@ from harness.config.pairwise import SuitePairwise
 from harness.config.release import GatePolicy, Repeats, ReportSettings
 from harness.config.roles import decide_roles
 from harness.config.subset import Subset
+from harness.config.task_parts import IN_PLACE_GRADING
 from harness.config.task_parts import Grading as Grading
 from harness.config.task_parts import Solution as Solution
 from harness.config.task_parts import TaskStep as TaskStep
@@ -458,20 +459,21 @@ class Task(Strict):
                 "a multi-step task runs its steps in one sandbox: it needs an environment",
             )
         for i, step in enumerate(self.steps):
-            if step.grading is not None and step.grade_in_place is not None:
+            own = step.grading.model_fields_set if step.grading is not None else set()
+            if step.grade_in_place is not None and (given := sorted(own - IN_PLACE_GRADING)):
                 raise FieldError(
-                    ("steps", i, "grade_in_place"),
-                    "a step graded in place has no grading sandbox of its own (drop "
-                    "grade_in_place or grading)",
+                    ("steps", i, "grading", given[0]),
+                    "a step graded in place has no grading sandbox of its own: of grading, "
+                    "only network and internet apply (drop grade_in_place or this setting)",
                 )
-        if self.grade_in_place is not None:
-            given = sorted(self.grading.model_fields_set)
-            if given:
-                raise FieldError(
-                    ("grading", given[0]),
-                    "a task graded in place has no grading sandbox of its own: its grading "
-                    "runs in the agent's sandbox (drop grade_in_place or this setting)",
-                )
+        given = sorted(self.grading.model_fields_set - IN_PLACE_GRADING)
+        if self.grade_in_place is not None and given:
+            raise FieldError(
+                ("grading", given[0]),
+                "a task graded in place has no grading sandbox of its own: its grading runs "
+                "in the agent's sandbox, where of grading only network and internet apply "
+                "(drop grade_in_place or this setting)",
+            )
         return self
 
     @property

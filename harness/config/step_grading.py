@@ -3,7 +3,8 @@
 A step is graded as its task is (in place with ``grade_in_place``, else in a fresh grading
 sandbox made by the task's ``grading``) unless it says otherwise: its own ``grading`` (a
 sandbox of its own: Harbor's per-step separate verifier) or its own ``grade_in_place``
-(Harbor's per-step shared verifier in a task whose verifier is separate). Every check and
+(Harbor's per-step shared verifier in a task whose verifier is separate; with a
+``grading`` that gives only the network while graded). Every check and
 every trial reads a step's grading through ``step_task``, so no caller learns the rule."""
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ Loc = tuple[str | int, ...]
 def step_task(task: Task, index: int) -> Task:
     """The task as step ``index`` is graded: the step's grading settings over the task's."""
     step = task.steps[index]
-    if step.grade_in_place is not None:
-        return task.model_copy(update={"grade_in_place": step.grade_in_place, "grading": Grading()})
+    if step.grade_in_place is not None:  # its grading: at most its network (in place)
+        grading = step.grading or Grading()
+        return task.model_copy(update={"grade_in_place": step.grade_in_place, "grading": grading})
     if step.grading is not None:
         return task.model_copy(update={"grade_in_place": None, "grading": step.grading})
     return task

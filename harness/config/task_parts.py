@@ -29,7 +29,9 @@ class Grading(Strict):
     """Where this task's graders that run code (hidden tests, verifiers) run: a fresh
     grading sandbox, by default from the task's own environment with no network, the grader
     root holding only the capabilities to drop to the agent's user, and the agent's work dir
-    copied in. Each setting here is the grading sandbox's alone: the agent's never gets it."""
+    copied in. Each setting here is the grading sandbox's alone: the agent's never gets it.
+    A task graded in place has no grading sandbox: only ``network`` and ``internet`` apply,
+    as the network of the agent's sandbox while it is graded (default: the agent's)."""
 
     environment: str | None = Field(
         None,
@@ -59,6 +61,10 @@ class Grading(Strict):
     )
 
 
+IN_PLACE_GRADING = frozenset({"network", "internet"})
+"""The ``grading`` settings a task (or step) graded in place may give: its network."""
+
+
 class TaskStep(Strict):
     """One step of a multi-step task: the agent gets its instruction in the sandbox the
     earlier steps left, then the task's graders run with the step's hidden material (in
@@ -84,10 +90,21 @@ class TaskStep(Strict):
     setup: list[str] = Field(default_factory=list)
     """shell commands run in the sandbox after the step's files, before its agent turn (a
     failing one: the task is broken)"""
+    network: list[str] | None = Field(
+        None,
+        description="hosts the agent's sandbox may reach during this step instead of the "
+        "task's (its environment's `network` stays; [] for none; Docker only)",
+    )
+    internet: bool | None = Field(
+        None,
+        description="open egress for the agent during this step instead of the task's "
+        "network (needs the suite's allow_internet; Docker only)",
+    )
     grading: Grading | None = Field(
         None,
         description="this step's own grading sandbox (environment, network, files) instead "
-        "of the task's (Harbor's per-step separate verifier)",
+        "of the task's (Harbor's per-step separate verifier); with grade_in_place, only "
+        "its network and internet: the agent's sandbox's network while the step is graded",
     )
     grade_in_place: str | None = Field(
         None,

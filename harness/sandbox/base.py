@@ -275,9 +275,11 @@ class SandboxProvider(abc.ABC):
     @classmethod
     def honours(cls, options: BackendOptions) -> frozenset[str]:
         """What its sandboxes honour of a task's policy: network modes (``harness.network``:
-        none, allowlist, open), ``grader-root`` (``grading.root``), ``services`` and
-        ``grader-anywhere`` (a grader may write outside the work dir and ``/tmp``, e.g. a
-        reward file in ``/logs``); a task asking for more is refused when the suite loads.
+        none, allowlist, open), ``switch-network`` (``Sandbox.switch_network``: a running
+        sandbox changes policy between phases), ``grader-root`` (``grading.root``),
+        ``services`` and ``grader-anywhere`` (a grader may write outside the work dir and
+        ``/tmp``, e.g. a reward file in ``/logs``); a task asking for more is refused when
+        the suite loads.
         Default: no network only."""
         return frozenset({"none"})
 

@@ -115,10 +115,10 @@ class DockerProvider(SandboxProvider):
 
     @classmethod
     def honours(cls, options: BackendOptions) -> frozenset[str]:
-        """Every network policy (``docker_network``) and root graders (Docker's defaults)."""
-        return frozenset(
-            {"none", "allowlist", "open", "grader-root", "services", "grader-anywhere"}
-        )
+        """Every network policy (``docker_network``), switched between phases on a running
+        container (``docker_phase_network``), and root graders (Docker's defaults)."""
+        modes = {"none", "allowlist", "open", "switch-network", "grader-root", "services"}
+        return frozenset({*modes, "grader-anywhere"})
 
     def __init__(
         self,

@@ -209,7 +209,9 @@ class LocalProvider(SandboxProvider):
     def honours(cls, options: BackendOptions) -> frozenset[str]:
         """Every policy is accepted and none enforced: commands have this machine's network
         and this user's rights (the backend isolates nothing, and says so at run start)."""
-        return frozenset({"none", "allowlist", "open", "grader-root", "grader-anywhere"})
+        return frozenset(
+            {"none", "allowlist", "open", "switch-network", "grader-root", "grader-anywhere"}
+        )
 
     def __init__(self, base_dir: str | None = None):
         self.base_dir = base_dir

@@ -189,4 +189,4 @@ def test_a_step_graded_in_place_has_no_grading_of_its_own(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stdout + done.stderr
     line = done.stderr.strip()
     assert "\n" not in line and "Traceback" not in line, line
-    assert "steps[1].grade_in_place" in line, line
+    assert "steps[1].grading.root" in line and "only network and internet" in line, line

@@ -86,7 +86,81 @@ def test_policies_of_each_sandbox() -> None:
     assert grading_policy(None, both).describe() == "allowlist: pypi.org"
     assert grading_policy(None, Task.model_validate(base)).describe() == "none"
     with pytest.raises(ValueError, match="graded in place"):
-        Task.model_validate({**base, "grade_in_place": "why", "grading": {"internet": True}})
+        Task.model_validate({**base, "grade_in_place": "why", "grading": {"root": True}})
+
+
+def test_each_phase_of_a_sandbox_that_lives_through_several() -> None:
+    """Graded in place, the grading's network is the agent's sandbox's while graded (the
+    agent's when it gives none); a step's own network is its turn's, and its grading in
+    place has it too unless the step's grading says otherwise; each is recorded."""
+    from harness.config.models import Task
+    from harness.network import phases, recorded
+
+    env = _environment()
+    base = {
+        "id": "t",
+        "instruction": "x",
+        "environment": "demo",
+        "graders": [{"type": "answer_match", "expected": "x"}],
+        "grade_in_place": "why",
+    }
+    graded = Task.model_validate({**base, "grading": {"network": ["10.0.0.9"]}})
+    assert recorded({"demo": env}, graded) == {"agent": "none", "grading": "allowlist: 10.0.0.9"}
+    assert [p.switched for p in phases({"demo": env}, graded)] == [False, True]
+    same = Task.model_validate({**base, "internet": True})
+    assert recorded({"demo": env}, same) == {"agent": "open", "grading": "open"}
+    steps = Task.model_validate(
+        {
+            **base,
+            "steps": [
+                {"name": "one", "instruction": "a", "network": ["10.0.0.1"]},
+                {
+                    "name": "two",
+                    "instruction": "b",
+                    "internet": True,
+                    "grade_in_place": "why",
+                    "grading": {"network": []},
+                },
+                {"name": "three", "instruction": "c"},
+            ],
+        }
+    )
+    assert recorded({"demo": env}, steps) == {
+        "agent": "none",
+        "grading": "none",
+        "agent: step one": "allowlist: 10.0.0.1",
+        "grading: step one": "allowlist: 10.0.0.1",
+        "agent: step two": "open",
+        "grading: step two": "none",
+    }
+    assert [(p.key, p.switched) for p in phases({"demo": env}, steps)] == [
+        ("agent", False),
+        ("agent: step one", True),
+        ("grading: step one", False),
+        ("agent: step two", True),
+        ("grading: step two", True),
+        ("grading: step three", False),
+    ]
+    with pytest.raises(ValueError, match="only network and internet"):
+        Task.model_validate(
+            {
+                **base,
+                "steps": [
+                    {
+                        "name": "one",
+                        "instruction": "a",
+                        "grade_in_place": "why",
+                        "grading": {"environment": "other"},
+                    }
+                ],
+            }
+        )
+
+
+def _environment():
+    from harness.config.models import Environment, EnvironmentSpec
+
+    return Environment(EnvironmentSpec(name="demo", image={"ref": "x"}), REPO)
 
 
 @pytest.mark.parametrize(
@@ -107,6 +181,26 @@ def test_a_backend_that_cannot_honour_the_policy_refuses_the_task(
     line = result.stderr.strip()
     assert "\n" not in line and "Traceback" not in line, line
     assert "net/open" in line and field in line and what in line and "docker" in line, line
+
+
+def test_a_backend_that_cannot_switch_a_running_sandboxs_network_refuses_the_task(
+    tmp_path: Path,
+) -> None:
+    path = _suite(tmp_path, grade_in_place="why", grading={"network": ["10.1.2.3"]})
+    result = run_cli("run", str(path), "--sandbox", "bwrap", "-q")
+    assert result.returncode == 2, result.stdout + result.stderr
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line, line
+    assert "net/open" in line and "grading.network" in line and "switched" in line, line
+
+
+def test_open_egress_for_one_step_needs_the_users_consent(tmp_path: Path) -> None:
+    step = {"name": "one", "instruction": "x", "internet": True}
+    path = _suite(tmp_path, steps=[step])
+    with pytest.raises(ConfigError) as caught:
+        load_suite(path)
+    assert "steps" in str(caught.value) and "internet" in str(caught.value)
+    assert "--allow-internet" in str(caught.value)
 
 
 def test_the_run_announces_open_egress_once_and_records_every_trials_policy(
