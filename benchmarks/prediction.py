@@ -60,7 +60,7 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
 
     rng = np.random.default_rng([seed, tasks, trials, list(TRUTHS).index(name)])
     t = truth(name)
-    shown = covered = withheld = rejected = before_cov = 0
+    shown = covered = withheld = uncheckable = rejected = before_cov = 0
     below = above = robust = bound_cov = 0
     widths: list[float] = []
     before_est: list[float] = []
@@ -68,9 +68,10 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
         c = rng.binomial(trials, draw(rng, name, tasks))
         n = np.full(tasks, trials)
         e = predict_pass_k(c, n, [K], n_boot=boot, rng=rng)
-        # the plain beta-binomial rejected: an always-pass share is needed, or it misfits
-        rejected += bool(e.model and (e.always_pass or 0) > 0) or bool(
-            e.withheld and "beta-binomial does not fit" in e.withheld
+        # the plain beta-binomial rejected: an always- or never-pass share is needed, or it
+        # misfits
+        rejected += bool(e.model and e.model != "beta-binomial") or bool(
+            e.withheld and "the beta-binomial does not fit" in e.withheld
         )
         assert e.bound_lo is not None and e.bound_hi is not None
         b_lo, b_hi = float(e.bound_lo[0]), float(e.bound_hi[0])
@@ -78,6 +79,7 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
         widths.append(b_hi - b_lo)
         if e.estimate is None or e.lo is None or e.hi is None:
             withheld += 1
+            uncheckable += bool(e.withheld and "cannot be checked" in e.withheld)
         else:
             shown += 1
             covered += bool(e.lo[0] <= t <= e.hi[0])
@@ -97,6 +99,7 @@ def run_cell(name: str, tasks: int, trials: int, reps: int, seed: int, boot: int
         "trials": trials,
         "reps": reps,
         "withheld": withheld / reps,
+        "withheld: no df to check": uncheckable / reps,
         "beta rejected": rejected / reps,
         "shown": shown,
         "covered when shown": covered / shown if shown else None,
@@ -116,12 +119,13 @@ def markdown(data: dict) -> str:
         f"`{s['command']}`: pass^{K} predicted from {s['trials']} trials per task, "
         f"{s['reps']} runs per row (coverage ± about {math.sqrt(0.95 * 0.05 / s['reps']):.1%}"
         " where every run is shown); *beta rejected*: the plain beta-binomial was replaced by "
-        "the always-pass mixture or withheld by the G² check; *model interval*: the chosen "
+        "a model with an always- or never-pass share, or withheld by the G² check; *model interval*: the chosen "
         "model's bootstrap interval; *shown interval*: the report's, the model interval "
         "widened to the model-free bound; *model-free bound*: computed in every run, shown or "
         "withheld",
         "",
-        f"| planted task rates | tasks | true pass^{K} | beta rejected | withheld | model interval:"
+        f"| planted task rates | tasks | true pass^{K} | beta rejected | withheld (no df to check) | model"
+        " interval:"
         " coverage when shown (below / above truth) | shown interval: coverage | model-free "
         "bound: coverage, mean width | before (plain beta-binomial): mean prediction, coverage |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -138,7 +142,7 @@ def markdown(data: dict) -> str:
         wide = r["widened covered when shown"]
         out.append(
             f"| {r['truth name']} | {r['tasks']} | {r['truth']:.3f} | {r['beta rejected']:.0%} | "
-            f"{r['withheld']:.0%} | {cell} | {'—' if wide is None else f'{wide:.1%}'} | "
+            f"{r['withheld']:.0%} ({r['withheld: no df to check']:.0%}) | {cell} | {'—' if wide is None else f'{wide:.1%}'} | "
             f"{r['bound covered']:.1%}, {r['bound mean width']:.3f} | "
             f"{'—' if before is None else f'{before:.3f}'}, {r['before: coverage']:.1%} |"
         )

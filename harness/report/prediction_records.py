@@ -47,9 +47,12 @@ class Prediction(TypedDict, total=False):
     note: str
     n_tasks: int
     model: str | None
-    """'beta-binomial' or 'beta-binomial with an always-pass share'."""
+    """'beta-binomial', or with an always-pass share, a never-pass share, or both
+    (``harness.stats.passk_predict.MODELS``)."""
     always_pass: float | None
     """The fitted share of tasks that always pass."""
+    never_pass: float | None
+    """The fitted share of tasks that never pass."""
     withheld: str
     """Why no prediction is shown (the model failed its check, or cannot be checked)."""
 

@@ -177,8 +177,9 @@ def _points(
 def _model_text(ext: Extrapolation, unit: Unit) -> str:
     check = f"G² check p = {ext.check_p:.2f} on {ext.check_df} df"
     return (
-        f"{ext.model} by maximum likelihood (an always-pass share when the likelihood ratio "
-        f"test of none rejects at 5%: p = {ext.mixture_p:.3g}); {check}; percentile "
+        f"{ext.model} by maximum likelihood (an always- or never-pass share, then the other, "
+        f"added when its likelihood ratio test rejects at 5%: first p = {ext.mixture_p:.3g}); "
+        f"{check}; percentile "
         f"{boot_name(unit)} bootstrap of fit and choice, {ext.replicates} resamples"
     )
 
@@ -217,7 +218,7 @@ def prediction_section(
     base: Prediction = {
         "prediction": True,
         "estimand": "mean over tasks of p_j^k with task rates p_j from the fitted model (a "
-        "Beta, with a share of tasks that always pass when the counts show one); a "
+        "Beta, with shares of tasks that always or never pass when the counts show them); a "
         "model-based prediction, not an observation",
         "ks": ks,
         "n_tasks": int(n.size),
@@ -232,6 +233,7 @@ def prediction_section(
         "points": _points(ext, ks, "pass_hat", int(n.size), robust=True),
         "model": ext.model,
         "always_pass": num(ext.always_pass),
+        "never_pass": num(ext.never_pass),
         "a": num(ext.a),
         "b": num(ext.b),
         "degenerate": (

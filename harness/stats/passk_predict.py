@@ -2,26 +2,29 @@
 
 The plain beta-binomial prediction (agent-evaluation guide: p_j ~ Beta(a, b)) is biased when
 task rates are not beta-distributed, and the common way they are not is that some tasks always
-pass: a Beta puts no mass at p = 1, so its pass^k falls toward 0 as k grows while the truth
-falls toward the always-pass share. Here two models are fitted by maximum likelihood to the
-per-task pass counts (``harness.stats.mixture_fit``):
+pass (or never do): a Beta puts no mass at p = 1, so its pass^k falls toward 0 as k grows while
+the truth falls toward the always-pass share. Four nested models are fitted by maximum
+likelihood to the per-task pass counts (``harness.stats.mixture_fit``):
 
-    beta-binomial         p_j ~ Beta(a, b),                 pass^k = B(a + k, b)/B(a, b)
-    always-pass mixture   p_j ~ π·δ₁ + (1 − π)·Beta(a, b),  pass^k = π + (1 − π)·B(a + k, b)/B(a, b)
+    p_j ~ π·δ₁ + π₀·δ₀ + (1 − π − π₀)·Beta(a, b),   pass^k = π + (1 − π − π₀)·B(a + k, b)/B(a, b)
 
-(pass@k = π + (1 − π)(1 − B(b + k, a)/B(a, b))). The mixture is used when the likelihood ratio
-test of π = 0 rejects at ``ALPHA`` (the statistic's null law is ½χ²₀ + ½χ²₁: π = 0 lies on the
+with π = π₀ = 0 (the beta-binomial), π₀ = 0 (an always-pass share), π = 0 (a never-pass share)
+or both free (the zero-and-one-inflated beta-binomial); pass@k = π + (1 − π − π₀)(1 − B(b + k,
+a)/B(a, b)). The choice is forward selection: the share that raises the likelihood more is
+added when its likelihood ratio test rejects at ``SHARE_ALPHA``, then the other share when its
+own test rejects (each statistic's null law is ½χ²₀ + ½χ²₁: a share of 0 lies on the
 boundary; Self and Liang 1987). The chosen model is then checked against the distribution of
 per-task pass counts: the G² statistic of observed against fitted counts per trial count, χ²
 on Σ_t t − (parameters) df; a p-value below ``ALPHA`` withholds the prediction with a one-line
 reason, and so do fewer than ``MIN_TASKS`` tasks or a model with no df left to check it (the
-mixture needs 4 trials per task, the beta-binomial 3).
+model with both shares needs 5 trials per task, one share 4, the beta-binomial 3).
 
 The interval is a percentile bootstrap of the whole procedure: each resample of tasks (or of
-whole clusters) refits both models to convergence and chooses between them again, so the
+whole clusters) refits every model to convergence and chooses between them again, so the
 interval carries the uncertainty of the choice. Assumes trials of a task independent given its
 rate and tasks (clusters) independent; the extrapolation itself is only as good as the model,
-which is why it is checked and named.
+which is why it is checked and named (and the report widens it to the model-free bound of
+``harness.stats.passk_bounds``: no check on few trials tells these models from other shapes).
 """
 
 from __future__ import annotations
@@ -31,11 +34,22 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from harness.stats._util import RngLike, as_rng, encode_labels
-from harness.stats.mixture_fit import Fits, best_fit, fit_counts, log_bb
+from harness.stats.mixture_fit import FIELDS, Fits, best_fit, fit_counts, log_bb, pick
 
 ALPHA = 0.05
+"""Level of the G² check that withholds a prediction."""
+SHARE_ALPHA = 0.2
+"""Level at which a likelihood ratio test adds an always- or never-pass share: loose, because
+a share missed biases the prediction (coverage 85% at 5% for tasks that always and never
+pass, 200 tasks) while one added needlessly only widens it."""
 MIN_TASKS = 10
-MODELS = {False: "beta-binomial", True: "beta-binomial with an always-pass share"}
+MODELS = {
+    "bb": (False, False, 2, "beta-binomial"),
+    "one": (True, False, 3, "beta-binomial with an always-pass share"),
+    "zero": (False, True, 3, "beta-binomial with a never-pass share"),
+    "both": (True, True, 4, "beta-binomial with always- and never-pass shares"),
+}
+"""key: (always-pass share free, never-pass share free, parameters, name)."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +62,16 @@ class Extrapolation:
     hi: np.ndarray | None
     model: str | None = None
     always_pass: float | None = None
-    """The fitted share π of tasks that always pass (0 under the plain beta-binomial)."""
+    """The fitted share π of tasks that always pass (0 in a model without it)."""
+    never_pass: float | None = None
+    """The fitted share π₀ of tasks that never pass (0 in a model without it)."""
     a: float | None = None
     b: float | None = None
     check_p: float | None = None
     check_df: int | None = None
     mixture_p: float | None = None
-    """p-value of the likelihood ratio test of π = 0 (small: some tasks always pass)."""
+    """p-value of the likelihood ratio test of the first share added (the always- or
+    never-pass share that raises the likelihood more) against the plain beta-binomial."""
     withheld: str | None = None
     replicates: int = 0
     fit: Fits | None = None
@@ -106,14 +123,16 @@ def curves(fits: Fits, k: np.ndarray, metric: str) -> np.ndarray:
     else:
         raise ValueError("metric must be 'pass_hat' or 'pass_at'")
     part = np.where(flat, 0.0, part)
-    return np.asarray(fits.pi[:, None] + (1 - fits.pi[:, None]) * part, dtype=float)
+    rest = 1 - fits.pi[:, None] - fits.pi0[:, None]
+    return np.asarray(fits.pi[:, None] + rest * part, dtype=float)
 
 
-def mixture_p_value(beta: Fits, mixture: Fits) -> np.ndarray:
-    """p-value of π = 0 per row: ½·P(χ²₁ > 2(ℓ_mix − ℓ_beta)) (1 when the mixture gains nothing)."""
+def share_p_value(simpler: Fits, richer: Fits) -> np.ndarray:
+    """p-value per row of the test that the share ``richer`` adds is 0: ½·P(χ²₁ > 2(ℓ_rich −
+    ℓ_simple)) (the share's 0 lies on the boundary; 1 when it gains nothing)."""
     from scipy.stats import chi2
 
-    lr = np.maximum(2.0 * (mixture.loglik - beta.loglik), 0.0)
+    lr = np.maximum(2.0 * (richer.loglik - simpler.loglik), 0.0)
     return np.where(lr > 1e-9, 0.5 * chi2.sf(lr, 1), 1.0)
 
 
@@ -123,12 +142,13 @@ def fit_check(c: np.ndarray, n: np.ndarray, fit: Fits, params: int) -> tuple[flo
     from scipy.stats import chi2
 
     g2, cells = 0.0, 0
-    pi, a, b = float(fit.pi[0]), float(fit.a[0]), float(fit.b[0])
+    pi, a, b, pi0 = (float(getattr(fit, f)[0]) for f in ("pi", "a", "b", "pi0"))
     for t in np.unique(n):
         obs = np.bincount(c[n == t].astype(int), minlength=int(t) + 1).astype(float)
         cs = np.arange(int(t) + 1, dtype=float)
-        prob = (1 - pi) * np.exp(log_bb(cs, np.full_like(cs, t), a, b))
+        prob = (1 - pi - pi0) * np.exp(log_bb(cs, np.full_like(cs, t), a, b))
         prob[-1] += pi
+        prob[0] += pi0
         expected = obs.sum() * prob
         keep = obs > 0
         g2 += 2.0 * float(
@@ -144,13 +164,50 @@ def _cells(c: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return uniq[:, 0].astype(float), uniq[:, 1].astype(float), idx.reshape(-1)
 
 
-def _choose(beta: Fits, mixture: Fits) -> tuple[Fits, np.ndarray]:
-    """Per row, the mixture where the test of π = 0 rejects, else the beta-binomial."""
-    use = mixture_p_value(beta, mixture) < ALPHA
-    pick = [
-        np.where(use, getattr(mixture, f), getattr(beta, f)) for f in ("pi", "a", "b", "loglik")
-    ]
-    return Fits(*pick), use
+NESTS = (("one", ("bb",)), ("zero", ("bb",)), ("both", ("bb", "one", "zero")))
+"""Each model and the simpler ones it nests: its fit is never below theirs."""
+
+
+def _fit_all(
+    uc: np.ndarray, un: np.ndarray, w: np.ndarray, full: dict[str, Fits] | None = None
+) -> dict[str, Fits]:
+    """Every model fitted to every row of ``w``: the full sample from several starts
+    (``full`` None), or resamples started from the full sample's fits."""
+    out: dict[str, Fits] = {}
+    for key, (always, never, _, _) in MODELS.items():
+        if full is None:
+            out[key] = best_fit(uc, un, w, always_pass=always, never_pass=never)
+        else:
+            f = full[key]
+            start = (np.maximum(f.pi, 0.02), f.a, f.b)
+            out[key] = fit_counts(
+                uc,
+                un,
+                w,
+                start,
+                always_pass=always,
+                never_pass=never,
+                start_never=np.maximum(f.pi0, 0.02),
+            )
+    for big, smaller in NESTS:
+        for small in smaller:
+            out[big] = pick(out[small].loglik > out[big].loglik, out[small], out[big])
+    return out
+
+
+def _choose(fits: dict[str, Fits]) -> tuple[Fits, np.ndarray, np.ndarray]:
+    """Per row, forward selection by likelihood ratio tests at ``SHARE_ALPHA``: the share (always-
+    or never-pass) that raises the likelihood more is added when its test rejects, then the
+    other when its own test rejects. Returns the chosen fits, their model keys and the p of
+    the first share."""
+    one, zero, both, bb = fits["one"], fits["zero"], fits["both"], fits["bb"]
+    first_one = one.loglik >= zero.loglik
+    first = pick(first_one, one, zero)
+    p_first = share_p_value(bb, first)
+    step1, step2 = p_first < SHARE_ALPHA, share_p_value(first, both) < SHARE_ALPHA
+    chosen = pick(step1, pick(step2, both, first), bb)
+    keys = np.where(step1, np.where(step2, "both", np.where(first_one, "one", "zero")), "bb")
+    return chosen, keys, p_first
 
 
 def predict_pass_k(
@@ -185,37 +242,37 @@ def predict_pass_k(
     uc, un, idx = _cells(cc, nn)
     ones = np.bincount(idx, minlength=uc.size).astype(float)
     try:
-        beta = best_fit(uc, un, ones, always_pass=False)
+        fits = _fit_all(uc, un, ones)
     except ValueError as exc:
         return replace(none, withheld=f"not fitted: {exc}")
-    mixture = best_fit(uc, un, ones, always_pass=True)
-    chosen, use = _choose(beta, mixture)
-    mixed = bool(use[0])
-    p_check, df = fit_check(cc, nn, chosen, 3 if mixed else 2)
+    chosen, keys, p_first = _choose(fits)
+    key = str(keys[0])
+    p_check, df = fit_check(cc, nn, chosen, MODELS[key][2])
     out = replace(
         none,
-        model=MODELS[mixed],
+        model=MODELS[key][3],
         always_pass=float(chosen.pi[0]),
+        never_pass=float(chosen.pi0[0]),
         a=float(chosen.a[0]),
         b=float(chosen.b[0]),
         check_p=p_check,
         check_df=df,
-        mixture_p=float(mixture_p_value(beta, mixture)[0]),
+        mixture_p=float(p_first[0]),
     )
     if df < 1:
         why = (
-            f"some tasks always pass (likelihood ratio p = {out.mixture_p:.3g}), and with "
-            f"{int(nn.min())} trials per task the model with an always-pass share cannot be "
-            "checked: run 4 or more"
+            f"the counts call for the {MODELS[key][3]} (likelihood ratio p = "
+            f"{out.mixture_p:.3g}), and with {int(nn.min())} trials per task it cannot be "
+            f"checked: run {MODELS[key][2] + 1} or more"
         )
         return replace(out, withheld=why)
     if p_check < ALPHA:
         why = (
-            f"the {MODELS[mixed]} does not fit the per-task pass counts (G² p = {p_check:.3g} "
+            f"the {MODELS[key][3]} does not fit the per-task pass counts (G² p = {p_check:.3g} "
             f"on {df} df), so it cannot be trusted beyond the trials run"
         )
         return replace(out, withheld=why)
-    boot = _bootstrap(uc, un, idx, clusters, n_boot, rng, (beta, mixture))
+    boot = _bootstrap(uc, un, idx, clusters, n_boot, rng, fits)
     out = replace(out, fit=chosen, boot=boot, replicates=n_boot)
     estimate, lo, hi = out.curve(k, metric)
     return replace(out, estimate=estimate, lo=lo, hi=hi)
@@ -228,9 +285,9 @@ def _bootstrap(
     clusters: object | None,
     n_boot: int,
     rng: RngLike,
-    full: tuple[Fits, Fits],
+    full: dict[str, Fits],
 ) -> Fits:
-    """The chosen fit of each resample of tasks (or clusters): both models refitted from the
+    """The chosen fit of each resample of tasks (or clusters): every model refitted from the
     full sample's fits, to convergence, and chosen between again."""
     from harness.stats.bootstrap import cluster_resample_counts
 
@@ -247,21 +304,10 @@ def _bootstrap(
     w = np.vstack(blocks)
     m1 = (w @ (uc / un)) / w.sum(axis=1)
     flat = (m1 <= 0) | (m1 >= 1)  # every resampled task passed (or failed)
-    out = Fits(m1.copy(), np.full(m1.size, np.nan), np.full(m1.size, np.nan), np.zeros(m1.size))
+    nan = np.full(m1.size, np.nan)
+    out = Fits(m1.copy(), nan, nan.copy(), np.zeros(m1.size), 1 - m1)
     if np.any(~flat):
-        beta, mixture = full
-        sub = w[~flat]
-        rb = fit_counts(uc, un, sub, (beta.pi, beta.a, beta.b), always_pass=False)
-        start_pi = np.maximum(mixture.pi, 0.02)
-        rm = fit_counts(uc, un, sub, (start_pi, mixture.a, mixture.b), always_pass=True)
-        better = rb.loglik > rm.loglik  # the mixture nests the beta: never below it
-        rm = Fits(
-            np.where(better, 0.0, rm.pi),
-            np.where(better, rb.a, rm.a),
-            np.where(better, rb.b, rm.b),
-            np.maximum(rm.loglik, rb.loglik),
-        )
-        chosen, _ = _choose(rb, rm)
-        for name in ("pi", "a", "b", "loglik"):
+        chosen, _, _ = _choose(_fit_all(uc, un, w[~flat], full))
+        for name in FIELDS:
             getattr(out, name)[~flat] = getattr(chosen, name)
     return out

@@ -179,8 +179,15 @@ def fit_text(pred: Prediction) -> str:
     name = pred.get("model") or "beta-binomial"
     if pred.get("degenerate"):
         return f"{name} fit DEGENERATE: {pred['degenerate']}"
-    share = pred.get("always_pass")
-    lead = f"{name}, always-pass share {100 * share:.1f}%, " if share else f"{name} "
+    shares = [
+        f"{label} share {100 * share:.1f}%"
+        for label, share in (
+            ("always-pass", pred.get("always_pass")),
+            ("never-pass", pred.get("never_pass")),
+        )
+        if share
+    ]
+    lead = ", ".join([name, *shares]) + (", " if shares else " ")
     return f"{lead}a={pred['a']:.2f}, b={pred['b']:.2f}"
 
 
