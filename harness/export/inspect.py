@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,8 +42,8 @@ from harness.export.inspect_scores import judge_scores, label_scores
 from harness.release.run_config import StoredArm
 from harness.release.source import stored_config, suite_config
 from harness.store import Store
-from harness.store.labels import run_labels
-from harness.store.tables import HumanLabel, Run, TrajectoryEvent, Trial
+from harness.store.labels import run_labels, run_replaced_labels
+from harness.store.tables import HumanLabel, ReplacedLabel, Run, TrajectoryEvent, Trial
 
 STATUS = {
     "finished": "success",
@@ -142,12 +142,20 @@ def _usage(t: Trial) -> ModelUsage | None:
     }
 
 
+@dataclass
+class _Labels:
+    """One trial's labels: those in force, and the earlier ones they replaced (history)."""
+
+    in_force: list[HumanLabel] = field(default_factory=list)
+    replaced: list[ReplacedLabel] = field(default_factory=list)
+
+
 def _sample(
     t: Trial,
     instruction: str,
     model: str,
     events: list[TrajectoryEvent],
-    labels: list[HumanLabel],
+    labels: _Labels,
 ) -> Sample:
     """One trial as an Inspect sample."""
     usage = _usage(t)
@@ -182,8 +190,9 @@ def _sample(
             }
         }
     judged = judge_scores(t.evidence or {})
-    if judged or labels:
-        sample["scores"] = {**sample.get("scores", {}), **judged, **label_scores(labels)}
+    if judged or labels.in_force:
+        people = label_scores(labels.in_force, labels.replaced)
+        sample["scores"] = {**sample.get("scores", {}), **judged, **people}
     if judged:
         sample["metadata"]["judge_calls"] = int(t.judge_calls or 0)
         sample["metadata"]["judge_cost_usd"] = t.judge_cost_usd
@@ -202,7 +211,7 @@ def _log(
     arm: _Arm,
     trials: list[Trial],
     events: dict[int, list[TrajectoryEvent]],
-    labels: dict[int, list[HumanLabel]],
+    labels: dict[int, _Labels],
 ) -> EvalLog:
     """One Inspect eval log for one arm of the run."""
     tasks = stored_config(run).get("tasks", {})
@@ -213,7 +222,7 @@ def _log(
     for t in trials:
         instruction = str(tasks.get(t.task_id, {}).get("instruction", ""))
         sample = _sample(
-            t, instruction, arm.model, events.get(t.id or 0, []), labels.get(t.id or 0, [])
+            t, instruction, arm.model, events.get(t.id or 0, []), labels.get(t.id or 0, _Labels())
         )
         usage = sample["model_usage"].get(arm.model)
         if usage is not None:
@@ -323,9 +332,11 @@ def write_inspect(
             .order_by(col(TrajectoryEvent.trial_id), col(TrajectoryEvent.step))
         ):
             events.setdefault(e.trial_id, []).append(e)
-    labels: dict[int, list[HumanLabel]] = {}
+    labels: dict[int, _Labels] = {}
     for lab in run_labels(store.engine, run_id):
-        labels.setdefault(lab.trial_id, []).append(lab)
+        labels.setdefault(lab.trial_id, _Labels()).in_force.append(lab)
+    for old in run_replaced_labels(store.engine, run_id):
+        labels.setdefault(old.trial_id, _Labels()).replaced.append(old)
     stored = {a["name"]: a for a in suite_config(run).get("arms", [])}
     names = list(dict.fromkeys([*(run.arms or stored), *(t.arm for t in trials)]))
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -111,6 +111,17 @@ class JudgeScore(TypedDict):
     metadata: JudgeScoreMetadata
 
 
+class LabelHistory(TypedDict):
+    """One earlier label of the same person and criterion, which a newer one replaced."""
+
+    value: Literal["C", "I"]
+    explanation: str
+    """Its note."""
+    labelled_at: str
+    replaced_at: str
+    source: str
+
+
 class LabelMetadata(TypedDict):
     labeller: str
     criterion: str
@@ -118,6 +129,9 @@ class LabelMetadata(TypedDict):
     labelled_at: str
     source: str
     """viewer, or the labels file it was imported from."""
+    history: list[LabelHistory]
+    """The labels this person's label replaced, oldest first (kept in the store; read by
+    no statistic)."""
 
 
 class LabelScore(TypedDict):

@@ -10,15 +10,17 @@ trial's log sample gets, beside ``harness`` (the trial's verdict):
   and for a judge with workspace tools its tool calls;
 - ``human/<labeller>`` per person's label of the trial (``human/<labeller>/<criterion>``
   for a label of one criterion): ``C`` or ``I``, their note as the explanation, when and
-  from where in metadata. Labels sit beside the judge's verdict, never over it.
+  from where in metadata, and as ``history`` the labels of theirs it replaced (oldest
+  first, each with its value, note, when and when it was replaced): the export loses
+  nothing the store knows. Labels sit beside the judge's verdict, never over it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.export.inspect_log import JudgeScore, LabelScore
-from harness.store.tables import HumanLabel
+from harness.export.inspect_log import JudgeScore, LabelHistory, LabelScore
+from harness.store.tables import HumanLabel, ReplacedLabel
 
 HUMAN = "human"
 
@@ -53,8 +55,22 @@ def judge_scores(evidence: dict[str, Any]) -> dict[str, JudgeScore]:
     return out
 
 
-def label_scores(labels: list[HumanLabel]) -> dict[str, LabelScore]:
-    """One score per person's label of the trial (or of one criterion), oldest first."""
+def label_scores(
+    labels: list[HumanLabel], replaced: list[ReplacedLabel] | None = None
+) -> dict[str, LabelScore]:
+    """One score per person's label of the trial (or of one criterion), oldest first, each
+    with the ``replaced`` labels of the same person and criterion as its history."""
+    earlier: dict[tuple[str, str], list[LabelHistory]] = {}
+    for old in replaced or []:
+        earlier.setdefault((old.labeller, old.criterion), []).append(
+            {
+                "value": "C" if old.passed else "I",
+                "explanation": old.note,
+                "labelled_at": old.labelled_at.isoformat(),
+                "replaced_at": old.replaced_at.isoformat(),
+                "source": old.source,
+            }
+        )
     out: dict[str, LabelScore] = {}
     for lab in labels:
         name = f"{HUMAN}/{lab.labeller}" + (f"/{lab.criterion}" if lab.criterion else "")
@@ -67,6 +83,7 @@ def label_scores(labels: list[HumanLabel]) -> dict[str, LabelScore]:
                 "criterion": lab.criterion,
                 "labelled_at": lab.labelled_at.isoformat(),
                 "source": lab.source,
+                "history": earlier.get((lab.labeller, lab.criterion), []),
             },
         }
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -92,12 +92,25 @@ def _replaced(old: HumanLabel, at: Any) -> ReplacedLabel:
 
 def run_labels(engine: Engine, run_id: str) -> list[HumanLabel]:
     """Every label of the run's trials, oldest first."""
+    return _of_run(engine, HumanLabel, run_id)
+
+
+def run_replaced_labels(engine: Engine, run_id: str) -> list[ReplacedLabel]:
+    """Every label of the run's trials that a newer one by the same person replaced, oldest
+    first (the history, for exports that must lose nothing the store knows)."""
+    return _of_run(engine, ReplacedLabel, run_id)
+
+
+_Row = TypeVar("_Row", HumanLabel, ReplacedLabel)
+
+
+def _of_run(engine: Engine, table: type[_Row], run_id: str) -> list[_Row]:
     with Session(engine) as s:
         q = (
-            select(HumanLabel)
-            .join(Trial, col(Trial.id) == col(HumanLabel.trial_id))
+            select(table)
+            .join(Trial, col(Trial.id) == col(table.trial_id))
             .where(Trial.run_id == run_id)
-            .order_by(col(HumanLabel.id))
+            .order_by(col(table.id))
         )
         return list(s.exec(q))
 

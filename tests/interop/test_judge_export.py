@@ -43,6 +43,26 @@ def test_inspect_logs_carry_judge_scores_and_labels_and_jsonl_round_trips(tmp_pa
     path.write_text("".join(json.dumps(x) + "\n" for x in labels))
     out = run_cli("label", run_id, str(path), "--labeller", "ann", "--store", url)
     assert out.returncode == 0, out.stderr
+    # ann changes her mind about the first trial twice, bo once about its criterion: the
+    # newest label counts, the replaced ones travel as its history.
+    for k, again in enumerate(
+        [
+            [{"trial": trials[0]["id"], "passed": False, "note": "second look"}],
+            [
+                {"trial": trials[0]["id"], "passed": True, "note": "third look"},
+                {
+                    "trial": trials[0]["id"],
+                    "criterion": "correct",
+                    "passed": False,
+                    "labeller": "bo",
+                },
+            ],
+        ]
+    ):
+        relabel = tmp_path / f"relabel{k}.jsonl"
+        relabel.write_text("".join(json.dumps(x) + "\n" for x in again))
+        out = run_cli("label", run_id, str(relabel), "--labeller", "ann", "--store", url)
+        assert out.returncode == 0, out.stderr
 
     logs = tmp_path / "logs"
     out = run_cli("export", run_id, "--format", "inspect", "-o", str(logs), "--store", url)
@@ -65,9 +85,24 @@ def test_inspect_logs_carry_judge_scores_and_labels_and_jsonl_round_trips(tmp_pa
             assert meta["votes"] == c["votes"] and meta["usage"]["calls"] == 1
         assert s.scores["harness"].value == ("C" if r["passed"] else "I")
         ann = s.scores["human/ann"]
-        assert ann.value == ("C" if k % 2 == 0 else "I") and ann.explanation == f"n{k}"
-        assert ann.metadata["source"].endswith("labels.jsonl") and ann.metadata["criterion"] == ""
         assert ("human/bo/correct" in s.scores) == (k < 3)
+        if k == 0:
+            assert ann.value == "C" and ann.explanation == "third look"
+            assert ann.metadata["source"].endswith("relabel1.jsonl")
+            history = ann.metadata["history"]
+            assert [(h["value"], h["explanation"]) for h in history] == [
+                ("C", "n0"),
+                ("I", "second look"),
+            ]
+            assert history[0]["source"].endswith("labels.jsonl")
+            assert history[0]["labelled_at"] <= history[0]["replaced_at"]
+            assert history[0]["replaced_at"] == history[1]["labelled_at"]
+            bo = s.scores["human/bo/correct"]
+            assert bo.value == "I" and [h["value"] for h in bo.metadata["history"]] == ["C"]
+        else:
+            assert ann.value == ("C" if k % 2 == 0 else "I") and ann.explanation == f"n{k}"
+            assert ann.metadata["source"].endswith("labels.jsonl")
+            assert ann.metadata["criterion"] == "" and ann.metadata["history"] == []
         assert s.metadata["judge_calls"] == 1
         assert s.metadata["judge_cost_usd"] == pytest.approx(r["judge_cost_usd"])
 
