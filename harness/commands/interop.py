@@ -212,10 +212,15 @@ def import_log(
         _config_error(ValueError(f"{file}: no such file"))
     db = Store(resolve_url(store))
     try:
-        run_id, n = import_jsonl(db, file)
+        got = import_jsonl(db, file)
     except ConfigError as exc:
         _config_error(exc)
         return
     finally:
         db.close()
-    typer.echo(f"imported run {run_id}: {n} trials")
+    typer.echo(f"imported run {got.run_id}: {got.trials} trials")
+    for other, n in sorted(got.waiting.items()):
+        typer.echo(
+            f"{n} pairwise judgement(s) across runs wait for run {other} (not in this store): "
+            "importing its log links them"
+        )

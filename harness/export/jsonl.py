@@ -25,13 +25,20 @@ Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
    between its own arms (``harness pairwise RUN``), if any: every column of
    ``pairwise_judgements`` but ``id``, ``run_id``, ``run_b``, ``trial_a`` and ``trial_b``
    (the two trials are the run's trials of ``arm_a`` and ``arm_b`` at ``task_id``,
-   ``variant``, ``trial_index``), oldest first. Judgements across runs are not written (a
-   file holds one run).
-5. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
+   ``variant``, ``trial_index``), oldest first.
+5. ``{"type": "pairwise_across", "judgements": [JUDGEMENT...]}``: the judgements across runs
+   with this run on either side (``harness pairwise RUN_A:ARM RUN_B:ARM``), if any: every
+   column but ``id``, ``trial_a`` and ``trial_b`` (``run_id``'s trial of ``arm_a`` and
+   ``run_b``'s of ``arm_b``, both at ``task_id``, ``variant``, ``trial_index``), ordered by
+   when they were judged. Each run's file carries them, so importing the logs of both runs,
+   in either order, links them once: those whose other run the store does not hold yet wait
+   for its log (``Imported.waiting`` counts them).
+6. ``{"type": "end", "trials": N}``: the file is complete (a truncated file is refused).
 
 Timestamps are ISO 8601 strings as stored (UTC, naive); bytes are base64. A reader must
 refuse a ``version`` it does not know. The line kinds are declared below
-(``HeaderLine``, ``TrialLine``, ``AttemptsLine``, ``PairwiseLine``, ``EndLine``): the writer builds them and the
+(``HeaderLine``, ``TrialLine``, ``AttemptsLine``, ``PairwiseLine``, ``AcrossLine``,
+``EndLine``): the writer builds them and the
 reader checks each line against them, so a malformed line is one error naming its field.
 """
 
@@ -43,10 +50,10 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Annotated, Literal, NotRequired, TypeVar
+from typing import IO, Annotated, Literal, NamedTuple, NotRequired, TypeVar
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
-from sqlalchemy import Connection, DateTime, LargeBinary, RowMapping, Select, Table, select
+from sqlalchemy import Connection, DateTime, LargeBinary, RowMapping, Select, Table, or_, select
 from sqlmodel import Session, SQLModel
 from typing_extensions import TypedDict  # pydantic validates it (Python < 3.12)
 
@@ -119,6 +126,14 @@ class PairwiseLine(TypedDict):
 
 
 @with_config(_STRICT)
+class AcrossLine(TypedDict):
+    """Judgements across runs with this run on either side, both runs named in each."""
+
+    type: Literal["pairwise_across"]
+    judgements: list[Row]
+
+
+@with_config(_STRICT)
 class EndLine(TypedDict):
     """The last line: the file is complete."""
 
@@ -126,12 +141,17 @@ class EndLine(TypedDict):
     trials: int
 
 
-_BODY: TypeAdapter[TrialLine | AttemptsLine | PairwiseLine | EndLine] = TypeAdapter(
-    Annotated[TrialLine | AttemptsLine | PairwiseLine | EndLine, Field(discriminator="type")]
-)
+_Body = TrialLine | AttemptsLine | PairwiseLine | AcrossLine | EndLine
+_BODY: TypeAdapter[_Body] = TypeAdapter(Annotated[_Body, Field(discriminator="type")])
 _PAIRWISE_OWN = ("id", "run_id", "run_b", "trial_a", "trial_b")
 """Columns of a pairwise judgement the importing store assigns or derives (a file holds
-only judgements within its run: ``run_b`` is NULL)."""
+only judgements within its run there: ``run_b`` is NULL)."""
+_ACROSS_OWN = ("id", "trial_a", "trial_b")
+_ACROSS_ORDER = (
+    *("judged_at", "run_id", "run_b", "setup", "arm_a", "arm_b"),
+    *("task_id", "variant", "trial_index", "shown_first"),
+)
+"""A judgement across runs' place in a file: the same in every store (ids are not)."""
 _HEADER = TypeAdapter(HeaderLine)
 
 
@@ -239,8 +259,27 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
         if judged:
             pairwise: PairwiseLine = {"type": "pairwise", "judgements": judged}
             yield json.dumps(pairwise)
+        across = _across_rows(conn, run_id)
+        if across:
+            line: AcrossLine = {"type": "pairwise_across", "judgements": across}
+            yield json.dumps(line)
         end: EndLine = {"type": "end", "trials": n}
         yield json.dumps(end)
+
+
+def _across_rows(conn: Connection, run_id: str) -> list[Row]:
+    """The judgements across runs with ``run_id`` on either side, as a file holds them."""
+    pw_t = table_of(PairwiseJudgement)
+    side = or_(pw_t.c.run_id == run_id, pw_t.c.run_b == run_id)
+    keys = [k for k in PairwiseJudgement.model_fields if k not in _ACROSS_OWN]  # not as
+    # stored: a migrated store has run_b last, a new one after trial_b
+    rows = [
+        {k: row[k] for k in keys}
+        for row in map(
+            _out, conn.execute(select(pw_t).where(pw_t.c.run_b.is_not(None), side)).mappings()
+        )
+    ]
+    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in _ACROSS_ORDER))
 
 
 def _by_trial(conn: Connection, table: Table, trial_ids: Select) -> dict[object, list[Row]]:
@@ -265,10 +304,18 @@ def write_jsonl(store: Store, run_id: str, out: IO[str]) -> int:
     return n
 
 
-def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
-    """Read a run log into ``store``; returns (run id, trials). Refuses a run id the store
-    already holds, an unknown format or version, and a truncated file, with one line that
-    names the file and line."""
+class Imported(NamedTuple):
+    """What ``import_jsonl`` read."""
+
+    run_id: str
+    trials: int
+    waiting: dict[str, int]
+    """Other run -> judgements across runs that wait for its log (the store lacks it)."""
+
+
+def import_jsonl(store: Store, path: Path) -> Imported:
+    """Read a run log into ``store``. Refuses a run id the store already holds, an unknown
+    format or version, and a truncated file, with one line that names the file and line."""
     where = str(path)
     with path.open() as fh:
         first = fh.readline()
@@ -290,14 +337,14 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
         if store.get_run(run_id) is not None:
             raise ConfigError(where, "run.id", f"the store already holds run '{run_id}'")
         store.create_run(run)
-        trials, ended = 0, None
+        trials, ended, waiting = 0, None, dict[str, int]()
         for number, text in enumerate(fh, start=2):
             try:
                 raw = json.loads(text)
             except ValueError:
                 raise ConfigError(where, f"line {number}", "not a JSON line") from None
             kind = raw.get("type") if isinstance(raw, dict) else None
-            if kind not in ("trial", "attempts", "pairwise", "end"):
+            if kind not in ("trial", "attempts", "pairwise", "pairwise_across", "end"):
                 raise ConfigError(where, f"line {number}", f"unknown line type {kind!r}")
             item = _line(where, number, _BODY, raw, tagged=True)
             if item["type"] == "trial":
@@ -314,13 +361,15 @@ def import_jsonl(store: Store, path: Path) -> tuple[str, int]:
                 store.write_attempts([_in(Attempt, a) for a in item["attempts"]])
             elif item["type"] == "pairwise":
                 _put_pairwise(store, run_id, item["judgements"], where, number)
+            elif item["type"] == "pairwise_across":
+                waiting = _put_across(store, run_id, item["judgements"], where, number)
             else:
                 ended = item["trials"]
         if ended != trials:
             raise ConfigError(
                 where, "end", f"truncated: {trials} trials read, end line says {ended}"
             )
-    return run_id, trials
+    return Imported(run_id, trials, waiting)
 
 
 def _put_labels(store: Store, trial_id: int, labels: list[Row]) -> None:
@@ -370,3 +419,41 @@ def _put_pairwise(store: Store, run_id: str, rows: list[Row], where: str, number
             values = {**_in(PairwiseJudgement, row), "run_id": run_id, "trial_a": a, "trial_b": b}
             s.add(PairwiseJudgement.model_validate(values))
         s.commit()
+
+
+def _put_across(
+    store: Store, run_id: str, rows: list[Row], where: str, number: int
+) -> dict[str, int]:
+    """Link the judgements across runs whose other run the store holds (this run is new
+    to the store, so none is there yet); count, per other run, those that wait for it."""
+    ids: dict[str, dict[tuple[object, ...], int | None]] = {}
+
+    def trial(run: str, arm: object, cell: tuple[object, ...]) -> int | None:
+        if run not in ids:
+            ids[run] = {
+                (t.arm, t.task_id, t.variant, t.trial_index): t.id for t in store.trials(run)
+            }
+        return ids[run].get((arm, *cell))
+
+    waiting: dict[str, int] = {}
+    with Session(store.engine) as s:
+        for k, row in enumerate(rows):
+            ra, rb = str(row.get("run_id")), str(row.get("run_b"))
+            if run_id not in (ra, rb) or ra == rb:
+                raise ConfigError(
+                    where, f"judgements[{k}]", f"is not a judgement across run {run_id}", number
+                )
+            other = rb if ra == run_id else ra
+            if store.get_run(other) is None:
+                waiting[other] = waiting.get(other, 0) + 1
+                continue
+            cell = (row.get("task_id"), row.get("variant", ""), row.get("trial_index"))
+            a, b = trial(ra, row.get("arm_a"), cell), trial(rb, row.get("arm_b"), cell)
+            if a is None or b is None:
+                raise ConfigError(
+                    where, f"judgements[{k}]", "names a trial neither side's run holds", number
+                )
+            values = {**_in(PairwiseJudgement, row), "trial_a": a, "trial_b": b}
+            s.add(PairwiseJudgement.model_validate(values))
+        s.commit()
+    return waiting

@@ -212,3 +212,49 @@ def test_the_judge_file_for_sides_is_checked_first(runs: dict[str, Any]) -> None
     _refused(
         _pairwise(runs, bad, f"{ids['best']}:agent", f"{ids['mid']}:agent"), "bad.yaml", "'reeds'"
     )
+
+
+def test_judgements_across_runs_leave_with_each_run_and_come_back_linked(
+    runs: dict[str, Any],
+) -> None:
+    """Each run's log carries its judgements across runs; importing the logs in any order
+    links them once the other run is there (counted meanwhile), and exporting the copies
+    gives the same bytes."""
+    ids, tmp = runs["ids"], runs["tmp"]
+    sides = [f"{ids[q]}:agent" for q in ("best", "mid", "weak")]
+    copy = f"sqlite:///{tmp / 'copy.db'}"
+    logs = {q: tmp / f"{q}.jsonl" for q in ("best", "mid", "weak")}
+    with FakeOpenAI(default=PairwiseJudge(accuracy=0.8, position_bias=0.1, seed=6)) as server:
+        path = judge_file(tmp, "export.yaml", server.base_url)
+        out = _pairwise(runs, path, *sides, "--json")
+        assert out.returncode == 0, out.stderr
+        for q, log in logs.items():
+            done = run_cli("export", ids[q], "-o", str(log), "--store", runs["url"])
+            assert done.returncode == 0, done.stderr
+        first = run_cli("import-log", str(logs["weak"]), "--store", copy)
+        assert first.returncode == 0, first.stderr
+        for q in ("best", "mid"):
+            assert run_cli("import-log", str(logs[q]), "--store", copy).returncode == 0
+        asked = len(server.model_requests())
+        # The copy answers the same comparison from what it holds: no call, same numbers.
+        again = run_cli("pairwise", *sides, "--judge", str(path), "--store", copy, "--json")
+        assert again.returncode == 0, again.stderr
+        assert len(server.model_requests()) == asked
+    before, after = json.loads(out.stdout), json.loads(again.stdout)
+    assert after["new_calls"] == 0
+    for key in ("pairs", "ratings", "position_bias"):
+        assert after[key] == before[key], key
+
+    lines = [json.loads(x) for x in logs["mid"].read_text().splitlines()]
+    (across,) = [x for x in lines if x["type"] == "pairwise_across"]
+    stored = rows(runs["db"], "pairwise_judgements")
+    mine = [g for g in stored if ids["mid"] in (g["run_id"], g["run_b"])]
+    assert len(across["judgements"]) == len(mine) and "trial_a" not in across["judgements"][0]
+    assert not [x for x in lines if x["type"] == "pairwise"]  # none within the run
+    waits = [x for x in first.stdout.splitlines() if "wait for run" in x]
+    assert len(waits) == 2 and all("importing its log links them" in x for x in waits)
+    assert len(rows(tmp / "copy.db", "pairwise_judgements")) == len(stored)
+    for q, log in logs.items():
+        twice = tmp / f"{q}.again.jsonl"
+        assert run_cli("export", ids[q], "-o", str(twice), "--store", copy).returncode == 0
+        assert twice.read_bytes() == log.read_bytes(), q

@@ -144,7 +144,8 @@ def test_roundtrip_postgres(exported, postgres_url) -> None:
     path, run_id, _ = exported
     store = Store(postgres_url)
     try:
-        assert import_jsonl(store, path) == (run_id, path.read_text().count('"type": "trial"'))
+        got = import_jsonl(store, path)
+        assert (got.run_id, got.trials) == (run_id, path.read_text().count('"type": "trial"'))
     finally:
         store.close()
     assert _again(postgres_url, run_id) == path.read_text()
