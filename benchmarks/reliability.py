@@ -1,7 +1,7 @@
 """Reliability figures: faults injected into real `harness run` processes, each faulted run
 compared row by row with an uninterrupted run of the same seed.
 
-    python benchmarks/reliability.py [--kills 25] [--outages 5,10,20] [--memory-trials 5000]
+    python benchmarks/reliability.py [--kills 25] [--outages 5,10,20] [--memory-trials 20000]
                                      [--seed 2026] [--json benchmarks/results/reliability.json]
     python benchmarks/reliability.py --sample     # the small seeded sample CI recomputes
                                                   # (2 kills, 200 trials, no PostgreSQL)
@@ -310,17 +310,29 @@ def _rss_kb(pid: int) -> int | None:
     return None
 
 
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) the process has used so far."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return None
+
+
 def memory_run(work: Path, n_trials: int) -> Row:
-    """One long run: resident memory and trials per second, first quarter against last."""
+    """One long run: resident memory, trials per second and CPU per trial by quarter (the
+    CPU figure holds when other jobs load the machine; trials per second does not)."""
     tasks = 50
     suite = _suite(work / "mem", n_tasks=tasks, trials=max(1, n_trials // (2 * tasks)), delay_s=0)
     db = work / "mem.db"
     proc = _harness("run", str(suite), "--store", f"sqlite:///{db}", "-q")
     samples: list[tuple[int, int]] = []  # (trials stored, rss kB)
+    cpu: list[tuple[int, float]] = []  # (trials stored, CPU seconds)
     while proc.poll() is None:
-        rss = _rss_kb(proc.pid)
-        if rss is not None:
-            samples.append((_count(db, "SELECT count(*) FROM trials"), rss))
+        rss, used = _rss_kb(proc.pid), _cpu_s(proc.pid)
+        if rss is not None and used is not None:
+            stored = _count(db, "SELECT count(*) FROM trials")
+            samples.append((stored, rss))
+            cpu.append((stored, used))
         time.sleep(0.5)
     total = _count(db, "SELECT count(*) FROM trials")
     with contextlib.closing(sqlite3.connect(db)) as conn:
@@ -335,8 +347,12 @@ def memory_run(work: Path, n_trials: int) -> Row:
         ).total_seconds()
         return round((len(chunk) - 1) / span, 1) if span > 0 else 0.0
 
+    # Memory while trials run: up to the first sample with every trial stored (the report
+    # the run prints at its end reads them all; its peak is in rss_mb_max).
+    done = next((i for i, (n, _) in enumerate(samples) if n >= total), len(samples) - 1)
+    running = samples[: done + 1]
     by_quarter = [
-        [rss for n, rss in samples if q * total / 4 <= n <= (q + 1) * total / 4] for q in range(4)
+        [rss for n, rss in running if q * total / 4 <= n <= (q + 1) * total / 4] for q in range(4)
     ]
     row = Row("memory", trials=total, exits=[proc.returncode])
     row.lost = 2 * tasks * max(1, n_trials // (2 * tasks)) - total
@@ -345,10 +361,30 @@ def memory_run(work: Path, n_trials: int) -> Row:
             round(statistics.median(q) / 1024, 1) if q else None for q in by_quarter
         ],
         "rss_mb_max": round(max(rss for _, rss in samples) / 1024, 1) if samples else None,
+        "rss_mb_max_while_running": (
+            round(max(rss for _, rss in running) / 1024, 1) if running else None
+        ),
         "trials_per_s_first_quarter": rate(ends[:quarter]),
         "trials_per_s_last_quarter": rate(ends[-quarter:]),
+        "cpu_ms_per_trial_by_quarter": _cpu_by_quarter(cpu, total),
     }
     return row
+
+
+def _cpu_by_quarter(cpu: list[tuple[int, float]], total: int) -> list[float | None]:
+    """Milliseconds of the run's CPU per stored trial, in each quarter of the trials: from
+    the first sample at or past the quarter's start to the first at or past its end (so
+    start-up before the first trial and the report after the last are left out)."""
+    out: list[float | None] = []
+    for q in range(4):
+        lo, hi = q * total / 4, (q + 1) * total / 4
+        start = next(((n, t) for n, t in cpu if n >= max(lo, 1)), None)
+        end = next(((n, t) for n, t in cpu if n >= hi), None)
+        if start is None or end is None or end[0] <= start[0]:
+            out.append(None)
+            continue
+        out.append(round(1000 * (end[1] - start[1]) / (end[0] - start[0]), 2))
+    return out
 
 
 def measure(
@@ -361,7 +397,7 @@ def measure(
     ray: bool = False,
 ) -> list[Row]:
     """Every scenario's row; ``outages`` None: no PostgreSQL scenarios; ``docker_kills``
-    None: no Docker scenarios; ``only``: just the ``docker`` or ``ray`` rows."""
+    None: no Docker scenarios; ``only``: just the ``docker``, ``ray`` or ``memory`` rows."""
     with tempfile.TemporaryDirectory(prefix="harness-reliability-") as tmp:
         work = Path(tmp)
         rows = []
@@ -369,6 +405,7 @@ def measure(
             rows.append(sigkill_series(work / "kill", kills, seed))
             if outages is not None:
                 rows += postgres_series(work, outages)
+        if only in (None, "memory"):
             rows.append(memory_run(work, memory_trials))
         if docker_kills is not None and only in (None, "docker"):
             from benchmarks.reliability_docker import docker_kill, docker_pause
@@ -385,13 +422,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=25)
     parser.add_argument("--outages", default="5,10,20", help="seconds, comma-separated")
-    parser.add_argument("--memory-trials", type=int, default=5000)
+    parser.add_argument("--memory-trials", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--no-postgres", dest="postgres", action="store_false")
     parser.add_argument("--docker-kills", type=int, default=4)
     parser.add_argument("--no-docker", dest="docker", action="store_false")
     parser.add_argument("--no-ray", dest="ray", action="store_false")
-    parser.add_argument("--only", choices=["docker", "ray"], help="run only these rows")
+    parser.add_argument("--only", choices=["docker", "ray", "memory"], help="run only these rows")
     parser.add_argument("--sample", action="store_true", help="the small sample CI recomputes")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()

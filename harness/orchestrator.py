@@ -113,6 +113,7 @@ async def execute(
             writer.put(record)
             outcome.count(record.trial.status, record.trial.reason)
             sink.trial_done(record.trial.status)
+            await writer.wait_for_room()
 
     async with anyio.create_task_group() as outer:
         work_scope = anyio.CancelScope()

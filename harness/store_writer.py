@@ -1,7 +1,9 @@
 """The driver's single store writer: a thread committing one transaction per finished trial.
 
 Workers hand records over without waiting for the commit (a thread hop per trial costs
-more than the SQLite write itself); ``close`` waits until every record is committed. Before
+more than the SQLite write itself), but never run more than ``MAX_QUEUED`` items ahead of
+it: trials faster than commits would otherwise pile up in memory, uncommitted, and a killed
+driver would lose every one of them. ``close`` waits until every record is committed. Before
 its trial runs, each job is marked in flight (``harness.store.in_flight``), in the same
 queue, so the mark is committed before the trial's own row.
 
@@ -37,6 +39,9 @@ from harness.text import printable
 from harness.trial_rows import TrialRecord, unstorable_row
 
 _NOTHING = object()
+MAX_QUEUED = 64
+"""Items (finished trials, in-flight marks) the writer may have waiting before a worker that
+hands it another waits for it (``wait_for_room``)."""
 BACKOFF_S = (0.5, 10.0)
 """First and longest wait between two tries of a write while the store is away."""
 
@@ -78,6 +83,13 @@ class StoreWriter:
 
     def put(self, record: TrialRecord) -> None:
         self.queue.put(record)
+
+    async def wait_for_room(self) -> None:
+        """Return once the writer has at most ``MAX_QUEUED`` items waiting (or has stopped):
+        what keeps memory flat and a SIGKILL's loss to a few trials when trials finish faster
+        than the store commits them."""
+        while self.queue.qsize() > MAX_QUEUED and self.error is None and self.thread.is_alive():
+            await anyio.sleep(0.002)
 
     def close(self) -> None:
         """Wait until everything queued is committed (or dropped after a failure)."""
