@@ -452,10 +452,11 @@ def paired_estimate(
     weighted independent tasks (then it is Newcombe's paired method) — at the critical value
     of the difference's own Imbens–Kolesár df, with the CR2 correlation of the arms' means.
     The gate reads the ends of this interval at level 2c − 1 (its one-sided errors are
-    measured in ``benchmarks/coverage.py``). ``trials``: each arm's counted trials per task
-    (default 1). Assumes independent clusters; the arms' trials need not share seeds.
+    measured in ``benchmarks/coverage.py``); near 0 or 1 also Hall's (``paired_intervals``).
+    ``trials``: each arm's counted trials per task (default 1). Assumes independent
+    clusters; the arms' trials need not share seeds.
     """
-    from harness.stats.mean_intervals import paired_intervals
+    from harness.stats.mean_intervals import near_edge_note, paired_intervals
 
     a = as_1d_float(baseline, "baseline")
     b = as_1d_float(candidate, "candidate")
@@ -484,12 +485,14 @@ def paired_estimate(
         if wilson
         else f"logit-scale CR2 over {_units_text(unit, g)}, t with {df:.1f} Imbens–Kolesár df"
     )
+    method = f"paired MOVER from each arm's interval ({arm}) and their correlation"
+    method += near_edge_note(float(a @ w) / float(w.sum()), wilson)
     return Estimate(
         estimate=mean,
         lo=lo,
         hi=hi,
         se=float(iv.se[0]),
-        method=f"paired MOVER from each arm's interval ({arm}) and their correlation",
+        method=method,
         method_key="mover",
         df=round(df, 3),
         warning=_few_warning(unit, g, df),

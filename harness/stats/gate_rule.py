@@ -14,7 +14,8 @@ the decision the gate will make (eval-harness guide, when-not-to-ship guide):
 
 One-sided at confidence c reads the ends of the two-sided (2c − 1) interval and one-sided
 p ≤ 1 − c; two-sided reads the c interval and two-sided p ≤ 1 − c. The paired rules read
-the interval compare prints (MOVER, ``paired_intervals``); the threshold rule reads the
+the interval compare prints (MOVER, ``paired_intervals``, with Hall's bound of the difference
+where the baseline is near 0 or 1); the threshold rule reads the
 cautious decision bound of ``rate_intervals`` (a single rate near the top of the scale needs it).
 """
 
@@ -82,7 +83,10 @@ class GateRule:
             if round(self.confidence, 2) == self.confidence
             else (f"{self.confidence:.4%}")
         )
-        paired = f"{side} {level} bound of the paired interval (MOVER)"
+        paired = (
+            f"{side} {level} bound of the paired interval (MOVER; with the baseline within "
+            "10 points of 0 or 1, also Hall's skew-corrected bound, the more cautious)"
+        )
         if self.rule == "improvement":
             return (
                 f"improvement: {paired} above 0 and the exact sign (McNemar) test at "
