@@ -4,7 +4,7 @@ compared, and whether the runs can be compared at all.
 Two runs' trials pair when they share a task, variant and trial index, as arms do within a
 run. The pair means something only if both agents were given the same task: the runs'
 shared tasks must not differ in definition (instruction, setup, graders other than
-judges), per-task budget, environment version or image, checked by ``compare``'s own
+judges), budgets (the suite's or the task's), environment version or image, checked by ``compare``'s own
 precondition (``harness.release.preconditions.differences``). Task sets may differ (the
 shared tasks are compared, the rest counted as skipped), and so may grader code versions
 (the judge reads the agents' outputs, not the graders' verdicts); sides with no task in

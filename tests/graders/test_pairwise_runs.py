@@ -258,3 +258,34 @@ def test_judgements_across_runs_leave_with_each_run_and_come_back_linked(
         twice = tmp / f"{q}.again.jsonl"
         assert run_cli("export", ids[q], "-o", str(twice), "--store", copy).returncode == 0
         assert twice.read_bytes() == log.read_bytes(), q
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_made_before_judgements_across_runs_gains_run_b(
+    postgres_url: str,
+) -> None:
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.engine import make_url
+
+    url = make_url(postgres_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:  # a database of its own: the others share run ids
+        conn.exec_driver_sql("DROP DATABASE IF EXISTS v12_pairwise")
+        conn.exec_driver_sql("CREATE DATABASE v12_pairwise")
+    admin.dispose()
+    own = url.set(database="v12_pairwise").render_as_string(hide_password=False)
+    store = Store(own)
+    with store.engine.begin() as conn:  # back to schema 12: no run_b, its key or index
+        conn.exec_driver_sql("ALTER TABLE pairwise_judgements DROP COLUMN run_b")
+        conn.exec_driver_sql("DELETE FROM schema_version WHERE version > 12")
+    store.close()
+    store = Store(own)
+    assert store.migrate() == SCHEMA_VERSION
+    table = inspect(store.engine)
+    assert "run_b" in {c["name"] for c in table.get_columns("pairwise_judgements")}
+    assert "ix_pairwise_judgements_run_b" in {
+        i["name"] for i in table.get_indexes("pairwise_judgements")
+    }
+    keys = table.get_foreign_keys("pairwise_judgements")
+    assert any(k["constrained_columns"] == ["run_b"] for k in keys)
+    store.close()
