@@ -184,16 +184,6 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
         nets = harbor_steps.networks(toml)
         if why := harbor_steps.refusal(task_dir, toml.steps, toml.separate_verifier, nets):
             return why
-    elif (
-        not toml.separate_verifier
-        and _workdir(task_dir, env) == "/"
-        and not agent_net.same(verifier_net)
-    ):
-        return (
-            f"a verifier network ({verifier_net.mode}: {verifier_net.setting}) unlike the "
-            f"agent's ({agent_net.mode}: {agent_net.setting}) in a task graded in the agent's "
-            "sandbox (no WORKDIR)"
-        )
     if why := harbor_image.env_refusal(env.env, bool(env.docker_image)):
         return why
     if nonempty(verifier.env) and multi:
@@ -410,10 +400,17 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
                 if services
                 else "the task has no work dir (WORKDIR /): its files could be anywhere"
             )
-            grading = {}
+            # The verifier's network, while graded there (``harbor_network.phase_keys``).
+            shared = harbor_steps.networks(toml).shared if steps else verifier_net
+            grading = {} if agent_net.same(shared) else harbor_network.phase_keys(shared)
         if grading:
             entry["grading"] = grading
-        sandboxes = [entry, entry.get("grading") or {}, *(s.get("grading") or {} for s in steps)]
+        sandboxes = [
+            entry,
+            entry.get("grading") or {},
+            *steps,
+            *(s.get("grading") or {} for s in steps),
+        ]
         if any(part.get("internet") for part in sandboxes):  # as written: what the run asks
             result.open_egress.append(rel)
         if judge is not None:

@@ -4,12 +4,15 @@ Harbor gives a task a baseline network (``[environment] network_mode``: ``public
 default, ``no-network`` or ``allowlist`` with ``allowed_hosts``; the older
 ``allow_internet = false`` means ``no-network``) and lets each phase override it:
 ``[agent]`` for the agent's turn, ``[verifier]`` for the tests, whose own baseline is
-``[verifier.environment]`` when the verifier runs in an environment of its own. The harness
-has one sandbox per phase (the agent's, then a fresh grading sandbox), so each phase's
-policy is its sandbox's: ``public`` is open egress (``internet: true``, which the user must
-allow with ``--allow-internet``), an allowlist is ``network`` hosts, ``no-network`` none.
-A verifier that has a network installs its test tools with it, as root: its grading sandbox
-keeps the default root capabilities (``grading.root``); the agent's never does. What the
+``[verifier.environment]`` when the verifier runs in an environment of its own. Each phase's
+policy is its sandbox's (the agent's, then a fresh grading sandbox), or, where a phase runs
+in the agent's sandbox (a task graded in place, a step's turn), the policy that sandbox is
+switched to for the phase (``harness.network.phases``): ``public`` is open egress
+(``internet: true``, which the user must allow with ``--allow-internet``), an allowlist is
+``network`` hosts, ``no-network`` none. A verifier that has a network installs its test
+tools with it, as root: its grading sandbox keeps the default root capabilities
+(``grading.root``); the agent's never does, so a verifier graded in place has its network
+but not root's capabilities. What the
 harness cannot honour (wildcard hosts, other modes) refuses the task, naming the setting.
 """
 
@@ -90,6 +93,15 @@ def refusal(phase: Phase) -> str | None:
             f" has '{wild[0]}'; the harness allows names, addresses and CIDR blocks)"
         )
     return None
+
+
+def phase_keys(phase: Phase) -> dict[str, object]:
+    """The ``network`` / ``internet`` keys that give a phase run in the agent's sandbox (a
+    step's turn, a grading in place) this network over the one it would inherit: none is
+    ``network: []``. No ``root``: the agent's container never gets root's capabilities."""
+    if phase.mode == PUBLIC:
+        return {"internet": True}
+    return {"network": list(phase.hosts) if phase.mode == ALLOWLIST else []}
 
 
 def grading_keys(phase: Phase) -> dict[str, object]:

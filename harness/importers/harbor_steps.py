@@ -10,8 +10,10 @@ step's ``min_reward``, its agent timeout (the step's time budget) and its verifi
 with Harbor's shared verifier is graded in it, a step with a separate verifier (its own or
 the task's: ``harbor_verifier``) in a fresh grading sandbox of that verifier's image, given
 the task's and the step's ``artifacts``, while the agent's sandbox waits for the next step.
-Refused, naming the step and setting: an agent network unlike the task's, a shared
-verifier's network unlike the agent's, a separate verifier without a ``tests/Dockerfile``,
+A step's own agent network (``[steps.agent]``) is its turn's (the agent's sandbox is
+switched to it), a shared verifier's network its grading's in place. Refused, naming the
+step and setting: a network the harness cannot give (``harbor_network.refusal``), a
+separate verifier without a ``tests/Dockerfile``,
 unreadable healthchecks, verifier variables that are not literal; a step without an
 instruction or a ``test.sh``. A step's ``workdir/`` upload becomes its ``files`` (its
 ``setup.sh`` run from the work dir), its healthcheck a setup command polled before its turn,
@@ -83,6 +85,16 @@ def verifier_network(step: HarborStep, separate: bool, nets: Networks) -> Phase:
     return Phase(str(mode), _hosts(table.get("allowed_hosts") or ()), f"{where}.network_mode")
 
 
+def step_agent(step: HarborStep, nets: Networks) -> Phase | None:
+    """The step's own agent network (``[steps.agent]``), or None: the task's."""
+    table = step.agent
+    if table.get("network_mode") is None and table.get("allowed_hosts") is None:
+        return None
+    mode = table.get("network_mode") or nets.agent.mode
+    hosts = _hosts(table.get("allowed_hosts") or ())
+    return Phase(str(mode), hosts, f"steps.{step.name}.agent.network_mode")
+
+
 def _hosts(raw: object) -> tuple[str, ...]:
     return tuple(map(str, raw)) if isinstance(raw, list | tuple) else (str(raw),)
 
@@ -100,21 +112,13 @@ def refusal(task_dir: Path, raw: object, separate_verifier: bool, nets: Networks
         where = f"steps.{step.name}"
         sdir = task_dir / "steps" / step.name
         verifier = step.verifier
-        table = step.agent
-        if table.get("network_mode") is not None or table.get("allowed_hosts") is not None:
-            mode = table.get("network_mode") or nets.agent.mode
-            own = Phase(str(mode), _hosts(table.get("allowed_hosts") or ()), "")
-            if not own.same(nets.agent):
-                return f"a per-step network unlike the task's ({where}.agent.network_mode)"
+        own = step_agent(step, nets)
+        if own is not None and (why := harbor_network.refusal(own)) is not None:
+            return why
         separate = harbor_verifier.step_is_separate(verifier, separate_verifier)
         net = verifier_network(step, separate, nets)
         if (why := harbor_network.refusal(net)) is not None:
             return why
-        if not separate and not net.same(nets.agent):
-            return (
-                f"a per-step network unlike the task's ({net.setting}: {net.mode}, graded "
-                "in the agent's sandbox by a shared verifier)"
-            )
         if separate and harbor_verifier.tests_dir(task_dir, step.name) is None:
             return f"a separate verifier environment without tests/Dockerfile ({where}.verifier)"
         if any(not isinstance(a, str) for a in (step.model_extra or {}).get("artifacts", [])):
@@ -176,12 +180,35 @@ def step_grading(
     )
 
 
+def network_keys(step: HarborStep, how: StepGrading) -> dict[str, object]:
+    """The step entry's own agent network when it is not the task's (``network`` /
+    ``internet``: the agent's sandbox is switched to it for the step's turn)."""
+    own = step_agent(step, how.nets)
+    return {} if own is None or own.same(how.nets.agent) else harbor_network.phase_keys(own)
+
+
+def _shared(step: HarborStep, how: StepGrading) -> dict[str, object]:
+    """A step graded by Harbor's shared verifier, in the agent's sandbox: on the verifier's
+    network, given as the step's in-place grading where it is not what the step would get
+    anyway (the task's in-place grading network, else the step's agent's)."""
+    nets = how.nets
+    agent = step_agent(step, nets) or nets.agent
+    inherited = agent if how.separate or nets.agent.same(nets.shared) else nets.shared
+    wanted = verifier_network(step, False, nets)
+    keys: dict[str, object] = {"grade_in_place": harbor_verifier.IN_PLACE} if how.separate else {}
+    if not wanted.same(inherited):
+        keys.update(
+            grade_in_place=harbor_verifier.IN_PLACE, grading=harbor_network.phase_keys(wanted)
+        )
+    return keys
+
+
 def grading_keys(step: HarborStep, how: StepGrading) -> dict[str, object]:
-    """The step entry's grading keys: a shared step in a task whose verifier is separate
-    is graded in place; a separate step gets a grading sandbox of its own (its verifier's
-    environment, network, and the task's and the step's artifacts); else none (the task's)."""
+    """The step entry's grading keys: a step of Harbor's shared verifier is graded in place
+    (``_shared``); a separate step gets a grading sandbox of its own (its verifier's
+    environment, network, and the task's and the step's artifacts)."""
     if not harbor_verifier.step_is_separate(step.verifier, how.separate):
-        return {"grade_in_place": harbor_verifier.IN_PLACE} if how.separate else {}
+        return _shared(step, how)
     tests = harbor_verifier.tests_dir(how.task_dir, step.name)
     assert tests is not None, "refused at import"
     workdir = harbor_verifier.workdir(step.verifier.get("environment"), how.workdir)
@@ -222,6 +249,7 @@ def write_steps(
             entry["timeout_s"] = float(step.agent["timeout_sec"])
         if step.min_reward is not None:
             entry["min_reward"] = step.min_reward
+        entry.update(network_keys(step, how))
         entry.update(grading_keys(step, how))
         out.append(entry)
     return out
@@ -262,7 +290,9 @@ __all__ = [
     "Networks",
     "StepGrading",
     "grading_keys",
+    "network_keys",
     "networks",
+    "step_agent",
     "step_grading",
     "read_steps",
     "refusal",

@@ -59,7 +59,9 @@ def test_every_example_imports_or_is_refused_in_one_line(tmp_path: Path) -> None
         "[agent] allowed_hosts has '*.amazonaws.com'"
         in why["network-policy-matrix/dynamic/shared-allowlist"]
     )
-    assert "[verifier] network_mode" in why["network-policy-matrix/dynamic/e-v-diff"]
+    # ... and honoured where it differs by phase: the verifier graded in place on its own.
+    e_v_diff = resolved.task("harbor/network-policy-matrix-dynamic-e-v-diff").task
+    assert e_v_diff.grade_in_place and e_v_diff.internet and e_v_diff.grading.network == []
     assert any("services.helper.networks" in line for line in refused)
     # Multi-step tasks import (their steps graded in place), but for what steps cannot have.
     assert "hello-multi-step-simple" in imported
@@ -148,11 +150,6 @@ def test_each_phases_network_becomes_its_sandboxs(
             "/app",
             "network_mode = bridge ([environment]",
         ),
-        (
-            '[agent]\nnetwork_mode = "no-network"\n',
-            "/",
-            "a verifier network (public: [environment] network_mode (default public)) unlike",
-        ),
     ],
 )
 def test_a_network_the_harness_cannot_give_is_refused(
@@ -161,6 +158,17 @@ def test_a_network_the_harness_cannot_give_is_refused(
     done = import_harbor(_task(tmp_path, toml, workdir), tmp_path / "out")
     assert done.imported == []
     assert done.refused["net-task"].startswith(reason), done.refused
+
+
+def test_a_verifier_graded_in_place_gets_its_own_network_there(tmp_path: Path) -> None:
+    """No WORKDIR: graded in the agent's sandbox, switched to the verifier's network (public)
+    while graded: its grading gives the network, never root (the agent's container)."""
+    done = import_harbor(_task(tmp_path, '[agent]\nnetwork_mode = "no-network"\n', "/"), tmp_path)
+    assert done.imported == ["net-task"], done.refused
+    (written,) = yaml.safe_load((tmp_path / "tasks" / "harbor" / "tasks.yaml").read_text())["tasks"]
+    assert "grade_in_place" in written and written["grading"] == {"internet": True}
+    assert "internet" not in written and "network" not in written
+    assert done.open_egress == ["net-task"]
 
 
 def test_refusal_names_the_feature(tmp_path: Path) -> None:

@@ -101,15 +101,27 @@ def test_a_step_may_grade_otherwise_than_its_task(tmp_path: Path) -> None:
     }
 
 
-def test_a_shared_steps_network_must_be_the_agents(tmp_path: Path) -> None:
-    """A step graded in the agent's sandbox has that sandbox's network: another is refused."""
+def test_a_shared_steps_network_is_its_grading_in_place(tmp_path: Path) -> None:
+    """A step graded in the agent's sandbox with a network of its own (public) is graded
+    there on that network: the step's in-place grading gives it (the agent's sandbox is
+    switched to it while graded); the other step keeps the agent's (none)."""
     task = _mixed(tmp_path, "shared", "shared")
     toml = (task / "task.toml").read_text().split("[steps.verifier.environment]")[0]
     (task / "task.toml").write_text(toml + 'network_mode = "public"\n')
     done = import_harbor(task, tmp_path / "out")
-    assert done.refused["mixed"].startswith(
-        "a per-step network unlike the task's (steps.two.verifier.network_mode: public"
-    ), done.refused
+    assert done.imported == ["mixed"], done.refused
+    written = _written(tmp_path / "out")
+    one, two = written["steps"]
+    assert "grading" not in one and "grading" not in written
+    assert two["grading"] == {"internet": True} and "grade_in_place" in two
+    resolved = load_suite(
+        tmp_path / "out" / "tasks" / "harbor" / "suite.yaml", {"allow_internet": True}
+    )
+    assert recorded(resolved.environments, resolved.task("harbor/mixed").task) == {
+        "agent": "none",
+        "grading": "none",
+        "grading: step two": "open",
+    }
 
 
 def test_steps_are_graded_away_from_the_agents_sandbox_on_docker(
