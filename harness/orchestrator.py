@@ -110,10 +110,9 @@ async def execute(
                 outcome.stopped = outcome.stopped or exc
                 stopping.set()
                 return
-            writer.put(record)
             outcome.count(record.trial.status, record.trial.reason)
             sink.trial_done(record.trial.status)
-            await writer.wait_for_room()
+            await writer.hand_over(record)
 
     async with anyio.create_task_group() as outer:
         work_scope = anyio.CancelScope()

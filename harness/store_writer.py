@@ -84,6 +84,11 @@ class StoreWriter:
     def put(self, record: TrialRecord) -> None:
         self.queue.put(record)
 
+    async def hand_over(self, record: TrialRecord) -> None:
+        """Queue a finished trial, then wait while the writer is too far behind."""
+        self.put(record)
+        await self.wait_for_room()
+
     async def wait_for_room(self) -> None:
         """Return once the writer has at most ``MAX_QUEUED`` items waiting (or has stopped):
         what keeps memory flat and a SIGKILL's loss to a few trials when trials finish faster

@@ -74,8 +74,7 @@ def test_workers_wait_for_a_store_that_falls_behind(tmp_path):
         async def worker(first: int) -> None:
             nonlocal most_ahead
             for i in range(first, TRIALS, 4):  # four workers, each trial done at once
-                writer.put(TrialRecord(_trial("r", i), [], [], {}))
-                await writer.wait_for_room()
+                await writer.hand_over(TrialRecord(_trial("r", i), [], [], {}))
                 most_ahead = max(most_ahead, writer.queue.qsize())
 
         async with anyio.create_task_group() as tg:
