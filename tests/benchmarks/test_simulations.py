@@ -108,8 +108,9 @@ def test_prediction_sample():
 
 
 def test_prediction_sample_of_truths_no_model_describes():
-    """Always- and never-pass tasks beside a Beta, and logit-normal rates: no check on 4
-    trials tells them from a Beta, so the report's interval is widened to the model-free
+    """Always- and never-pass tasks beside a Beta (the model with both shares fits them but
+    cannot be checked at 4 trials), and logit-normal rates (no model describes them, no check
+    on 4 trials tells them from a Beta): the report's interval is widened to the model-free
     bound, which holds the truth (a few seeded runs)."""
     from benchmarks.prediction import run_cell
 
