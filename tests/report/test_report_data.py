@@ -104,6 +104,8 @@ def test_sections_match_direct_statistics(known, store_url):
     ext = predict_pass_k(c, n, [8], n_boot=200, rng=7, clusters=labels)
     assert ext.withheld is None and pred["model"] == ext.model
     assert pred["a"] == pytest.approx(ext.a, rel=1e-6) and pred["b"] == pytest.approx(ext.b)
+    assert pred["always_pass"] == pytest.approx(ext.always_pass, abs=1e-12)
+    assert pred["never_pass"] == pytest.approx(ext.never_pass, abs=1e-12)
     assert pred["points"][0]["estimate"] == pytest.approx(ext.estimate[0], rel=1e-6)
     assert pred["check"]["p_value"] == pytest.approx(ext.check_p)
     # the interval holds the model-free bound as well as the model's own interval
