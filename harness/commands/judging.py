@@ -212,7 +212,13 @@ def _across_summary(
     summary = pairwise_summary(
         got.outcome.judgements, got.sides, got.clusters, confidence, seed, across=True
     )
-    return {"run_id": None, "runs": got.runs, **summary, **_calls(got.outcome)}
+    return {
+        "run_id": None,
+        "runs": got.runs,
+        "notes": got.notes,
+        **summary,
+        **_calls(got.outcome),
+    }
 
 
 def _calls(outcome: Outcome) -> dict[str, Any]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from harness.pairwise.setup import PairwiseJudgeSetup
     from harness.release.source import Side
     from harness.store import Store
+    from harness.store.tables import Run
 
 REFUSED_CHECKS = ("task definitions", "budgets", "environments", "images")
 """``differences`` checks that make two runs' trials of a task incomparable."""
@@ -96,6 +97,8 @@ class Across:
     sides: list[str]
     runs: list[str]
     clusters: dict[str, str]
+    notes: list[str]
+    """What a reader of the numbers must know (e.g. the runs' seeds differ)."""
 
 
 def judge_across(
@@ -114,7 +117,20 @@ def judge_across(
     outcome = judge_sides(db, chosen, runs, setup, concurrency)
     # The suites' clusters (their tasks agree: checked above); the first side's cluster_key.
     clusters = clusters_of(sides[0].run, [t for rows in chosen.values() for t in rows])
-    return Across(outcome, list(chosen), list(runs), clusters)
+    return Across(outcome, list(chosen), list(runs), clusters, _seed_notes(list(runs.values())))
+
+
+def _seed_notes(runs: Sequence[Run]) -> list[str]:
+    """A note when the runs' suite seeds differ: their trial i then had different trial
+    seeds, so the sides pair by trial index only, not as matched blocks."""
+    seeds = {r.id: r.seed for r in runs}
+    if len(set(seeds.values())) < 2:
+        return []
+    shown = ", ".join(f"{rid} {seed}" for rid, seed in seeds.items())
+    return [
+        f"the runs' suite seeds differ ({shown}): trials pair by task and trial index, "
+        "not by trial seed"
+    ]
 
 
 __all__ = ["REFUSED_CHECKS", "Across", "check_comparable", "judge_across", "resolve_sides"]

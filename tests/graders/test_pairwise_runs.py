@@ -30,7 +30,12 @@ N_TASKS, TRIALS, CLUSTERS = 12, 2, 6
 
 
 def _run(
-    tmp: Path, name: str, url: str, arms: list[dict[str, Any]], tasks: list[dict] | None = None
+    tmp: Path,
+    name: str,
+    url: str,
+    arms: list[dict[str, Any]],
+    tasks: list[dict] | None = None,
+    **suite: Any,
 ) -> str:
     """One run of the suite in its own directory; its run id."""
     path = write_suite(
@@ -40,6 +45,7 @@ def _run(
         n_clusters=CLUSTERS,
         arms=arms,
         trials=TRIALS,
+        **suite,
     )
     out = run_cli("run", str(path), "--store", url, "-q", timeout=240)
     assert out.returncode in (0, 1), out.stderr
@@ -165,7 +171,15 @@ def test_runs_whose_tasks_differ_or_share_none_are_refused_before_any_call(
         # the other runs' to be refused: sides of one run never are.
         ok = _pairwise(runs, path, f"{two}:x", f"{two}:y", "--json")
         assert ok.returncode == 0, ok.stderr
-    assert json.loads(ok.stdout)["pairs"][0]["comparisons"] == N_TASKS * TRIALS
+        assert json.loads(ok.stdout)["pairs"][0]["comparisons"] == N_TASKS * TRIALS
+        # Another suite seed: compared by trial index, and said so in every view.
+        reseeded = _run(tmp, "reseeded", url, arms, seed=2)
+        views = {v: _pairwise(runs, path, best, reseeded, v) for v in ("--json", "--markdown")}
+    for view, out in views.items():
+        assert out.returncode == 0, out.stderr
+        assert f"{reseeded} 2): trials pair by task and trial index" in out.stdout, view
+    (note,) = json.loads(views["--json"].stdout)["notes"]
+    assert f"{ids['best']} 1, " in note
 
 
 def test_a_store_made_before_judgements_across_runs_opens_and_keeps_its_rows(

@@ -104,6 +104,15 @@ def test_a_judge_that_fails_at_the_end_keeps_the_run_and_says_how_to_continue(
     assert rows(db, "pairwise_judgements") == []
 
 
+def test_a_run_of_one_of_the_arms_skips_the_judge_and_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    suite = _suite(tmp_path, {"judge": {"model": judge_model("http://127.0.0.1:1/v1")}})
+    out = _run(suite, db, "--arm", "best")
+    assert out.returncode == 0, out.stderr
+    assert "pairwise judge skipped: fewer than two of its arms ran (--arm)" in out.stderr
+    assert rows(db, "pairwise_judgements") == []
+
+
 def _refused(out: Any, *words: str) -> None:
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr, out.stderr

@@ -101,7 +101,8 @@ def pairwise_head(summary: dict[str, Any]) -> str:
 def pairwise_blocks(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(title, lines) of each block: win rates, ratings (three arms or more), the judge;
     the lines every view prints (the command, terminal report, Markdown, HTML)."""
-    rates = [line for p in summary["pairs"] for line in _pair_lines(p)]
+    rates = [f"  note: {n}" for n in summary.get("notes") or []]
+    rates += [line for p in summary["pairs"] for line in _pair_lines(p)]
     b = summary["position_bias"]
     if b is not None and len(summary["pairs"]) > 1:
         rates.append(f"  all pairs: position bias {_bias_text(b)}")
