@@ -4,7 +4,10 @@ gets its own bridge network whose outbound traffic may reach only those hosts.
 The hosts are resolved once, when the provider prepares the environment; rules go into
 Docker's ``DOCKER-USER`` iptables chain (consulted before Docker's own forwarding rules):
 replies to allowed connections pass, new connections pass only to the listed addresses,
-everything else from the bridge is dropped. Rules and network are removed when the provider
+everything else from the bridge is dropped. The same rules go into ``INPUT`` for traffic
+from the bridge to this host itself (its own addresses, the bridge's gateway: never
+forwarded, so ``DOCKER-USER`` does not see it): without them a sandbox allowed one host
+reached every service listening on the host. Rules and network are removed when the provider
 closes. This needs root and iptables (Debian's docker.io brings it); when the rules cannot
 be installed the run refuses to start rather than run with an open network.
 """
@@ -21,6 +24,8 @@ from dataclasses import dataclass, field
 from harness.errors import EnvironmentBuildError
 
 CHAIN = "DOCKER-USER"
+CHAINS = (CHAIN, "INPUT")
+"""Where an allowlist's rules go: forwarded traffic, and traffic to this host."""
 
 
 def resolve(hosts: list[str]) -> list[str]:
@@ -49,7 +54,8 @@ class Allowlist:
     network_name: str = ""
     bridge: str = ""
     destinations: list[str] = field(default_factory=list)
-    rules: list[list[str]] = field(default_factory=list)
+    rules: list[tuple[str, list[str]]] = field(default_factory=list)
+    """(chain, rule) as installed."""
 
     def create(self, client, labels: dict[str, str] | None = None) -> str:
         """Create the network and install the rules; returns the network name."""
@@ -94,9 +100,12 @@ class Allowlist:
             ["-i", self.bridge, "-j", "DROP"],
         ]
         try:
-            for rule in reversed(wanted):
-                _iptables("-I", CHAIN, "1", *rule)
-                self.rules.append(rule)
+            for chain in CHAINS:
+                for rule in reversed(wanted):
+                    if chain == "INPUT" and rule[0] == "-o":
+                        continue  # replies to the bridge are never INPUT's
+                    _iptables("-I", chain, "1", *rule)
+                    self.rules.append((chain, rule))
         except EnvironmentBuildError as exc:
             self.remove(client)
             raise EnvironmentBuildError(
@@ -106,9 +115,9 @@ class Allowlist:
         return self.network_name
 
     def remove(self, client) -> None:
-        for rule in self.rules:
+        for chain, rule in self.rules:
             with contextlib.suppress(EnvironmentBuildError):
-                _iptables("-D", CHAIN, *rule)
+                _iptables("-D", chain, *rule)
         self.rules.clear()
         if self.network_name:  # the provider removes attached containers first
             with contextlib.suppress(Exception):
@@ -148,15 +157,16 @@ class OpenNetwork:
 
 
 def remove_rules_for(bridge: str) -> None:
-    """Delete every DOCKER-USER rule that names ``bridge`` (left behind by a killed run)."""
-    listing = subprocess.run(
-        ["iptables", "-w", "10", "-S", CHAIN], capture_output=True, text=True, timeout=30
-    )
-    for line in listing.stdout.splitlines():
-        parts = line.split()
-        if parts[:2] == ["-A", CHAIN] and bridge in parts:
-            with contextlib.suppress(EnvironmentBuildError):
-                _iptables("-D", CHAIN, *parts[2:])
+    """Delete every rule of ``CHAINS`` that names ``bridge`` (left behind by a killed run)."""
+    for chain in CHAINS:
+        listing = subprocess.run(
+            ["iptables", "-w", "10", "-S", chain], capture_output=True, text=True, timeout=30
+        )
+        for line in listing.stdout.splitlines():
+            parts = line.split()
+            if parts[:2] == ["-A", chain] and bridge in parts:
+                with contextlib.suppress(EnvironmentBuildError):
+                    _iptables("-D", chain, *parts[2:])
 
 
 def _iptables(*args: str) -> None:

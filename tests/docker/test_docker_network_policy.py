@@ -6,6 +6,7 @@ asked for a root grader (``grading.root``) keeps the root capabilities test tool
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -112,6 +113,43 @@ async def test_grading_sandbox_gets_only_the_hosts_its_request_names(
     finally:
         await provider.close()
         server.remove(force=True)
+
+
+async def test_an_allowlist_never_reaches_this_hosts_own_services(
+    docker_client, request_for, host_server
+):
+    """Traffic to the host itself is never forwarded (``DOCKER-USER`` never sees it): the
+    allowlist's rules in ``INPUT`` keep a sandbox allowed one host off every service of this
+    host (its bridge's gateway, docker0's address), unless the allowlist names the host."""
+    import ipaddress
+
+    from docker_helpers import BASE_IMAGE, FIXTURES, make_env
+
+    from harness.sandbox.docker import DockerProvider
+
+    subnet = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Subnet"]
+    docker0 = str(next(ipaddress.ip_network(subnet).hosts()))  # this host on Docker's bridge
+    provider = DockerProvider()
+    try:
+        other = make_env("test-hostoff", FIXTURES / "rootenv", image={"ref": BASE_IMAGE})
+        elsewhere = request_for(other)
+        elsewhere.network = ["10.255.0.1"]
+        box = await provider.create(elsewhere)
+        (allow,) = provider._allowlists.values()
+        gateway = docker_client.networks.get(allow.network_name).attrs["IPAM"]["Config"][0]
+        for ip in (gateway["Gateway"], docker0):
+            assert not await _reaches(box, f"http://{ip}:{host_server}/"), ip
+        named = request_for(other)
+        named.network = [docker0]
+        allowed = await provider.create(named)
+        bridges = [a.bridge for a in provider._allowlists.values()]
+        assert await _reaches(allowed, f"http://{docker0}:{host_server}/", tries=5)
+        for made in (box, allowed):
+            await made.destroy()
+    finally:
+        await provider.close()
+    rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
+    assert len(bridges) == 2 and not any(b in rules for b in bridges), rules  # removed on close
 
 
 async def test_only_a_root_grader_keeps_roots_capabilities(request_for, root_env):
