@@ -49,6 +49,7 @@ from harness.sandbox.workproduct import (
 if TYPE_CHECKING:
     from graders.base import Grader
     from graders.judge_workspace import WorkView
+    from harness.config.task_parts import ServiceFiles
 
 FILE_TEXT_LIMIT = 200_000
 """Bytes of each file a grader reads as text (a judge shows at most 60,000 characters)."""
@@ -140,6 +141,9 @@ class GradingPlan:
     foreign: bool = False
     """Graded in an environment of the task's own (Harbor's separate verifier): the agent's
     links may point only within what is taken out (``product_links``)."""
+    services: dict[str, ServiceFiles] = field(default_factory=dict)
+    """Files taken from the services beside the agent's sandbox (``grading.services``),
+    appended to the product after the agent's and copied in with them."""
 
     @property
     def needs_sandbox(self) -> bool:
@@ -190,6 +194,7 @@ def plan(
         read_files=read,
         read_workdir=read_workdir,
         foreign=runs_code and task.grading.environment not in (None, env.name),
+        services=dict(task.grading.services) if runs_code and not task.grade_in_place else {},
     )
 
 
@@ -360,7 +365,8 @@ async def command_state(
 async def import_workdir(box: GraderSandbox, plan_: GradingPlan, product: WorkProduct) -> None:
     """Before hidden tests: the agent's whole work dir (and state roots) as it left them."""
     if plan_.runs_code:
-        await _import(box, product, plan_.exports, plan_.foreign)
+        served = [p for files in plan_.services.values() for p in files.paths]
+        await _import(box, product, [*plan_.exports, *served], plan_.foreign)
 
 
 async def _import(box: GraderSandbox, product: WorkProduct, roots: list[str], foreign: bool):

@@ -8,6 +8,7 @@ sandboxes silently get another network."""
 from __future__ import annotations
 
 from harness.config.loader import ResolvedSuite, field_path, nearest_line
+from harness.config.service_files import check_service_files
 from harness.config.step_grading import graded_views
 from harness.errors import ConfigError
 from harness.network import Phase, phases
@@ -33,6 +34,7 @@ def check(config: ResolvedSuite, backend: str, modes: frozenset[str]) -> None:
                 "`--sandbox docker`",
                 nearest_line(loaded.lines, loc) or loaded.line,
             )
+        check_service_files(loaded, env)
         for at, view in graded_views(task):
             if view.grading.root and "grader-root" not in modes:
                 loc = (*loaded.prefix, *at, "grading", "root")

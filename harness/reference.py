@@ -78,6 +78,7 @@ def sections() -> list[Section]:
     )
     from harness.config.pairwise import SuitePairwise
     from harness.config.release import GatePolicy, PrimaryComparison, Repeats, ReportSettings
+    from harness.config.task_parts import ServiceFiles
     from harness.pairwise.setup import PairwiseJudgeSetup
     from harness.sandbox import BACKENDS, backend_class
 
@@ -112,6 +113,7 @@ def sections() -> list[Section]:
                         Task,
                         Solution,
                         Grading,
+                        ServiceFiles,
                         TaskStep,
                         ToolCall,
                         Variant,

@@ -178,6 +178,12 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                 product = await trial_steps.after_agent(
                     sandbox, sandbox.export(how.exports), "taking the agent's files out"
                 )
+                if how.services:  # the agent's container is stopped, its services not yet
+                    await trial_steps.after_agent(
+                        sandbox,
+                        sandbox.export_services(how.services, product),
+                        "taking the services' files out",
+                    )
                 final = final or await trial_steps.after_agent(
                     sandbox, grading.final_files_state(product, how), "reading the files state"
                 )

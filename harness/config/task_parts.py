@@ -25,6 +25,24 @@ class Solution(Strict):
     answer: str | None = Field(None, description="what the agent finally tells the user")
 
 
+class ServiceFiles(Strict):
+    """What a grading sandbox gets from one of the environment's services (Harbor's
+    artifacts of a sidecar): after the agent's container is stopped, the ``collect``
+    commands run in the service (its own user, ``sh -c``), then ``paths`` are taken out of
+    it as data and copied into the grading sandbox at the same paths, owned by the agent's
+    user. The grading sandbox itself never reaches the service."""
+
+    paths: list[str] = Field(
+        default_factory=list, description="absolute paths in the service's container"
+    )
+    collect: list[str] = Field(
+        default_factory=list,
+        description="shell commands run in the service before its files are taken "
+        "(Harbor's [[verifier.collect]]; a snapshot of its in-memory state)",
+    )
+    timeout_s: Seconds = Field(30.0, description="the limit of each collect command")
+
+
 class Grading(Strict):
     """Where this task's graders that run code (hidden tests, verifiers) run: a fresh
     grading sandbox, by default from the task's own environment with no network, the grader
@@ -58,6 +76,11 @@ class Grading(Strict):
         description="paths copied from the agent's sandbox into the grading sandbox "
         "(relative to the workdir, or absolute; what lies under the agent's work dir lands "
         "under the grading sandbox's); default: the whole work dir",
+    )
+    services: dict[str, ServiceFiles] = Field(
+        default_factory=dict,
+        description="files taken from the environment's services for the grading "
+        "sandbox (service name -> paths, and commands run there first); Docker only",
     )
 
 

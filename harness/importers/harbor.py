@@ -165,8 +165,10 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
     if toml.separate_verifier:  # a multi-step task's steps each name their Dockerfile
         if not multi and not (task_dir / "tests" / "Dockerfile").is_file():
             return "a separate verifier environment without tests/Dockerfile"
-        if any(not isinstance(a, str) for a in toml.artifacts):
-            return "artifacts from service containers (artifacts with a service)"
+        try:
+            _service_files(task_dir, toml)
+        except harbor_compose.Refused as exc:
+            return str(exc)
     if env.skills_dir:
         return "agent skills (environment.skills_dir)"
     if not env.docker_image and not (edir / "Dockerfile").is_file():
@@ -219,6 +221,20 @@ def _dockerfiles(task_dir: Path, prebuilt: bool) -> list[tuple[Path, Path]]:
     return [*out, *((d, d / "Dockerfile") for d in tests if (d / "Dockerfile").is_file())]
 
 
+def _service_files(task_dir: Path, toml: HarborToml) -> dict[str, dict]:
+    """A separate verifier's files from sidecars (``grading.services``): their artifacts
+    and its ``[[verifier.collect]]`` hooks; raises ``harbor_compose.Refused``."""
+    collect = (toml.verifier.model_extra or {}).get("collect")
+    wanted = any(not isinstance(a, str) for a in toml.artifacts) or bool(collect)
+    if wanted and toml.steps is not None:
+        raise harbor_compose.Refused(
+            "artifacts from service containers in a multi-step task (artifacts with a service, "
+            "[[verifier.collect]])"
+        )
+    sidecars = harbor_compose.services(task_dir / "environment")[0]
+    return harbor_compose.service_artifacts(toml.artifacts, collect, sidecars) if wanted else {}
+
+
 def _judge(task_dir: Path, toml: HarborToml) -> dict | None:
     """The judge grader a model-judge verifier maps to (``harbor_judge``), or None when the
     verifier has no environment variables; raises ``harbor_judge.Refused``."""
@@ -261,7 +277,7 @@ def _verifier_environment(task_dir: Path, toml: HarborToml, slug: str, out: Path
     verifier = harbor_verifier.Verifier(
         task_dir / "tests",
         _verifier_workdir(task_dir, toml),
-        (*map(str, toml.artifacts), "/logs/artifacts"),
+        (*(a for a in toml.artifacts if isinstance(a, str)), "/logs/artifacts"),
     )
     return harbor_verifier.write_environment(
         verifier, f"harbor-{slug}-verifier", str(toml.task.version), out
@@ -390,6 +406,8 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
         elif toml.separate_verifier:  # without tests/Dockerfile: each step has its own
             if (task_dir / "tests" / "Dockerfile").is_file():
                 grading.update(_verifier_environment(task_dir, toml, slug, out))
+            if served := _service_files(task_dir, toml):  # checked in refusal
+                grading["services"] = served
         elif spec["workdir"] == "/" or services or steps:  # steps: a shared verifier
             # Nothing marks where the agent's work lies, the tests may talk to its
             # sidecars, or the next step goes on in it: only its own sandbox has them.

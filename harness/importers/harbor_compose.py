@@ -190,4 +190,42 @@ def services(environment_dir: Path) -> tuple[dict[str, Any], dict[str, str]]:
     return sidecars, volumes
 
 
-__all__ = ["ARTIFACTS", "Refused", "compose_file", "services"]
+def service_artifacts(
+    artifacts: list[object], collect: object, sidecars: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Harbor's artifacts of sidecars (``{source, service}`` tables of ``artifacts``) and
+    its ``[[verifier.collect]]`` commands as a task's ``grading.services`` (service ->
+    ``paths``, ``collect``, ``timeout_s``: the largest of its commands'); raises
+    ``Refused``. A plain path is the agent's (``grading.files``), not read here."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def own(name: object, where: str) -> dict[str, Any]:
+        if str(name) not in sidecars:
+            raise Refused(f"{where} of a service the compose file does not start ({name})")
+        return out.setdefault(str(name), {"paths": [], "collect": []})
+
+    for i, item in enumerate(artifacts):
+        if isinstance(item, str):
+            continue
+        where = f"artifacts[{i}]"
+        if not isinstance(item, dict) or set(item) != {"source", "service"}:
+            raise Refused(f"artifacts with settings other than source and service ({where})")
+        if not str(item["source"]).startswith("/"):
+            raise Refused(f"an absolute source for a service's artifact ({where})")
+        own(item["service"], f"artifacts from a service ({where})")["paths"].append(
+            str(item["source"])
+        )
+    for i, item in enumerate(collect if isinstance(collect, list) else [collect] * bool(collect)):
+        where = f"verifier.collect[{i}]"
+        if not isinstance(item, dict) or not set(item) <= {"service", "command", "timeout_sec"}:
+            raise Refused(f"a collect hook with service, command and timeout_sec ({where})")
+        if "service" not in item or "command" not in item:
+            raise Refused(f"a collect hook in a sidecar, not in the agent's container ({where})")
+        entry = own(item["service"], f"a collect hook ({where})")
+        entry["collect"].append(str(item["command"]))
+        timeout = float(item.get("timeout_sec", 30.0))
+        entry["timeout_s"] = max(entry.get("timeout_s", 0.0), timeout)
+    return out
+
+
+__all__ = ["ARTIFACTS", "Refused", "compose_file", "service_artifacts", "services"]

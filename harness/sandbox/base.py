@@ -22,6 +22,7 @@ from harness.sandbox.output import OUTPUT_LIMIT, STATE_OUTPUT_LIMIT
 from harness.sandbox.workproduct import WorkProduct
 
 if TYPE_CHECKING:
+    from harness.config.task_parts import ServiceFiles
     from harness.sandbox.grading_material import GradingPlace
 
 
@@ -195,6 +196,12 @@ class Sandbox(abc.ABC):
         ``SandboxError`` when the sandbox failed, ``BadWorkProduct`` when what it holds
         cannot be archived. Default: this backend cannot (``SandboxError``)."""
         raise SandboxError(f"sandbox {self.id}: this backend cannot export files")
+
+    async def export_services(self, wanted: dict[str, ServiceFiles], product: WorkProduct) -> None:
+        """Append files of the services beside this sandbox (``grading.services``: their
+        collect commands run first) to ``product``. Default: there are none to take
+        (``SandboxError``; only Docker runs services)."""
+        raise SandboxError(f"sandbox {self.id}: no services beside it to take files from")
 
     async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
         """Replace each absolute path of ``roots`` in this (grading) sandbox by its copy in

@@ -355,7 +355,7 @@ class DockerProvider(SandboxProvider):
             raise
         self._quotas.rename(kwargs["name"], cid)
         self._services.rename(kwargs["name"], cid)
-        box = DockerSandbox(
+        box = self._services.sandbox(  # with services: one that takes their files out
             self._daemon, cid, pinned, env.spec.workdir, request.socket_dir, image_id, agent_path
         )
         if not request.grading:

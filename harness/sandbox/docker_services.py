@@ -32,6 +32,7 @@ from harness.config.environment import EnvironmentSpec, service_order
 from harness.config.models import Limits
 from harness.errors import SandboxError
 from harness.sandbox.base import Environment, SandboxRequest
+from harness.sandbox.docker_container import DockerSandbox
 from harness.sandbox.docker_images import (
     PinnedImage,
     base_images,
@@ -39,6 +40,7 @@ from harness.sandbox.docker_images import (
     lock_entry,
     resolve_ref,
 )
+from harness.sandbox.docker_service_files import ServicedSandbox
 
 VOLUME_OPTIONS = {"type": "tmpfs", "device": "tmpfs", "o": "size=64m,mode=1777"}
 """A shared volume: memory, bounded, empty, writable by every user (sticky)."""
@@ -93,6 +95,8 @@ class TrialServices:
     volumes: dict[str, str] = field(default_factory=dict)
     """shared volume name -> the Docker volume of this attempt"""
     containers: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    """service name -> its container (``docker_service_files`` takes files out of it)"""
 
     def mounts(self, wanted: dict[str, str]) -> list[Any]:
         """Docker mounts of the shared volumes ``wanted`` (name -> path)."""
@@ -195,6 +199,7 @@ def _start_one(
         }
     cid = client.api.create_container(**kwargs)["Id"]
     made.containers.append(cid)  # removed with the rest even if starting it fails
+    made.names[name] = cid
     client.api.start(cid)
     return cid
 
@@ -284,6 +289,16 @@ class Fleet:
         )
         self._live[container] = made
         return made
+
+    def sandbox(self, daemon, cid: str, *args: Any) -> DockerSandbox:
+        """The agent's container ``cid`` as a sandbox; beside services, one that can take
+        their files out for grading (``docker_service_files``)."""
+        made = self._live.get(cid)
+        if made is None:
+            return DockerSandbox(daemon, cid, *args)
+        box = ServicedSandbox(daemon, cid, *args)
+        box.services = made.names
+        return box
 
     def rename(self, name: str, cid: str) -> None:
         if name in self._live:

@@ -79,6 +79,9 @@ class FaultySandbox(Sandbox):
         await self._maybe_kill()
         return await self.inner.export(paths)
 
+    async def export_services(self, wanted: dict, product: WorkProduct) -> None:
+        await self.inner.export_services(wanted, product)
+
     async def import_product(self, product: WorkProduct, roots: list[str]) -> None:
         await self.inner.import_product(product, roots)
 
