@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from docker_helpers import BASE_IMAGE, make_env
+from docker_helpers import BASE_IMAGE, http_server, make_env
 
 from harness.errors import SandboxError
 from harness.sandbox.docker_gc import owner_labels
@@ -103,6 +103,37 @@ async def test_a_service_is_healthy_reachable_shared_and_gone_with_the_sandbox(
     finally:
         await box.destroy()
     assert _made(docker_client, test_label) == {"containers": [], "networks": [], "volumes": []}
+
+
+async def test_a_switched_network_leaves_the_services_network_alone(
+    docker_client, provider, request_for, test_label, tmp_path
+):
+    """A task graded in place beside its services (``docker_phase_network``): the grader's
+    host opens and closes again while the services stay reachable by name throughout."""
+    server = http_server(docker_client, test_label)
+    try:
+        host = f"http://{server.attrs['NetworkSettings']['IPAddress']}:8000/"
+        (tmp_path / "phasesw").mkdir()
+        request = request_for(_env(tmp_path / "phasesw", warmup="0"))
+        request.in_place = True
+        box = await provider.create(request)
+        try:
+
+            async def reaches(url: str) -> bool:
+                got = await box.exec(FETCH.format(url), timeout=30)
+                return got.ok
+
+            assert await reaches("http://api:8000/") and not await reaches(host)
+            await box.sweep()
+            await box.install_grading(None)
+            await box.switch_network([host.split("/")[2].split(":")[0]])
+            assert await reaches(host) and await reaches("http://api:8000/")
+            await box.end_grading()
+            assert not await reaches(host) and await reaches("http://api:8000/")
+        finally:
+            await box.destroy()
+    finally:
+        server.remove(force=True)
 
 
 async def test_an_unhealthy_service_fails_the_sandbox_and_leaves_nothing(
