@@ -118,6 +118,15 @@ def validate(
             "padded and with the criteria reversed; report how often verdicts move.",
         ),
     ] = None,
+    pairwise: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--pairwise",
+            metavar="FILE",
+            help="--judge-checks: also check this pairwise judge file's judgements of RUN "
+            "(default: the suite's pairwise: judge, when it has one).",
+        ),
+    ] = None,
     store: StoreOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="--judge-checks: JSON on stdout.")
@@ -130,7 +139,7 @@ def validate(
     from harness.resolve import load
 
     if judge_checks is not None:
-        _judge_checks(suite, judge_checks, store, as_json)
+        _judge_checks(suite, judge_checks, store, as_json, pairwise)
         return
     from harness.stats import wilson_interval
     from harness.validate import validate_suite
@@ -204,12 +213,14 @@ def validate(
     console.print("[green bold]validation passed[/]: every task solvable, every mutant caught")
 
 
-def _judge_checks(suite: Path, run_ref: str, store: str | None, as_json: bool) -> None:
-    """``validate --judge-checks RUN``: the judge's position and length checks."""
+def _judge_checks(
+    suite: Path, run_ref: str, store: str | None, as_json: bool, pairwise: Path | None
+) -> None:
+    """``validate --judge-checks RUN``: the judges' repeat, position and length checks."""
     import json
 
     from harness.errors import GraderError
-    from harness.judge_checks import judge_checks, judge_checks_text
+    from harness.judge_checks import judge_checks, judge_checks_text, pairwise_setup
     from harness.resolve import load
     from harness.store.refs import find_run, open_for_reading
 
@@ -217,7 +228,7 @@ def _judge_checks(suite: Path, run_ref: str, store: str | None, as_json: bool) -
     db = open_for_reading(store)
     try:
         run = find_run(db, run_ref)
-        report = judge_checks(db, resolved, run.id)
+        report = judge_checks(db, resolved, run, pairwise_setup(run, pairwise))
     except GraderError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exitcodes.ENVIRONMENT) from None

@@ -113,6 +113,10 @@ class PairwiseJudge:
 
     accuracy: float = 1.0
     position_bias: float = 0.0
+    length_bias: float = 0.0
+    """With this probability it names the clearly longer response (over 1.5 times the
+    other's length) whatever the responses say; responses of similar length are judged on
+    their content."""
     seed: int = 0
     reply: str | None = None
     """A fixed reply text instead of verdicts (garbage)."""
@@ -128,6 +132,12 @@ class PairwiseJudge:
         assert q is not None and r is not None, prompt[:300]
         return right_answer(q.group(0), r.group(1)), right_answer(q.group(0), r.group(2))
 
+    def lengths(self, prompt: str) -> tuple[int, int]:
+        """The lengths of Response A and Response B as shown."""
+        r = _RESPONSES.search(prompt)
+        assert r is not None, prompt[:300]
+        return len(r.group(1)), len(r.group(2))
+
     def __call__(self, req: RecordedRequest) -> Reply | Turn:
         body = req.json or {}
         prompt = prompt_of(body)
@@ -135,8 +145,15 @@ class PairwiseJudge:
             return Turn(self.reply, usage=self.usage)
         first, second = self.truths(prompt)
         seed = body.get("seed")
+        lengths = self.lengths(prompt)
+        longer = "A" if lengths[0] > lengths[1] else "B"
         if self._draw(prompt, ("position", seed)) < self.position_bias:
             winner = "A"
+        elif (
+            max(lengths) > 1.5 * min(lengths)
+            and self._draw(prompt, ("length", seed)) < self.length_bias
+        ):
+            winner = longer
         elif first == second:
             winner = "tie"
         else:
