@@ -188,13 +188,18 @@ def refusal(task_dir: Path, toml: HarborToml) -> str | None:
             return why
     if why := harbor_image.env_refusal(env.env, bool(env.docker_image)):
         return why
-    if nonempty(verifier.env) and multi:
-        return "verifier environment variables in a multi-step task ([verifier.env])"
-    if nonempty(verifier.env) and (task_dir / "tests" / "test.sh").is_file():
+    if _from_host(verifier.env) and multi:
+        return (
+            "verifier environment variables from the host in a multi-step task ([verifier.env] "
+            "${VAR}): they would be read in a sandbox, where no key may go"
+        )
+    if _from_host(verifier.env) and (task_dir / "tests" / "test.sh").is_file():
         try:  # a model judge's key and model: the harness's judge grader
             _judge(task_dir, toml)
         except harbor_judge.Refused as exc:
             return str(exc)
+    elif why := harbor_image.env_refusal(verifier.env, False, "verifier.env"):
+        return why  # literal ones: a file the tests' command reads
     if nonempty(toml.solution.env):
         return "solution environment variables ([solution.env])"
     if multi:
@@ -235,11 +240,21 @@ def _service_files(task_dir: Path, toml: HarborToml) -> dict[str, dict]:
     return harbor_compose.service_artifacts(toml.artifacts, collect, sidecars) if wanted else {}
 
 
+def _from_host(env: object) -> bool:
+    """Does a ``[verifier.env]`` table read a variable of the host (``${VAR}``)?"""
+    return isinstance(env, dict) and any("${" in str(v) for v in env.values())
+
+
 def _judge(task_dir: Path, toml: HarborToml) -> dict | None:
     """The judge grader a model-judge verifier maps to (``harbor_judge``), or None when the
-    verifier has no environment variables; raises ``harbor_judge.Refused``."""
+    verifier reads no variable of the host (literal ones are its tests' own); raises
+    ``harbor_judge.Refused``."""
     env = toml.verifier.env
-    return harbor_judge.judge_grader(task_dir, env) if isinstance(env, dict) and env else None
+    return (
+        harbor_judge.judge_grader(task_dir, env)
+        if isinstance(env, dict) and _from_host(env)
+        else None
+    )
 
 
 def _workdir(task_dir: Path, env: HarborEnvironment) -> str:
@@ -365,6 +380,8 @@ def import_harbor(path: Path, out: Path) -> HarborImport:
             )
         elif judge is None:  # a judge reads the agent's files: nothing of tests/ is run
             shutil.copytree(task_dir / "tests", task_root / "hidden" / slug)
+            if isinstance(verifier.env, dict) and verifier.env:  # literal (checked): read
+                harbor_image.write_env_file(task_root / "hidden" / slug, verifier.env)
         tests: _TestsGrader = {
             "type": "tests_script",
             "command": TEST_COMMAND,

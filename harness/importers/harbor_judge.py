@@ -46,7 +46,10 @@ class Refused(ValueError):
 
 
 def _refuse(where: str) -> Refused:
-    return Refused(f"verifier environment variables ({where})")
+    return Refused(
+        f"verifier environment variables from the host ({where}): only a model-judge script "
+        "takes them, as the judge grader, since no key may go into a sandbox"
+    )
 
 
 def script_of(task_dir: Path) -> Path:

@@ -17,7 +17,8 @@ separate verifier without a ``tests/Dockerfile``,
 unreadable healthchecks, verifier variables that are not literal; a step without an
 instruction or a ``test.sh``. A step's ``workdir/`` upload becomes its ``files`` (its
 ``setup.sh`` run from the work dir), its healthcheck a setup command polled before its turn,
-its ``[steps.verifier.env]`` a file its tests' command reads (``harbor_image.ENV_FILE``).
+its ``[steps.verifier.env]`` over the task's ``[verifier.env]`` a file its tests' command reads
+(``harbor_image.ENV_FILE``).
 """
 
 from __future__ import annotations
@@ -152,6 +153,8 @@ class StepGrading:
     slug: str
     version: str
     out: Path
+    verifier_env: dict[str, Any]
+    """the task's literal ``[verifier.env]``, under each step's own"""
 
 
 def networks(toml: HarborToml) -> Networks:
@@ -177,6 +180,7 @@ def step_grading(
         slug,
         str(toml.task.version),
         out,
+        dict(toml.verifier.env) if isinstance(toml.verifier.env, dict) else {},
     )
 
 
@@ -239,8 +243,9 @@ def write_steps(
             "instruction": (sdir / "instruction.md").read_text(),
             "hidden": f"{hidden_rel}/{step.name}",
         }
-        if isinstance(env := step.verifier.get("env"), dict) and env:
-            harbor_image.write_env_file(hidden, env)
+        step_env = step.verifier.get("env")
+        if env := {**how.verifier_env, **(step_env if isinstance(step_env, dict) else {})}:
+            harbor_image.write_env_file(hidden, env)  # the task's, then the step's over it
         entry.update(_before_turn(step, sdir, hidden_root, hidden_rel))
         solve = sdir / "solution" / "solve.sh"
         if solve.is_file():

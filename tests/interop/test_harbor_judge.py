@@ -105,27 +105,27 @@ def test_the_example_runs_on_docker_against_a_scripted_judge(tmp_path: Path, doc
     [
         (
             lambda t: _append(t / "task.toml", 'EXTRA_FLAG = "1"\n'),
-            "verifier environment variables (task.toml [verifier.env] EXTRA_FLAG: not the "
+            "verifier environment variables from the host (task.toml [verifier.env] EXTRA_FLAG: not the "
             "judge's key or model)",
         ),
         (
             lambda t: (t / "tests" / "test.sh").write_text("pip install x\nuv run /tests/x.py\n"),
-            "verifier environment variables (tests/test.sh runs 'pip install x', not one "
+            "verifier environment variables from the host (tests/test.sh runs 'pip install x', not one "
             "'uv run /tests/SCRIPT.py' judge script)",
         ),
         (
             lambda t: _edit(t / "tests" / "llm_judge.py", '{"funny": funny_score}', '{"funny": funny_score, "x": 1}'),
-            "verifier environment variables (tests/llm_judge.py: writes 2 rewards, a criterion "
+            "verifier environment variables from the host (tests/llm_judge.py: writes 2 rewards, a criterion "
             "is one score)",
         ),
         (
             lambda t: _edit(t / "tests" / "llm_judge.py", "    print(", "    ok = funny_score >= 0.7\n    print("),
-            "verifier environment variables (tests/llm_judge.py: compares its score with a "
+            "verifier environment variables from the host (tests/llm_judge.py: compares its score with a "
             "threshold of its own",
         ),
         (
             lambda t: _edit(t / "tests" / "llm_judge.py", "from anthropic import", "from openai import"),
-            "verifier environment variables (tests/llm_judge.py: no Anthropic messages.create",
+            "verifier environment variables from the host (tests/llm_judge.py: no Anthropic messages.create",
         ),
     ],
 )  # fmt: skip
