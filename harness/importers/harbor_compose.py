@@ -18,7 +18,12 @@ What is read (everything else is refused, naming the key):
 
 Sidecars are on the trial's own network and reach nothing else, whatever the task's
 network policy: a sidecar with networks of its own (``networks``, ``network_mode``) is
-refused, as are published ``ports``.
+refused, as are published ``ports``. Honouring one would put a container the agent talks to
+on a network the agent's policy denies it (Harbor's ``compose-sidecar-uncontrolled-network``
+gives its helper the public network beside a ``no-network`` agent): whether that container
+relays for the agent cannot be known from the compose file, so the agent would get more
+network than its task allows; left off the trial's network, it would not be the sidecar
+compose describes (reachable by its name).
 """
 
 from __future__ import annotations
@@ -115,8 +120,9 @@ def _sidecar(name: str, body: dict[str, Any], named: set[str]) -> dict[str, Any]
     for key in body:
         if key in ("networks", "network_mode"):
             raise Refused(
-                f"a sidecar with a network of its own ({where}.{key}): sidecars stay on "
-                "the trial's network"
+                f"a sidecar with a network of its own ({where}.{key}): every sidecar stays "
+                "on the trial's internal network, since one the agent reaches that reaches "
+                "elsewhere could relay for it, giving it more network than its task's"
             )
         if key not in _SIDE_KEYS:
             raise Refused(f"docker-compose setting {where}.{key}")
