@@ -39,6 +39,7 @@ from harness.sandbox.output import OUTPUT_LIMIT, STATE_OUTPUT_LIMIT
 from harness.sandbox.workproduct import (
     AGENT_UID,
     BadWorkProduct,
+    WorkArchive,
     WorkProduct,
     absolute,
     file_texts,
@@ -295,6 +296,31 @@ async def final_work_view(product: WorkProduct, plan_: GradingPlan) -> WorkView 
     if not plan_.read_workdir:
         return None
     return await anyio.to_thread.run_sync(WorkView, product)
+
+
+WORK_ARCHIVE_LIMIT = 16 * 1024 * 1024
+"""Bytes of the agent's archive kept with a trial whose judge reads its work (``harness
+validate --judge-checks`` re-reads it there); a larger one is not kept, and says so."""
+
+
+async def kept_work_archive(
+    product: WorkProduct, plan_: GradingPlan
+) -> tuple[WorkArchive, bytes | None] | None:
+    """The agent's archive as a blob (its record, its bytes) when a grader read its files
+    or explored its work dir, so the judge can be asked again on the same work; None when
+    none did. Over ``WORK_ARCHIVE_LIMIT`` the record says so and holds no blob."""
+    import hashlib
+
+    import anyio.to_thread
+
+    if not (plan_.read_workdir or plan_.read_files):
+        return None
+    size = product.path.stat().st_size
+    record: WorkArchive = {"blob": None, "workdir": product.workdir, "bytes": size}
+    if size > WORK_ARCHIVE_LIMIT:
+        return {**record, "note": f"not kept: over {WORK_ARCHIVE_LIMIT} bytes"}, None
+    data = await anyio.to_thread.run_sync(product.path.read_bytes)
+    return {**record, "blob": hashlib.sha256(data).hexdigest()}, data
 
 
 async def final_files_state(product: WorkProduct, plan_: GradingPlan) -> dict | None:

@@ -13,9 +13,10 @@ grader whose setup hash the trial's verdict carries) is asked again three ways:
 
 A move is a criterion whose pass/fail differs from the stored verdict. Judge calls go
 through the same upstream code as in a run (its key, retries, price): their tokens and
-cost are summed and reported. Trials whose setup is no longer in the suite, or whose
-judge reads the workspace or its files (not stored with the trial), are skipped and
-counted.
+cost are summed and reported. A judge that reads the agent's files or explores its work dir
+reads them again from the trial's work archive (kept in the store when such a judge graded
+it), through the same read-only tools. Trials whose setup is no longer in the suite, or
+that kept no archive, are skipped and counted.
 
 A pairwise judge (``--pairwise FILE``, else the run suite's ``pairwise:`` judge) is checked
 on the pairs it judged in the run, each stored in both orders:
@@ -29,8 +30,11 @@ on the pairs it judged in the run, each stored in both orders:
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +43,14 @@ import anyio
 from graders.base import Evidence
 from graders.judge import Judge, JudgeParams
 from graders.judge_call import JudgeCaller
-from graders.judge_prompt import render as render_rubric
+from graders.judge_workspace import WorkView
 from harness.config.loader import ResolvedSuite
+from harness.grading import FILE_TEXT_LIMIT
 from harness.pairwise.judging import instruction_of
 from harness.pairwise.prompt import SYSTEM as PAIR_SYSTEM
 from harness.pairwise.prompt import PairwiseReplyError, parse, render, response_text
 from harness.pairwise.setup import PairwiseJudgeSetup, declared_judge, load_setup
+from harness.sandbox.workproduct import WorkProduct, file_texts
 from harness.stats import wilson_interval
 from harness.store import Store, Trial
 from harness.store.pairwise import setup_judgements
@@ -151,9 +157,9 @@ def _params_by_setup(resolved: ResolvedSuite, task_id: str) -> dict[str, JudgePa
 async def _judge(
     params: JudgeParams, evidence: Evidence, report: JudgeCheckReport
 ) -> dict[str, bool]:
-    """Criterion id -> passed, asked as the grader would (samples, seeds, majority)."""
-    prompt = render_rubric(params.prompt, params.criteria, params.reads, evidence)
-    verdict = await Judge(params).judge(prompt, evidence.seed)
+    """Criterion id -> passed, asked as the grader would (samples, seeds, majority; the
+    files it reads, and its read-only tools over the work dir)."""
+    verdict = await Judge(params).grade(evidence)
     report.spent(verdict.details["judge"]["usage"])
     return {c["id"]: bool(c["passed"]) for c in verdict.details["judge"]["criteria"]}
 
@@ -167,9 +173,7 @@ def _perturbations(
         return params, e
 
     def length(e: Evidence) -> tuple[JudgeParams, Evidence]:
-        return params, Evidence(
-            task=e.task, answer=pad(e.answer), trajectory=e.trajectory, seed=e.seed
-        )
+        return params, replace(e, answer=pad(e.answer))
 
     def position(e: Evidence) -> tuple[JudgeParams, Evidence]:
         return reversed_params, e
@@ -189,26 +193,59 @@ async def _check_trial(
         if params is None:
             _skip(report.skipped, "judge setup not in the suite (changed since the run)")
             continue
-        if "workspace" in params.reads or params.files:
-            _skip(report.skipped, "judge reads the workspace (not stored with the trial)")
-            continue
-        before = {c["id"]: bool(c["passed"]) for c in judged["criteria"]}
-        evidence = Evidence(
-            task=resolved.task(trial.task_id).task,
-            answer=trial.answer,
-            trajectory=list(db.events(trial.id)) if trial.id is not None else [],
-            seed=trial.seed,
-        )
-        for name, perturb in _perturbations(params).items():
-            p, e = perturb(evidence)
-            after = await _judge(p, e, report)
-            count = report.checks[name]
-            count.n += 1
-            count.moved += any(after.get(c) != v for c, v in before.items())
-            for c, v in before.items():
-                cell = count.by_criterion.setdefault(c, [0, 0])
-                cell[0] += after.get(c) != v
-                cell[1] += 1
+        with ExitStack() as stack:
+            evidence = Evidence(
+                task=resolved.task(trial.task_id).task,
+                answer=trial.answer,
+                trajectory=list(db.events(trial.id)) if trial.id is not None else [],
+                seed=trial.seed,
+            )
+            if "workspace" in params.reads or params.files:
+                product = _work_product(db, trial)
+                if product is None:
+                    _skip(report.skipped, NO_ARCHIVE)
+                    continue
+                stack.callback(product.close)
+                evidence.files = file_texts(product, params.files, FILE_TEXT_LIMIT)
+                evidence.work = WorkView(product) if params.tools else None
+            await _ask_perturbed(params, judged, evidence, report)
+
+
+NO_ARCHIVE = (
+    "judge reads the workspace and the trial kept no work archive (graded before archives "
+    "were kept, a multi-step task, or over the size cap)"
+)
+
+
+def _work_product(db: Store, trial: Trial) -> WorkProduct | None:
+    """The trial's work archive from the store, in a temporary file (``close`` removes it);
+    None when it was not kept."""
+    evidence: dict[str, Any] = dict(trial.evidence or {})
+    kept: dict[str, Any] = evidence.get("work_archive") or {}
+    data = db.blob(kept["blob"]) if kept.get("blob") else None
+    if data is None:
+        return None
+    fd, name = tempfile.mkstemp(prefix="harness-work-", suffix=".tar")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return WorkProduct(Path(name), str(kept["workdir"]))
+
+
+async def _ask_perturbed(
+    params: JudgeParams, judged: dict[str, Any], evidence: Evidence, report: JudgeCheckReport
+) -> None:
+    """Ask the judge each perturbed way and count the criteria that moved."""
+    before = {c["id"]: bool(c["passed"]) for c in judged["criteria"]}
+    for name, perturb in _perturbations(params).items():
+        p, e = perturb(evidence)
+        after = await _judge(p, e, report)
+        count = report.checks[name]
+        count.n += 1
+        count.moved += any(after.get(c) != v for c, v in before.items())
+        for c, v in before.items():
+            cell = count.by_criterion.setdefault(c, [0, 0])
+            cell[0] += after.get(c) != v
+            cell[1] += 1
 
 
 def _count(count: CheckCount, group: str, moved: bool) -> None:

@@ -24,7 +24,7 @@ from harness.agents import AgentResult
 from harness.agents.base import Usage
 from harness.plan import Job
 from harness.run_context import RunContext
-from harness.sandbox.workproduct import WorkProduct
+from harness.sandbox.workproduct import WorkArchive, WorkProduct
 from harness.store import now
 from harness.store.tables import AttemptRow
 from harness.tools.client import ToolServer
@@ -122,6 +122,7 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
     server: ToolServer | None = None
     grader: grading.GraderSandbox | None = None
     product: WorkProduct | None = None
+    archive: tuple[WorkArchive, bytes | None] | None = None
     interrupted = False
     try:
         initial, server = await trial_steps.setup(sandbox, env, task, how) if env else (None, None)
@@ -193,6 +194,7 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
                 work = await trial_steps.after_agent(
                     sandbox, grading.final_work_view(product, how), "reading the agent's work dir"
                 )
+                archive = await grading.kept_work_archive(product, how)
         except errors.AgentFailure as exc:  # incl. the agent's input bringing the server down
             failure = failure or exc
         events = [e.model_copy(deep=True) for e in ctx.trajectory.events]
@@ -265,6 +267,10 @@ async def run_attempt(job: Job, rc: RunContext, number: int, spent: Usage) -> Tr
     }
     if steps is not None:
         kept["steps"] = [r.to_json() for r in steps.records]
+    if archive is not None and failure is None:
+        kept["work_archive"], data = archive
+        if data is not None:
+            ctx.trajectory.blobs[kept["work_archive"]["blob"] or ""] = data
     return TrialRecord(
         trial=trial_row(
             job,

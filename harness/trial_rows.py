@@ -14,6 +14,7 @@ from harness.errors import traceback_text as traceback_text  # re-exported
 from harness.network import recorded
 from harness.plan import Job
 from harness.sandbox.base import Sandbox
+from harness.sandbox.workproduct import WorkArchive
 from harness.step_json import StepJson
 from harness.store import now
 from harness.store.tables import AttemptRow, TrialKey, TrialRow
@@ -51,6 +52,9 @@ class TrialEvidence(TypedDict):
     None: graded in a fresh grading sandbox, or from data alone."""
     steps: NotRequired[list[StepJson]]
     """A multi-step task's steps, in order."""
+    work_archive: NotRequired[WorkArchive]
+    """The agent's archive as graders read it, kept when a judge read its files or work
+    dir (``harness validate --judge-checks`` asks the judge again on it)."""
 
 
 _SEVERITY = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}

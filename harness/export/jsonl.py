@@ -14,7 +14,8 @@ Schema, version 1 (``"format": "harness-run-log"``), one JSON object per line:
    grader evidence with each grader's reasons, answer, tokens, cost, latency, seed, image
    id, timings); ATTEMPT every column of ``attempts`` but ``id``; EVENT every column of
    ``trajectory_events`` but ``id`` and ``trial_id`` (in step order); ``blobs`` the full
-   tool outputs the events refer to by ``blob_ref``; ``labels`` people's labels of the
+   tool outputs the events refer to by ``blob_ref`` and the trial's kept work archive
+   (``work_archive`` in its evidence); ``labels`` people's labels of the
    trial (every column of ``human_labels`` but ``id`` and ``trial_id``; absent in files
    written before labels existed); ``replaced_labels`` the labels a newer one by the same
    person replaced (every column of ``human_labels_replaced`` but ``id`` and ``trial_id``;
@@ -155,6 +156,16 @@ _ACROSS_ORDER = (
 _HEADER = TypeAdapter(HeaderLine)
 
 
+def _archive(trial: Row) -> set[str]:
+    """The trial's kept work archive blob (``work_archive`` in its evidence), if any."""
+    evidence = trial.get("evidence")
+    if isinstance(evidence, str):
+        evidence = json.loads(evidence)
+    kept = evidence.get("work_archive") if isinstance(evidence, dict) else None
+    blob = kept.get("blob") if isinstance(kept, dict) else None
+    return {str(blob)} if blob else set()
+
+
 def _out(row: RowMapping) -> Row:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
 
@@ -227,7 +238,7 @@ def export_lines(store: Store, run_id: str) -> Iterator[str]:
             row = _out(t)
             trial_id = row.pop("id")
             evs = events.pop(trial_id, [])
-            refs = sorted({str(e["blob_ref"]) for e in evs if e.get("blob_ref")})
+            refs = sorted({str(e["blob_ref"]) for e in evs if e.get("blob_ref")} | _archive(row))
             blobs: dict[str, str] = {}
             if refs:
                 for b in conn.execute(select(blob_t).where(blob_t.c.sha256.in_(refs))):

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NotRequired, TypedDict
 
 MAX_STATE_DEPTH = 64
 """Deepest nesting a state document may have: states are tables of records; an agent that
@@ -63,6 +63,17 @@ class WorkProduct:
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+class WorkArchive(TypedDict):
+    """Where a trial's work archive is kept (the blobs table) and how big it was."""
+
+    blob: str | None
+    """sha256 of the tar archive in ``blobs``; None when it was not kept (``note``)."""
+    workdir: str
+    """The work dir inside the archive (its members are absolute paths without '/')."""
+    bytes: int
+    note: NotRequired[str]
 
 
 def absolute(workdir: str, path: str) -> str:
