@@ -6,7 +6,6 @@ dead owner."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -156,14 +155,25 @@ async def test_gc_removes_the_services_of_a_dead_owner(docker_client, test_label
     env = _env(tmp_path, warmup="0")
     svc = service_environment(env, "api")
     pinned = {svc.name: pin_service(docker_client, svc, pull=False)}
-    dead = os.fork()
-    if dead == 0:
-        os._exit(0)
-    os.waitpid(dead, 0)
-    owner = {**owner_labels(), "harness.pid": str(dead), "harness.pid_start": "1"}
+    # The owner is alive while the services start (a gc run by another test or run meanwhile
+    # must leave them alone), and dies before this test's gc.
+    import subprocess
+
+    from harness.sandbox.docker_gc import _pid_start
+
+    owner_proc = subprocess.Popen(["sleep", "600"])
+    owner = {
+        **owner_labels(),
+        "harness.pid": str(owner_proc.pid),
+        "harness.pid_start": _pid_start(owner_proc.pid) or "1",
+    }
     calls = DaemonCalls(4)
     labels = {**test_label, **owner, "harness.run": "gone"}
-    await start_services(calls, docker_client, env, pinned, labels, Limits())
-    assert _made(docker_client, test_label)["containers"]
+    try:
+        await start_services(calls, docker_client, env, pinned, labels, Limits())
+        assert _made(docker_client, test_label)["containers"]
+    finally:
+        owner_proc.kill()
+        owner_proc.wait()
     await anyio.to_thread.run_sync(docker_gc.gc, docker_client)
     assert _made(docker_client, test_label) == {"containers": [], "networks": [], "volumes": []}
