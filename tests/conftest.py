@@ -119,6 +119,25 @@ def postgres_url() -> str:
     server.close()
 
 
+def bare_run(run_id: str, **fields: object):
+    """A run row with placeholder values, for tests that write trial rows by hand."""
+    from harness.store import Run, now
+
+    values: dict[str, object] = {
+        "suite_name": "s",
+        "suite_path": "s.yaml",
+        "config_hash": "h" * 64,
+        "harness_version": "0",
+        "config": {},
+        "seed": 1,
+        "trials_per_task": 1,
+        "arms": ["a"],
+        "sandbox": "local",
+        "started_at": now(),
+    }
+    return Run(id=run_id, **{**values, **fields})
+
+
 def count_trials(db: Path) -> int:
     """Trials in a SQLite store so far, polled the way a user does while a run writes it:
     a plain connection (which creates the file when the run has not yet), opened and closed.

@@ -14,7 +14,7 @@ from harness import text
 from harness.store import Run, Store, now
 from harness.store.tables import AttemptRow, TrialRow
 from harness.trajectory import Event
-from tests.conftest import run_cli
+from tests.conftest import bare_run, run_cli
 
 NAME = "etc/\udcff\udcfe.conf"  # a file name made of bytes 0xff 0xfe (surrogateescape)
 HOSTILE = [
@@ -45,19 +45,7 @@ def test_to_store_round_trips_and_keeps_valid_text_as_it_is():
 
 
 def _rows(run_id: str) -> tuple[Run, TrialRow, list[AttemptRow], list[Event], dict[str, bytes]]:
-    run = Run(
-        id=run_id,
-        suite_name="s",
-        suite_path="s.yaml",
-        config_hash="h" * 64,
-        harness_version="0",
-        config={},
-        seed=1,
-        trials_per_task=1,
-        arms=["a"],
-        sandbox="local",
-        started_at=now(),
-    )
+    run = bare_run(run_id)
     evidence = {
         "graders": [{"grader": "state_diff", "reasons": [f"unexpected change at files.{NAME}"]}],
         "failure": None,

@@ -11,9 +11,10 @@ import anyio
 
 from harness.store import Store
 from harness.store.db import now
-from harness.store.tables import Run, TrialRow
+from harness.store.tables import TrialRow
 from harness.store_writer import MAX_QUEUED, StoreWriter
 from harness.trial_rows import TrialRecord
+from tests.conftest import bare_run
 
 TRIALS = 400
 
@@ -51,21 +52,7 @@ def _trial(run_id: str, i: int) -> TrialRow:
 def test_workers_wait_for_a_store_that_falls_behind(tmp_path):
     store = SlowStore(f"sqlite:///{tmp_path / 'h.db'}")
     store.backlog = []
-    store.create_run(
-        Run(
-            id="r",
-            suite_name="s",
-            suite_path="s.yaml",
-            config_hash="h" * 64,
-            harness_version="0",
-            config={},
-            seed=1,
-            trials_per_task=1,
-            arms=["a"],
-            sandbox="local",
-            started_at=now(),
-        )
-    )
+    store.create_run(bare_run("r"))
     writer = StoreWriter(store, "r")
     store.writer = writer
     most_ahead = 0
