@@ -156,6 +156,18 @@ class OpenNetwork:
                 client.networks.get(self.network_name).remove()
 
 
+def close_to_host(bridge: str) -> None:
+    """Drop what containers on ``bridge`` send to this host itself (its addresses, the
+    bridge's gateway), replies to the host's own connections excepted: an ``internal``
+    network (a trial's services) forwards nothing, but Docker still lets its containers
+    reach every service listening on the host. Removed by ``remove_rules_for``."""
+    _iptables("-I", "INPUT", "1", "-i", bridge, "-j", "DROP")
+    _iptables(
+        "-I", "INPUT", "1", "-i", bridge,
+        "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT",
+    )  # fmt: skip
+
+
 def remove_rules_for(bridge: str) -> None:
     """Delete every rule of ``CHAINS`` that names ``bridge`` (left behind by a killed run)."""
     for chain in CHAINS:

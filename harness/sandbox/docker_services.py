@@ -40,6 +40,7 @@ from harness.sandbox.docker_images import (
     lock_entry,
     resolve_ref,
 )
+from harness.sandbox.docker_network import close_to_host, remove_rules_for
 from harness.sandbox.docker_service_files import ServicedSandbox
 
 VOLUME_OPTIONS = {"type": "tmpfs", "device": "tmpfs", "o": "size=64m,mode=1777"}
@@ -92,6 +93,8 @@ class TrialServices:
     """What one attempt's services are made of, removed together (``remove``)."""
 
     network: str
+    bridge: str = ""
+    """The network's host interface, closed to the host itself (``close_to_host``)."""
     volumes: dict[str, str] = field(default_factory=dict)
     """shared volume name -> the Docker volume of this attempt"""
     containers: list[str] = field(default_factory=list)
@@ -134,9 +137,15 @@ async def start_services(
         await run(
             "network",
             lambda: client.api.create_network(
-                made.network, driver="bridge", internal=True, labels=_labels(labels, "services")
+                made.network,
+                driver="bridge",
+                internal=True,
+                labels=_labels(labels, "services"),
+                options={"com.docker.network.bridge.name": f"hs{tag}"},
             ),
         )
+        made.bridge = f"hs{tag}"
+        await run("network", close_to_host, made.bridge)
         for name in env.spec.volumes:
             volume = f"harness-vol-{tag}-{name}"
             await run(
@@ -247,6 +256,8 @@ async def remove_services(run: Run, client, made: TrialServices) -> list[str]:
     for volume in made.volumes.values():
         await attempt("remove", volume, client.api.remove_volume, volume, True)
     await attempt("network", made.network, client.api.remove_network, made.network)
+    if made.bridge:
+        await attempt("network", made.bridge, remove_rules_for, made.bridge)
     return left
 
 

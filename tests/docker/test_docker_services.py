@@ -6,6 +6,11 @@ dead owner."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import threading
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +36,33 @@ FETCH = (
     'print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())" {}'
 )
 HEALTH = ["python3", "-c", "import urllib.request as u; u.urlopen('http://localhost:8000/')"]
+
+
+@contextlib.contextmanager
+def _host_server() -> Iterator[int]:
+    """An HTTP server on this host, on every address; yields its port."""
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _fetch_from_host(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return reply.read().decode()
 
 
 def _env(tmp: Path, health: list[str] = HEALTH, warmup: str = "1.5"):
@@ -90,6 +122,14 @@ async def test_a_service_is_healthy_reachable_shared_and_gone_with_the_sandbox(
         # The trial's network leads nowhere else: no route out.
         out = await box.exec(FETCH.format("http://1.1.1.1/"), timeout=30)
         assert not out.ok
+        # Nor to this host itself: a server here on every address answers the host, but not
+        # the sandbox at its network's gateway or at Docker's own bridge (before: both 200).
+        gateway = docker_client.networks.get(made["networks"][0]).attrs["IPAM"]["Config"][0]
+        with _host_server() as port:
+            assert _fetch_from_host(f"http://127.0.0.1:{port}/") == "ok"
+            for address in (gateway["Gateway"], "172.17.0.1"):
+                out = await box.exec(FETCH.format(f"http://{address}:{port}/"), timeout=30)
+                assert not out.ok, (address, out)
         health = docker_client.containers.get(service).attrs["State"]["Health"]["Status"]
         assert health == "healthy"
         # Each sandbox has its services fresh: a second one sees no note.
