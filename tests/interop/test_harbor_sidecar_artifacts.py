@@ -132,7 +132,10 @@ def test_the_oracle_passes_and_noop_and_a_forger_fail_on_docker(
 def _containers() -> list[str]:
     import docker
 
-    return [c.name for c in docker.from_env().containers.list(all=True)]
+    # The low-level list reads names without inspecting each container, so one removed meanwhile by
+    # another test's run cannot fail this check (a 404 on inspect did in CI).
+    listed = docker.from_env().api.containers(all=True, filters={"name": "harness-svc-"})
+    return [name for c in listed for name in c["Names"]]
 
 
 def _resolved(tmp: Path, edit) -> None:
